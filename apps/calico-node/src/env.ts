@@ -1,0 +1,250 @@
+/**
+ * calico-node's environment, as upstream's DaemonSet sets it, parsed into one typed value. Pure:
+ * the environment and the host name are passed in. Every unusable value is a `NodeError('config')`
+ * naming the variable, so the process stops before it writes anything.
+ *
+ * Variables (upstream names and defaults):
+ *   NODENAME | HOSTNAME | host name       this node's name (trimmed, lower-cased)
+ *   CALICO_NETWORKING_BACKEND             bird (default) | vxlan | none
+ *   CLUSTER_TYPE                          comma list recorded in ClusterInformation
+ *   IP                                    "" | autodetect | none | <IPv4>[/<prefix>]
+ *   IP_AUTODETECTION_METHOD               first-found (default) | can-reach=<addr> | interface=<re>,…
+ *                                         | skip-interface=<re>,… | cidr=<cidr>,…
+ *   AS                                    this node's AS number (plain or asdot)
+ *   CALICO_K8S_NODE_REF                   the Kubernetes node name, recorded in spec.orchRefs
+ *   CALICO_IPV4POOL_CIDR|_IPIP|_VXLAN|_BLOCK_SIZE|_NAT_OUTGOING|_NODE_SELECTOR|_DISABLE_BGP_EXPORT
+ *   NO_DEFAULT_POOLS                      true: create no pool
+ *   DISABLE_NODE_IP_CHECK                 true: do not refuse an address another Node has
+ * calico-ts additions, so several nodes can share one host (the lab):
+ *   CALICO_VAR_LIB_DIR (/var/lib/calico), CALICO_VAR_RUN_DIR (/var/run/calico),
+ *   CALICO_BIRD_CONFIG_DIR (/etc/calico/confd/config), CALICO_BIRD_BIN (/usr/sbin/bird).
+ */
+import { parseCidr, parseCidrOrIP, parseIP, validateSelector } from '@calico-ts/api';
+import { NodeError } from './errors.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export type NetworkingBackend = 'bird' | 'vxlan' | 'none';
+export const NETWORKING_BACKENDS: readonly NetworkingBackend[] = ['bird', 'vxlan', 'none'];
+
+/** What `IP` asks for. `unset` autodetects only when the Node has no address yet. */
+export type IPSetting =
+  | { readonly kind: 'unset' }
+  | { readonly kind: 'autodetect' }
+  | { readonly kind: 'none' }
+  /** An address, with or without a prefix length (`10.0.0.5` or `10.0.0.5/24`). */
+  | { readonly kind: 'address'; readonly value: string };
+
+export type AutodetectMethod =
+  | { readonly kind: 'first-found' }
+  | { readonly kind: 'can-reach'; readonly destination: string }
+  | { readonly kind: 'interface'; readonly patterns: readonly string[] }
+  | { readonly kind: 'skip-interface'; readonly patterns: readonly string[] }
+  | { readonly kind: 'cidr'; readonly cidrs: readonly string[] };
+
+export type EncapMode = 'Never' | 'Always' | 'CrossSubnet';
+
+export interface PoolSettings {
+  /** False with NO_DEFAULT_POOLS=true or CALICO_IPV4POOL_CIDR=none. */
+  readonly enabled: boolean;
+  readonly cidr: string;
+  readonly ipipMode: EncapMode;
+  readonly vxlanMode: EncapMode;
+  readonly blockSize: number;
+  readonly natOutgoing: boolean;
+  readonly nodeSelector: string;
+  readonly disableBGPExport: boolean;
+}
+
+export interface NodeEnv {
+  readonly nodeName: string;
+  readonly networkingBackend: NetworkingBackend;
+  readonly clusterType: string;
+  readonly ip: IPSetting;
+  readonly autodetectionMethod: AutodetectMethod;
+  readonly asNumber?: number;
+  readonly k8sNodeRef?: string;
+  readonly pool: PoolSettings;
+  readonly disableNodeIPCheck: boolean;
+  readonly varLibDir: string;
+  readonly varRunDir: string;
+  readonly birdConfigDir: string;
+  readonly birdPath: string;
+}
+
+export const DEFAULT_IPV4_POOL_CIDR = '192.168.0.0/16';
+export const DEFAULT_IPV4_BLOCK_SIZE = 26;
+export const DEFAULT_VAR_LIB_DIR = '/var/lib/calico';
+export const DEFAULT_VAR_RUN_DIR = '/var/run/calico';
+export const DEFAULT_BIRD_CONFIG_DIR = '/etc/calico/confd/config';
+
+const fail = (message: string): never => {
+  throw new NodeError('config', message);
+};
+
+/** Upstream's node name: NODENAME, else HOSTNAME, else the host name; trimmed and lower-cased. */
+export function determineNodeName(env: Env, hostname: string): string {
+  const raw = env.NODENAME?.trim() || env.HOSTNAME?.trim() || hostname.trim();
+  return raw.toLowerCase();
+}
+
+/** `true`/`false` as upstream's evaluateENVBool reads them: set and not a false spelling = true. */
+export function envBool(env: Env, name: string, dflt: boolean): boolean {
+  const v = env[name];
+  if (v === undefined) return dflt;
+  return !['false', '0', 'no', 'n', 'f'].includes(v.toLowerCase());
+}
+
+export function parseIPSetting(value: string | undefined): IPSetting {
+  const v = (value ?? '').trim();
+  if (v === '') return { kind: 'unset' };
+  if (v === 'autodetect') return { kind: 'autodetect' };
+  if (v === 'none') return { kind: 'none' };
+  const c = parseCidrOrIP(v);
+  if (c === undefined || c.family !== 4) {
+    fail(`IP="${v}" is not a valid IPv4 address; use an address, an address/prefix, autodetect or none`);
+  }
+  return { kind: 'address', value: v };
+}
+
+const SPLIT_LIST = /\s*,\s*/;
+
+export function parseAutodetectionMethod(value: string | undefined): AutodetectMethod {
+  const v = (value ?? '').trim();
+  if (v === '' || v === 'first-found') return { kind: 'first-found' };
+  const after = (prefix: string) => v.slice(prefix.length);
+  if (v.startsWith('can-reach=')) {
+    const dest = after('can-reach=');
+    if (parseIP(dest) === undefined && !/^[a-zA-Z0-9.-]+$/.test(dest)) {
+      fail(`IP_AUTODETECTION_METHOD can-reach needs an address or host name, got "${dest}"`);
+    }
+    return { kind: 'can-reach', destination: dest };
+  }
+  for (const kind of ['interface', 'skip-interface'] as const) {
+    if (v.startsWith(`${kind}=`)) {
+      const patterns = after(`${kind}=`).split(SPLIT_LIST);
+      for (const p of patterns) {
+        try {
+          new RegExp(p);
+        } catch {
+          fail(`IP_AUTODETECTION_METHOD ${kind}: "${p}" is not a valid regular expression`);
+        }
+      }
+      return { kind, patterns };
+    }
+  }
+  if (v.startsWith('cidr=')) {
+    const cidrs = after('cidr=').split(SPLIT_LIST);
+    for (const c of cidrs) {
+      if (parseCidr(c) === undefined) fail(`IP_AUTODETECTION_METHOD cidr: "${c}" is not a valid CIDR`);
+    }
+    return { kind: 'cidr', cidrs };
+  }
+  if (v === 'kubernetes-internal-ip') {
+    return fail(
+      'IP_AUTODETECTION_METHOD kubernetes-internal-ip needs the Kubernetes API, which is not supported',
+    );
+  }
+  return fail(
+    `IP_AUTODETECTION_METHOD="${v}" is not a known method; use first-found, can-reach=<address>, ` +
+      'interface=<regex>, skip-interface=<regex> or cidr=<cidr>',
+  );
+}
+
+/** AS number from `AS`: plain (0…4294967295) or asdot (`a.b`, each 0…65535). */
+export function parseASNumber(value: string): number {
+  const m = /^([0-9]+)(?:\.([0-9]+))?$/.exec(value.trim());
+  if (m) {
+    const hi = Number(m[1]);
+    if (m[2] === undefined && hi <= 4294967295) return hi;
+    const lo = Number(m[2]);
+    if (m[2] !== undefined && hi <= 65535 && lo <= 65535) return hi * 65536 + lo;
+  }
+  return fail(`AS="${value}" is not a valid AS number`);
+}
+
+export function parseEncapMode(name: string, value: string | undefined): EncapMode {
+  switch ((value ?? '').toLowerCase()) {
+    case '':
+    case 'off':
+    case 'never':
+      return 'Never';
+    case 'crosssubnet':
+    case 'cross-subnet':
+      return 'CrossSubnet';
+    case 'always':
+      return 'Always';
+    default:
+      return fail(`${name}="${value}" is not a valid mode; use Always, CrossSubnet or Never`);
+  }
+}
+
+export function parsePoolSettings(env: Env): PoolSettings {
+  const cidrEnv = env.CALICO_IPV4POOL_CIDR ?? '';
+  const noDefault = (env.NO_DEFAULT_POOLS ?? '').toLowerCase() === 'true';
+  if (noDefault && (cidrEnv !== '' || (env.CALICO_IPV6POOL_CIDR ?? '') !== '')) {
+    fail('NO_DEFAULT_POOLS=true cannot be combined with CALICO_IPV4POOL_CIDR or CALICO_IPV6POOL_CIDR');
+  }
+  const enabled = !noDefault && cidrEnv !== 'none';
+  const blockText = env.CALICO_IPV4POOL_BLOCK_SIZE ?? '';
+  let blockSize = DEFAULT_IPV4_BLOCK_SIZE;
+  if (blockText !== '') {
+    if (!/^[0-9]+$/.test(blockText)) fail(`CALICO_IPV4POOL_BLOCK_SIZE="${blockText}" is not a number`);
+    blockSize = Number(blockText);
+  }
+  if (enabled && (blockSize < 20 || blockSize > 32)) {
+    fail(`CALICO_IPV4POOL_BLOCK_SIZE=${blockSize} is out of range; IPv4 block sizes are 20 to 32`);
+  }
+  const nodeSelector = env.CALICO_IPV4POOL_NODE_SELECTOR ?? '';
+  if (enabled && nodeSelector !== '') {
+    const problem = validateSelector(nodeSelector);
+    if (problem !== undefined) fail(`CALICO_IPV4POOL_NODE_SELECTOR="${nodeSelector}": ${problem}`);
+  }
+  let cidr = DEFAULT_IPV4_POOL_CIDR;
+  if (enabled && cidrEnv !== '') {
+    const c = parseCidr(cidrEnv);
+    if (c === undefined || c.family !== 4) fail(`CALICO_IPV4POOL_CIDR="${cidrEnv}" is not a valid IPv4 CIDR`);
+    cidr = cidrEnv;
+  }
+  const ipipMode = enabled ? parseEncapMode('CALICO_IPV4POOL_IPIP', env.CALICO_IPV4POOL_IPIP) : 'Never';
+  const vxlanMode = enabled ? parseEncapMode('CALICO_IPV4POOL_VXLAN', env.CALICO_IPV4POOL_VXLAN) : 'Never';
+  if (ipipMode !== 'Never' && vxlanMode !== 'Never') {
+    fail('CALICO_IPV4POOL_IPIP and CALICO_IPV4POOL_VXLAN cannot both be enabled');
+  }
+  return {
+    enabled,
+    cidr,
+    ipipMode,
+    vxlanMode,
+    blockSize,
+    natOutgoing: envBool(env, 'CALICO_IPV4POOL_NAT_OUTGOING', true),
+    nodeSelector,
+    disableBGPExport: envBool(env, 'CALICO_IPV4POOL_DISABLE_BGP_EXPORT', false),
+  };
+}
+
+export function parseNodeEnv(env: Env, hostname: string): NodeEnv {
+  const nodeName = determineNodeName(env, hostname);
+  if (nodeName === '') fail("cannot tell this node's name: set NODENAME");
+  const backend = (env.CALICO_NETWORKING_BACKEND ?? '').trim() || 'bird';
+  if (!(NETWORKING_BACKENDS as readonly string[]).includes(backend)) {
+    fail(`CALICO_NETWORKING_BACKEND="${backend}" is not supported; use bird, vxlan or none`);
+  }
+  const asText = (env.AS ?? '').trim();
+  const k8sRef = (env.CALICO_K8S_NODE_REF ?? '').trim();
+  return {
+    nodeName,
+    networkingBackend: backend as NetworkingBackend,
+    clusterType: (env.CLUSTER_TYPE ?? '').trim(),
+    ip: parseIPSetting(env.IP),
+    autodetectionMethod: parseAutodetectionMethod(env.IP_AUTODETECTION_METHOD),
+    ...(asText !== '' ? { asNumber: parseASNumber(asText) } : {}),
+    ...(k8sRef !== '' ? { k8sNodeRef: k8sRef } : {}),
+    pool: parsePoolSettings(env),
+    disableNodeIPCheck: (env.DISABLE_NODE_IP_CHECK ?? '') === 'true',
+    varLibDir: env.CALICO_VAR_LIB_DIR || DEFAULT_VAR_LIB_DIR,
+    varRunDir: env.CALICO_VAR_RUN_DIR || DEFAULT_VAR_RUN_DIR,
+    birdConfigDir: env.CALICO_BIRD_CONFIG_DIR || DEFAULT_BIRD_CONFIG_DIR,
+    birdPath: env.CALICO_BIRD_BIN || '/usr/sbin/bird',
+  };
+}

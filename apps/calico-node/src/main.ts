@@ -1,0 +1,141 @@
+/**
+ * The calico-node executable: flags → a health check, the start-up steps, or the whole node
+ * (start-up, then Felix and BIRD) until SIGTERM/SIGINT. Logs are pino JSON lines on stdout.
+ * Exit status 1 with one line on stderr when it cannot start (bad flags or environment, datastore
+ * unreachable, no usable address).
+ */
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import {
+  configFromEnv,
+  createKVStore,
+  IpamStore,
+  KVDatastore,
+  mergeClientConfig,
+} from '@calico-ts/datastore';
+import { parseIni } from '@calico-ts/felix';
+import { IpamClient } from '@calico-ts/ipam';
+import { Netlinux } from '@calico-ts/netlinux';
+import { NftContext } from '@calico-ts/nftables';
+import pino from 'pino';
+import { parseArgs, USAGE } from './cli.js';
+import { parseNodeEnv } from './env.js';
+import { errorMessage, isNodeError } from './errors.js';
+import { listHostInterfaces, reachSource } from './host-network.js';
+import { CalicoNode } from './node-daemon.js';
+import { CALICO_VERSION } from './node-resource.js';
+import { runProbes } from './probes.js';
+import { runStartup } from './startup.js';
+
+function pinoLevel(severity: string): pino.Level {
+  const s = severity.toLowerCase();
+  if (s === 'warning') return 'warn';
+  return (['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const).find((l) => l === s) ?? 'info';
+}
+
+async function felixConfigFile(env: NodeJS.ProcessEnv): Promise<Record<string, string>> {
+  const path = env.FELIX_CONFIGFILE || '/etc/calico/felix.cfg';
+  try {
+    return parseIni(await readFile(path, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+async function main(): Promise<number> {
+  const cmd = parseArgs(process.argv.slice(2));
+  if (cmd.kind === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (cmd.kind === 'version') {
+    process.stdout.write(`${CALICO_VERSION}\n`);
+    return 0;
+  }
+  if (cmd.kind === 'probe') {
+    const failure = await runProbes(cmd.probes, { env: process.env, thresholdMs: cmd.thresholdMs });
+    if (failure !== undefined) {
+      process.stdout.write(`${failure}\n`);
+      return 1;
+    }
+    return 0;
+  }
+
+  const env = parseNodeEnv(process.env, hostname());
+  const log = pino(
+    {
+      level: pinoLevel(process.env.CALICO_STARTUP_LOGLEVEL || process.env.FELIX_LOGSEVERITYSCREEN || 'info'),
+      base: { component: 'calico-node', node: env.nodeName, pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    pino.destination({ dest: 1, sync: true }),
+  );
+  const client = mergeClientConfig(undefined, configFromEnv(process.env).config);
+  for (const w of client.warnings) log.warn({}, w);
+  const kv = await createKVStore(client.config);
+  const datastore = new KVDatastore(kv, {
+    backend: client.config.datastoreType === 'memory' ? 'memory' : 'etcdv3',
+  });
+  const net = new Netlinux();
+  const startupLog = log.child({ component: 'startup' });
+  const ipam = new IpamClient(datastore, new IpamStore(kv));
+  log.info({ version: CALICO_VERSION }, 'calico-node starting');
+  await runStartup(env, {
+    datastore,
+    interfaces: () => listHostInterfaces(net),
+    reachSource: (d) => reachSource(d),
+    log: (message, fields) => startupLog.info(fields ?? {}, message),
+    ipam,
+  });
+  if (cmd.kind === 'startup') {
+    await datastore.close();
+    return 0;
+  }
+
+  const nft = await NftContext.open();
+  const node = new CalicoNode({
+    env,
+    rawEnv: process.env,
+    configFile: await felixConfigFile(process.env),
+    hostname: hostname(),
+    kv,
+    datastore,
+    nft,
+    net,
+    ipam,
+    log,
+    setLogLevel: (level) => {
+      log.level = pinoLevel(level);
+    },
+  });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    node
+      .stop()
+      .then(() => Promise.allSettled([nft.close(), datastore.close()]))
+      .then(() => process.exit(0))
+      .catch((e: unknown) => {
+        log.error({ err: errorMessage(e) }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  await node.start();
+  log.info({ backend: env.networkingBackend }, 'calico-node running');
+  return -1;
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (e: unknown) => {
+    process.stderr.write(`calico-node: ${errorMessage(e)}\n`);
+    process.exit(isNodeError(e, 'usage') ? 2 : 1);
+  },
+);

@@ -1,0 +1,176 @@
+/**
+ * CalicoNode: what runs on every host after start-up, in one process.
+ *
+ *   Felix (FelixDaemon: datastore → nftables, routes; /liveness /readiness on FELIX_HEALTHPORT)
+ *     health ◄── "bird" reporter ◄── every 2 s: BIRD `show protocols` ─► every BGP peer Established?
+ *   bird mode only:
+ *   BirdBridge (Node, BGPConfiguration, BGPPeer, IPPool, affinities) ─► BirdSupervisor ─► bird
+ *     <run dir>/bird.ctl  control socket;  <run dir>/bird.pid  BIRD's PID, rewritten when it restarts
+ *
+ * Design: composition only. Felix's readiness gains the BGP sessions, so one probe of
+ * /readiness answers "policy programmed and routes exchanged". `stop()` stops BIRD (by the PID it
+ * started) and Felix, leaving Felix's rules in place, as upstream does on SIGTERM.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BirdBridge, type BirdLogger, BirdSupervisor } from '@calico-ts/bird-bridge';
+import { type Datastore, IpamStore, type KVStore } from '@calico-ts/datastore';
+import { FelixDaemon, type LocalConfigSources, type Logger, type StatusStore } from '@calico-ts/felix';
+import type { Netlinux } from '@calico-ts/netlinux';
+import type { NftClient } from '@calico-ts/nftables';
+import { bgpHealthReport, bgpPeersOf } from './bgp-health.js';
+import type { Env, NodeEnv } from './env.js';
+import { errorMessage } from './errors.js';
+import { writeFileAtomic } from './startup.js';
+import { reconcileTunnelAddresses, type TunnelIpam } from './tunnel-address.js';
+
+/** The health reporter calico-node adds to Felix's. */
+export const BIRD_HEALTH_REPORTER = 'bird';
+
+export interface CalicoNodeOptions {
+  readonly env: NodeEnv;
+  readonly rawEnv: Env;
+  readonly configFile: Readonly<Record<string, string>>;
+  readonly hostname: string;
+  readonly kv: KVStore;
+  readonly datastore: Datastore;
+  readonly nft: NftClient;
+  readonly net: Netlinux;
+  readonly log: Logger & { child?(bindings: Record<string, unknown>): Logger };
+  readonly setLogLevel?: (level: string) => void;
+  readonly bgpPollMs?: number;
+  /** IPAM for the VXLAN tunnel address, re-checked every `tunnelCheckMs` (pools may change). */
+  readonly ipam?: TunnelIpam;
+  readonly tunnelCheckMs?: number;
+}
+
+/** The environment Felix sees: calico-node's, with this node's name and files filled in. */
+export function felixEnv(env: NodeEnv, raw: Env): Env {
+  return {
+    ...raw,
+    FELIX_FELIXHOSTNAME: raw.FELIX_FELIXHOSTNAME || env.nodeName,
+    FELIX_MTUFILEPATH: raw.FELIX_MTUFILEPATH || join(env.varLibDir, 'mtu'),
+  };
+}
+
+export class CalicoNode {
+  readonly #o: CalicoNodeOptions;
+  readonly felix: FelixDaemon;
+  #bridge: BirdBridge | undefined;
+  #supervisor: BirdSupervisor | undefined;
+  #bgpTimer: NodeJS.Timeout | undefined;
+  #tunnelTimer: NodeJS.Timeout | undefined;
+  #birdPid: number | undefined;
+  #stopped = false;
+
+  constructor(opts: CalicoNodeOptions) {
+    this.#o = opts;
+    const local: LocalConfigSources = {
+      env: felixEnv(opts.env, opts.rawEnv),
+      file: opts.configFile,
+      hostname: opts.hostname,
+    };
+    const felixLog = opts.log.child?.({ component: 'felix' }) ?? opts.log;
+    this.felix = new FelixDaemon({
+      local,
+      datastore: opts.datastore,
+      statusStore: opts.kv as unknown as StatusStore,
+      probe: () => opts.kv.revision(),
+      // IPAM blocks, for Felix's VXLAN routes to the other nodes' blocks.
+      ipamBlocks: new IpamStore(opts.kv),
+      nft: opts.nft,
+      net: opts.net,
+      log: felixLog,
+      ...(opts.setLogLevel ? { setLogLevel: opts.setLogLevel } : {}),
+    });
+  }
+
+  get birdPidFile(): string {
+    return join(this.#o.env.varRunDir, 'bird.pid');
+  }
+
+  get birdSocket(): string {
+    return join(this.#o.env.varRunDir, 'bird.ctl');
+  }
+
+  async start(): Promise<void> {
+    const { env } = this.#o;
+    if (env.networkingBackend === 'bird') {
+      // Registered before Felix serves /readiness, so it is never ready without BGP.
+      this.felix.health.register(BIRD_HEALTH_REPORTER, { live: false, ready: true });
+      this.felix.health.report(BIRD_HEALTH_REPORTER, {
+        live: true,
+        ready: false,
+        detail: 'BIRD not started',
+      });
+    }
+    await this.felix.start();
+    const ipam = this.#o.ipam;
+    if (ipam && env.networkingBackend !== 'none') {
+      const log = this.#o.log.child?.({ component: 'tunnel-address' }) ?? this.#o.log;
+      this.#tunnelTimer = setInterval(() => {
+        reconcileTunnelAddresses(this.#o.datastore, ipam, env.nodeName, (m, f) => log.info(f ?? {}, m)).catch(
+          (e: unknown) => log.warn({ err: errorMessage(e) }, 'tunnel address check failed; will retry'),
+        );
+      }, this.#o.tunnelCheckMs ?? 60_000);
+    }
+    if (env.networkingBackend !== 'bird') {
+      this.#o.log.info({ backend: env.networkingBackend }, 'BIRD not started for this networking backend');
+      return;
+    }
+    const birdLog = this.#birdLogger();
+    this.#supervisor = new BirdSupervisor({
+      configDir: env.birdConfigDir,
+      socketPath: this.birdSocket,
+      birdPath: env.birdPath,
+      log: birdLog,
+    });
+    this.#bridge = new BirdBridge({
+      datastore: this.#o.datastore,
+      ipam: new IpamStore(this.#o.kv),
+      nodeName: env.nodeName,
+      targets: { 4: this.#supervisor },
+      affinityPollMs: 1000,
+      log: birdLog,
+    });
+    await this.#bridge.start();
+    await this.#checkBgp();
+    this.#bgpTimer = setInterval(() => void this.#checkBgp(), this.#o.bgpPollMs ?? 2000);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#bgpTimer !== undefined) clearInterval(this.#bgpTimer);
+    if (this.#tunnelTimer !== undefined) clearInterval(this.#tunnelTimer);
+    await this.#bridge
+      ?.stop()
+      .catch((e: unknown) => this.#o.log.warn({ err: errorMessage(e) }, 'BIRD stop failed'));
+    if (this.#birdPid !== undefined) await rm(this.birdPidFile, { force: true });
+    await this.felix.stop();
+  }
+
+  async #checkBgp(): Promise<void> {
+    const sup = this.#supervisor;
+    if (!sup || this.#stopped) return;
+    const pid = sup.pid;
+    if (pid !== undefined && pid !== this.#birdPid) {
+      this.#birdPid = pid;
+      await writeFileAtomic(this.birdPidFile, `${pid}\n`).catch((e: unknown) =>
+        this.#o.log.warn({ err: errorMessage(e) }, 'cannot write the BIRD pid file'),
+      );
+    }
+    let report: ReturnType<typeof bgpHealthReport>;
+    try {
+      report = bgpHealthReport(bgpPeersOf(await sup.client.showProtocols()));
+    } catch (e) {
+      report = bgpHealthReport(e instanceof Error ? e : new Error(String(e)));
+    }
+    if (!this.#stopped) this.felix.health.report(BIRD_HEALTH_REPORTER, report);
+  }
+
+  #birdLogger(): BirdLogger {
+    const log = this.#o.log.child?.({ component: 'bird' }) ?? this.#o.log;
+    return (level, message, fields) => log[level](fields ?? {}, message);
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * calico-node's start-up sequence (upstream `calico-node -startup`), run once before Felix and BIRD:
+ *
+ *   Node <name> ──get──► decideIPv4 (IP / autodetection) ──► conflict check ──► create|update Node
+ *   IPPools ──list──► default pool when no IPv4 pool exists (CALICO_IPV4POOL_*) ──► create
+ *   ClusterInformation default (GUID, type, version, datastoreReady), tiers default / kube-admin /
+ *   kube-baseline, FelixConfiguration default and node.<name>, BGPConfiguration default
+ *   <CALICO_VAR_LIB_DIR>/nodename ◄── the node name (what the CNI plugin reads)
+ *
+ * The decisions are the pure functions of node-resource.ts; this file only reads and writes. Writes
+ * that race with other nodes (the pool, ClusterInformation, tiers) accept "already exists" and retry
+ * on a conflict, as upstream does.
+ */
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ClusterInformation, FelixConfiguration, Kind, Node, ResourceOf } from '@calico-ts/api';
+import { type Datastore, isDatastoreError } from '@calico-ts/datastore';
+import { autodetectIPv4, type HostInterface } from './autodetect.js';
+import type { NodeEnv } from './env.js';
+import { errorMessage, NodeError } from './errors.js';
+import {
+  conflictingNode,
+  DEFAULT_TIERS,
+  decideIPv4,
+  defaultIPv4Pool,
+  desiredClusterInformation,
+  desiredGlobalFelixConfig,
+  desiredNode,
+  desiredNodeFelixConfig,
+  newClusterGUID,
+} from './node-resource.js';
+import { reconcileTunnelAddresses, type TunnelIpam } from './tunnel-address.js';
+
+export interface StartupDeps {
+  readonly datastore: Datastore;
+  /** This host's interfaces with their IPv4 addresses. */
+  readonly interfaces: () => Promise<HostInterface[]>;
+  /** The source address the kernel picks to reach `destination`; undefined when unreachable. */
+  readonly reachSource: (destination: string) => Promise<string | undefined>;
+  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  readonly guid?: () => string;
+  /** IPAM, for this node's VXLAN tunnel address; absent: no tunnel address is managed. */
+  readonly ipam?: TunnelIpam;
+}
+
+export interface StartupResult {
+  readonly node: Node;
+  readonly nodenameFile: string;
+}
+
+async function getOrUndefined<K extends Kind>(
+  ds: Datastore,
+  kind: K,
+  name: string,
+): Promise<ResourceOf<K> | undefined> {
+  try {
+    return await ds.get(kind, name);
+  } catch (e) {
+    if (isDatastoreError(e, 'not-found')) return undefined;
+    throw new NodeError('datastore', `cannot read ${kind} ${name}: ${errorMessage(e)}`, { cause: e });
+  }
+}
+
+async function createIgnoringExists(ds: Datastore, r: Parameters<Datastore['create']>[0]): Promise<boolean> {
+  try {
+    await ds.create(r);
+    return true;
+  } catch (e) {
+    if (isDatastoreError(e, 'already-exists')) return false;
+    throw new NodeError('datastore', `cannot create ${r.kind} ${r.metadata.name}: ${errorMessage(e)}`, {
+      cause: e,
+    });
+  }
+}
+
+/** Write `text` to `path` atomically (temp file + rename), creating the directory. */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  await mkdir(join(path, '..'), { recursive: true });
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, path);
+}
+
+export async function registerNode(env: NodeEnv, deps: StartupDeps): Promise<Node> {
+  const ds = deps.datastore;
+  for (let attempt = 0; ; attempt++) {
+    const existing = await getOrUndefined(ds, 'Node', env.nodeName);
+    let ipv4Address: string | undefined;
+    if (env.networkingBackend !== 'none') {
+      const ifaces = await deps.interfaces();
+      const method = env.autodetectionMethod;
+      const reach = method.kind === 'can-reach' ? await deps.reachSource(method.destination) : undefined;
+      const decision = decideIPv4(
+        env.ip,
+        existing?.spec.bgp?.ipv4Address,
+        () => autodetectIPv4(method, ifaces, reach),
+        ifaces,
+      );
+      for (const n of decision.notes) deps.log(n);
+      ipv4Address = decision.ipv4Address;
+      if (ipv4Address === undefined) {
+        throw new NodeError(
+          'autodetect',
+          'no IPv4 address configured or detected, required for Calico networking; set IP or use ' +
+            'CALICO_NETWORKING_BACKEND=none',
+        );
+      }
+      if (ipv4Address !== existing?.spec.bgp?.ipv4Address && !env.disableNodeIPCheck) {
+        const nodes = await ds.list('Node');
+        const other = conflictingNode(env.nodeName, ipv4Address, nodes.items);
+        if (other !== undefined) {
+          throw new NodeError(
+            'conflict',
+            `Calico node '${other}' is already using the IPv4 address ${ipv4Address.split('/')[0]}`,
+          );
+        }
+      }
+    }
+    const { node, changed } = desiredNode(env, existing, ipv4Address);
+    if (!changed) return existing!;
+    try {
+      const written = existing === undefined ? await ds.create(node) : await ds.update(node);
+      deps.log(existing === undefined ? 'created Node' : 'updated Node', {
+        node: env.nodeName,
+        ipv4Address: written.spec.bgp?.ipv4Address,
+      });
+      return written;
+    } catch (e) {
+      const retry = isDatastoreError(e, 'conflict') || isDatastoreError(e, 'already-exists');
+      if (retry && attempt < 5) continue;
+      throw new NodeError('datastore', `cannot write Node ${env.nodeName}: ${errorMessage(e)}`, { cause: e });
+    }
+  }
+}
+
+export async function ensurePools(env: NodeEnv, ds: Datastore, log: StartupDeps['log']): Promise<void> {
+  if (!env.pool.enabled) {
+    log('skipping IP pool configuration');
+    return;
+  }
+  const pools = await ds.list('IPPool');
+  const pool = defaultIPv4Pool(env.pool, pools.items);
+  if (pool === undefined) return;
+  if (await createIgnoringExists(ds, pool)) {
+    log('created default IPv4 pool', {
+      cidr: pool.spec.cidr,
+      ipipMode: pool.spec.ipipMode,
+      vxlanMode: pool.spec.vxlanMode,
+      natOutgoing: pool.spec.natOutgoing,
+    });
+  }
+}
+
+export async function ensureClusterInformation(
+  env: NodeEnv,
+  ds: Datastore,
+  guid: () => string,
+): Promise<ClusterInformation> {
+  for (let attempt = 0; ; attempt++) {
+    const existing = await getOrUndefined(ds, 'ClusterInformation', 'default');
+    const { info, changed } = desiredClusterInformation(existing, env.clusterType, guid);
+    if (!changed) return existing!;
+    try {
+      return existing === undefined ? await ds.create(info) : await ds.update(info);
+    } catch (e) {
+      const retry = isDatastoreError(e, 'conflict') || isDatastoreError(e, 'already-exists');
+      if (retry && attempt < 10) continue;
+      throw new NodeError('datastore', `cannot write ClusterInformation default: ${errorMessage(e)}`, {
+        cause: e,
+      });
+    }
+  }
+}
+
+async function writeIfNeeded(
+  ds: Datastore,
+  existing: FelixConfiguration | undefined,
+  desired: FelixConfiguration | undefined,
+): Promise<void> {
+  if (desired === undefined) return;
+  try {
+    if (existing === undefined) await ds.create(desired);
+    else await ds.update(desired);
+  } catch (e) {
+    // Another node wrote it first: what it wrote stands, as upstream ignores these races.
+    if (isDatastoreError(e, 'already-exists') || isDatastoreError(e, 'conflict')) return;
+    throw new NodeError(
+      'datastore',
+      `cannot write FelixConfiguration ${desired.metadata.name}: ${errorMessage(e)}`,
+      {
+        cause: e,
+      },
+    );
+  }
+}
+
+export async function ensureDefaultConfig(env: NodeEnv, ds: Datastore, guid: () => string): Promise<void> {
+  await ensureClusterInformation(env, ds, guid);
+  for (const tier of DEFAULT_TIERS) await createIgnoringExists(ds, tier);
+  const global = await getOrUndefined(ds, 'FelixConfiguration', 'default');
+  await writeIfNeeded(ds, global, desiredGlobalFelixConfig(global));
+  if (ds.backend !== 'kubernetes') {
+    const perNode = await getOrUndefined(ds, 'FelixConfiguration', `node.${env.nodeName}`);
+    await writeIfNeeded(ds, perNode, desiredNodeFelixConfig(env.nodeName, perNode));
+  }
+  if ((await getOrUndefined(ds, 'BGPConfiguration', 'default')) === undefined) {
+    await createIgnoringExists(ds, {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'BGPConfiguration',
+      metadata: { name: 'default' },
+      spec: {},
+    });
+  }
+}
+
+/** The whole start-up sequence. Throws `NodeError` with a message for the operator. */
+export async function runStartup(env: NodeEnv, deps: StartupDeps): Promise<StartupResult> {
+  const guid = deps.guid ?? newClusterGUID;
+  deps.log('starting node', { node: env.nodeName, backend: env.networkingBackend });
+  const node = await registerNode(env, deps);
+  await ensurePools(env, deps.datastore, deps.log);
+  await ensureDefaultConfig(env, deps.datastore, guid);
+  if (deps.ipam && env.networkingBackend !== 'none') {
+    await reconcileTunnelAddresses(deps.datastore, deps.ipam, env.nodeName, deps.log);
+  }
+  const nodenameFile = join(env.varLibDir, 'nodename');
+  await writeFileAtomic(nodenameFile, env.nodeName);
+  deps.log('using node name', { node: env.nodeName, nodenameFile });
+  return { node, nodenameFile };
+}

@@ -1,0 +1,65 @@
+import type { IPPool, Node } from '@calico-ts/api';
+import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import { IpamClient } from '@calico-ts/ipam';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { reconcileTunnelAddresses } from './tunnel-address.js';
+
+const pool = (name: string, cidr: string, spec: Partial<IPPool['spec']> = {}): IPPool =>
+  ({
+    apiVersion: 'projectcalico.org/v3',
+    kind: 'IPPool',
+    metadata: { name },
+    spec: { cidr, ipipMode: 'Never', vxlanMode: 'Never', ...spec },
+  }) as IPPool;
+
+const node = (labels: Record<string, string> = {}): Node => ({
+  apiVersion: 'projectcalico.org/v3',
+  kind: 'Node',
+  metadata: { name: 'n1', labels },
+  spec: { bgp: { ipv4Address: '198.18.0.11/24' } },
+});
+
+describe('reconciling the tunnel address on the datastore', () => {
+  let kv: MemoryKVStore;
+  let ds: KVDatastore;
+  let ipam: IpamClient;
+  const log: string[] = [];
+  beforeEach(async () => {
+    kv = new MemoryKVStore();
+    ds = new KVDatastore(kv, { backend: 'etcdv3' });
+    ipam = new IpamClient(ds, new IpamStore(kv));
+    await ds.create(node());
+  });
+  const handleKey = '/calico/ipam/v2/handle/vxlan-tunnel-addr-n1';
+
+  it('assigns one address from the VXLAN pool, records it on the Node, and keeps it', async () => {
+    await ds.create(pool('default-ipv4-ippool', '198.19.0.0/16', { vxlanMode: 'Always' }));
+    const addr = await reconcileTunnelAddresses(ds, ipam, 'n1', (m) => log.push(m));
+    expect(addr).toMatch(/^198\.19\.\d+\.\d+$/);
+    expect((await ds.get('Node', 'n1')).spec.ipv4VXLANTunnelAddr).toBe(addr);
+    const attrs = await ipam.getAssignmentAttributes(addr!);
+    expect(attrs.handleId).toBe('vxlan-tunnel-addr-n1');
+    expect(attrs.attrs).toMatchObject({ node: 'n1', type: 'vxlanTunnelAddress' });
+    expect(JSON.parse(kv.dump().kvs[handleKey]!)).toEqual({ block: { [attrs.block]: 1 }, deleted: false });
+    const rev = kv.dump().revision;
+    expect(await reconcileTunnelAddresses(ds, ipam, 'n1', () => {})).toBe(addr);
+    expect(kv.dump().revision).toBe(rev);
+  });
+
+  it('assigns nothing without a VXLAN pool, and releases the address when VXLAN is turned off', async () => {
+    await ds.create(pool('p', '198.19.0.0/16', { vxlanMode: 'Never' }));
+    expect(await reconcileTunnelAddresses(ds, ipam, 'n1', () => {})).toBeUndefined();
+    expect((await ds.get('Node', 'n1')).spec.ipv4VXLANTunnelAddr).toBeUndefined();
+
+    const p = await ds.get('IPPool', 'p');
+    await ds.update({ ...p, spec: { ...p.spec, vxlanMode: 'Always' } });
+    const addr = await reconcileTunnelAddresses(ds, ipam, 'n1', () => {});
+    expect(addr).toBeDefined();
+    const q = await ds.get('IPPool', 'p');
+    await ds.update({ ...q, spec: { ...q.spec, vxlanMode: 'Never' } });
+    expect(await reconcileTunnelAddresses(ds, ipam, 'n1', () => {})).toBeUndefined();
+    expect((await ds.get('Node', 'n1')).spec.ipv4VXLANTunnelAddr).toBeUndefined();
+    expect(kv.dump().kvs[handleKey]).toBeUndefined();
+    await expect(ipam.getAssignmentAttributes(addr!)).rejects.toThrow(/not assigned/);
+  });
+});

@@ -1,0 +1,30 @@
+/**
+ * This node's tunnel addresses (upstream `calico-node -allocate-tunnel-addrs`): Felix's
+ * `ensureVxlanTunnelAddress` / `ensureIpipTunnelAddress` hold one IPAM address per encapsulation
+ * its pools use (`Node.spec.ipv4VXLANTunnelAddr`, `spec.bgp.ipv4IPIPTunnelAddr`) and release it when
+ * no pool needs it. calico-node runs them at start-up and then every minute.
+ */
+import type { Datastore } from '@calico-ts/datastore';
+import { ensureIpipTunnelAddress, ensureVxlanTunnelAddress, type TunnelIpam } from '@calico-ts/felix';
+
+export type { TunnelIpam };
+
+/** Both tunnel addresses made right; logs what changed. Resolves to the VXLAN address, if any. */
+export async function reconcileTunnelAddresses(
+  ds: Datastore,
+  ipam: TunnelIpam,
+  nodeName: string,
+  log: (message: string, fields?: Record<string, unknown>) => void,
+): Promise<string | undefined> {
+  const vxlan = await ensureVxlanTunnelAddress(ds, ipam, nodeName);
+  const ipip = await ensureIpipTunnelAddress(ds, ipam, nodeName);
+  for (const [kind, r] of [
+    ['VXLAN', vxlan],
+    ['IPIP', ipip],
+  ] as const) {
+    if (r.action === 'assigned' || r.action === 'removed') {
+      log(`${kind} tunnel address ${r.action}`, { node: nodeName, address: r.address, previous: r.previous });
+    }
+  }
+  return vxlan.address;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+// `pnpm lab …` starts here: if the lab or the executables it runs (calico-node, the CNI plugin,
+// calicoctl) are not built yet, build them (turbo, only what the lab needs), then run the lab.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const app = fileURLToPath(new URL('..', import.meta.url));
+const root = join(app, '..', '..');
+const needed = [
+  join(app, 'dist/main.js'),
+  join(root, 'apps/calico-node/bin/calico-node'),
+  join(root, 'packages/cni-plugin/bin/calico.mjs'),
+  join(root, 'packages/ctl/bin/calicoctl'),
+];
+const missing = needed.filter((f) => !existsSync(f));
+if (missing.length > 0) {
+  process.stderr.write(
+    `lab: not built yet (${missing.map((f) => f.slice(root.length + 1)).join(', ')}); building the lab and what it runs…\n`,
+  );
+  const r = spawnSync(
+    'pnpm',
+    ['exec', 'turbo', 'run', 'build', '--filter=@calico-ts/lab...', '--output-logs=errors-only'],
+    {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
+  const still = needed.filter((f) => !existsSync(f));
+  if (r.status !== 0 || still.length > 0) {
+    process.stderr.write('lab: the build failed; run `pnpm install && pnpm build` and look at its errors\n');
+    process.exit(1);
+  }
+  process.stderr.write('lab: built\n');
+}
+await import(pathToFileURL(join(app, 'dist/main.js')).href);

@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { parseLabArgs } from './cli.js';
+import { isLabError } from './errors.js';
+
+const usageError = (argv: string[], text: RegExp) => {
+  try {
+    parseLabArgs(argv);
+  } catch (e) {
+    expect(isLabError(e, 'usage')).toBe(true);
+    expect((e as Error).message).toMatch(text);
+    return;
+  }
+  throw new Error(`expected a usage error for ${argv.join(' ')}`);
+};
+
+describe('pnpm lab command line', () => {
+  it('up: defaults 3 nodes, bgp; flags in both forms', () => {
+    expect(parseLabArgs(['up'])).toEqual({ name: 'lab', command: { kind: 'up', nodes: 3, mode: 'bgp' } });
+    expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan']).command).toEqual({
+      kind: 'up',
+      nodes: 5,
+      mode: 'vxlan',
+    });
+  });
+  it('takes the lab name and state dir from flags before the command, or the environment', () => {
+    expect(parseLabArgs(['--name', 'e2e1', '--state-dir=/tmp/x', 'down'])).toEqual({
+      name: 'e2e1',
+      stateDir: '/tmp/x',
+      command: { kind: 'down' },
+    });
+    expect(
+      parseLabArgs(['status'], { CALICO_LAB_NAME: 'other', CALICO_LAB_STATE_DIR: '/tmp/y' }),
+    ).toMatchObject({
+      name: 'other',
+      stateDir: '/tmp/y',
+    });
+  });
+  it('ns create and pod create with labels, node and ports', () => {
+    expect(parseLabArgs(['ns', 'create', 'team-a', '--labels', 'env=prod,tier=web']).command).toEqual({
+      kind: 'ns-create',
+      namespace: 'team-a',
+      labels: { env: 'prod', tier: 'web' },
+    });
+    expect(
+      parseLabArgs([
+        'pod',
+        'create',
+        'team-a/web-1',
+        '--node',
+        'n2',
+        '--labels',
+        'app=web',
+        '-l',
+        'v=1',
+        '--ports',
+        '80,8080',
+      ]).command,
+    ).toEqual({
+      kind: 'pod-create',
+      namespace: 'team-a',
+      name: 'web-1',
+      node: 'n2',
+      labels: { app: 'web', v: '1' },
+      ports: [80, 8080],
+    });
+    expect(parseLabArgs(['pod', 'create', 'a/b']).command).toMatchObject({ ports: [80], labels: {} });
+  });
+  it('pod exec passes everything after -- through', () => {
+    expect(parseLabArgs(['pod', 'exec', 'a/b', '--', 'ping', '-c', '1', '198.19.0.5']).command).toEqual({
+      kind: 'pod-exec',
+      namespace: 'a',
+      name: 'b',
+      argv: ['ping', '-c', '1', '198.19.0.5'],
+    });
+  });
+  it('calicoctl passes its arguments through untouched', () => {
+    expect(parseLabArgs(['calicoctl', 'get', 'nodes', '-o', 'wide']).command).toEqual({
+      kind: 'calicoctl',
+      argv: ['get', 'nodes', '-o', 'wide'],
+    });
+  });
+  it('connectivity defaults and options', () => {
+    expect(parseLabArgs(['connectivity']).command).toEqual({
+      kind: 'connectivity',
+      port: 80,
+      protocol: 'tcp',
+      output: 'table',
+      timeoutMs: 1500,
+    });
+    expect(
+      parseLabArgs(['connectivity', '--port', '8080', '--protocol', 'UDP', '-o', 'json']).command,
+    ).toMatchObject({
+      port: 8080,
+      protocol: 'udp',
+      output: 'json',
+    });
+  });
+  it('says what is wrong and what is accepted', () => {
+    usageError(['up', '--nodes', 'three'], /--nodes must be a whole number from 1 to 50, got "three"/);
+    usageError(['up', '--nodes', '0'], /--nodes must be a whole number/);
+    usageError(['up', '--mode', 'ipip'], /--mode must be bgp or vxlan, got "ipip"/);
+    usageError(['up', '--node', '3'], /up: unknown flag --node \(accepted: --nodes, --mode\)/);
+    usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);
+    usageError(['pod', 'create', 'web'], /pod "web" must be given as NAMESPACE\/NAME/);
+    usageError(['pod', 'create', 'Team/web'], /namespace "Team" must be lower-case/);
+    usageError(['ns', 'create', 'a', '--labels', 'novalue'], /label "novalue" must be key=value/);
+    usageError(['connectivity', '--protocol', 'icmp'], /--protocol must be tcp or udp/);
+    usageError(['pod', 'exec', 'a/b'], /pod exec needs NAMESPACE\/NAME -- COMMAND/);
+    usageError(['start'], /unknown command "start"[\s\S]*pnpm lab help/);
+    usageError(['--name', 'Bad_Name', 'up'], /lab name "Bad_Name" must start with a letter/);
+    usageError(['up', '--nodes'], /--nodes needs a value/);
+  });
+  it('bench takes a pod count and an output format', () => {
+    expect(parseLabArgs(['bench']).command).toEqual({ kind: 'bench', pods: 6, output: 'table' });
+    expect(parseLabArgs(['bench', '--pods', '9', '-o', 'json']).command).toEqual({
+      kind: 'bench',
+      pods: 9,
+      output: 'json',
+    });
+    usageError(['bench', '--pods', '1'], /--pods must be a whole number from 2 to 100/);
+  });
+  it('help with no command', () => {
+    expect(parseLabArgs([]).command).toEqual({ kind: 'help' });
+    expect(parseLabArgs(['help']).command).toEqual({ kind: 'help' });
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * `lab down`: remove everything the state file records, in the reverse order it was made —
+ * pod listeners, calico-node (which stops its BIRD), any BIRD a dead calico-node left (found
+ * through the pid file calico-node keeps), etcd, then the namespaces, then the state directory.
+ * Only recorded PIDs whose start time still matches are signalled. Works on a half-made lab too.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Netlinux } from '@calico-ts/netlinux';
+import { isAlive, type ProcRecord, recordFromPidFile, stopRecorded } from './processes.js';
+import type { Progress } from './progress.js';
+import { type LabState, readState, stateFile } from './state.js';
+
+export interface DownSummary {
+  readonly processes: number;
+  readonly namespaces: number;
+  readonly stateDir: string;
+}
+
+export async function tearDown(state: LabState, stateDir: string, out: Progress): Promise<DownSummary> {
+  const net = new Netlinux();
+  let stopped = 0;
+  const stop = async (what: string, rec: ProcRecord | undefined, graceMs = 5000) => {
+    if (!rec || !isAlive(rec)) return;
+    await stopRecorded(rec, graceMs);
+    stopped++;
+    out.step(`stopped ${what} (pid ${rec.pid})`);
+  };
+  await Promise.all(
+    state.pods.map((p) => stop(`listener of pod ${p.namespace}/${p.name}`, p.listener, 2000)),
+  );
+  const nodeProcs = Object.entries(state.processes).filter(([k]) => k.startsWith('node/'));
+  await Promise.all(nodeProcs.map(([k, rec]) => stop(`calico-node ${k.slice(5)}`, rec, 8000)));
+  for (const node of state.plan.nodes) {
+    const bird = recordFromPidFile(join(node.runDir, 'bird.pid'), join(node.runDir, 'bird.ctl'));
+    await stop(`BIRD of ${node.name}`, bird, 3000);
+  }
+  for (const [k, rec] of Object.entries(state.processes)) {
+    if (!k.startsWith('node/')) await stop(k, rec);
+  }
+  let removed = 0;
+  for (const ns of [...state.namespaces].reverse()) {
+    if (await net.deleteNetns(ns).catch(() => false)) removed++;
+  }
+  if (removed > 0)
+    out.step(`removed ${removed} network namespaces (${[...state.namespaces].reverse().join(', ')})`);
+  rmSync(stateDir, { recursive: true, force: true });
+  out.step(`removed ${stateDir}`);
+  return { processes: stopped, namespaces: removed, stateDir };
+}
+
+export async function labDown(
+  stateDir: string,
+  name: string,
+  out: Progress,
+): Promise<DownSummary | undefined> {
+  const state = readState(stateDir);
+  if (!state) {
+    out.line(`no lab named "${name}" is up (no ${stateFile(stateDir)}); nothing to remove`);
+    return undefined;
+  }
+  out.step(`taking down lab "${name}" (${state.status}, ${state.plan.nodes.length} nodes, ${state.mode})`);
+  const summary = await tearDown(state, stateDir, out);
+  out.step(
+    `lab "${name}" is down: ${summary.processes} processes stopped, ${summary.namespaces} namespaces removed`,
+  );
+  return summary;
+}

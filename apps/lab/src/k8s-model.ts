@@ -1,0 +1,99 @@
+/**
+ * The lab has no Kubernetes API server, so it writes what kube-controllers would derive from
+ * Kubernetes objects (upstream's converter), pure:
+ *
+ * - Namespace → Profile `kns.<ns>`: allow-all ingress and egress, labelsToApply `pcns.<label>` for
+ *   each namespace label plus `pcns.projectcalico.org/name: <ns>`; and the namespace's default
+ *   service account → Profile `ksa.<ns>.default` with `pcsa.projectcalico.org/name: default`.
+ * - Pod → its WorkloadEndpoint (made by the CNI plugin): labels = pod labels + namespace,
+ *   orchestrator and service-account labels; profiles `kns.<ns>`, `ksa.<ns>.<sa>`.
+ */
+import type { Profile, WorkloadEndpoint } from '@calico-ts/api';
+import { isDnsLabel, labelValueProblem, qualifiedNameProblem } from '@calico-ts/api';
+import { LabError } from './errors.js';
+
+export const NAMESPACE_LABEL_PREFIX = 'pcns.';
+export const SERVICE_ACCOUNT_LABEL_PREFIX = 'pcsa.';
+export const NAME_LABEL = 'projectcalico.org/name';
+export const DEFAULT_SERVICE_ACCOUNT = 'default';
+
+export function namespaceProfiles(namespace: string, labels: Readonly<Record<string, string>>): Profile[] {
+  const toApply: Record<string, string> = {};
+  for (const [k, v] of Object.entries(labels)) toApply[`${NAMESPACE_LABEL_PREFIX}${k}`] = v;
+  toApply[`${NAMESPACE_LABEL_PREFIX}${NAME_LABEL}`] = namespace;
+  return [
+    {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'Profile',
+      metadata: { name: `kns.${namespace}` },
+      spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }], labelsToApply: toApply },
+    } as Profile,
+    {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'Profile',
+      metadata: { name: `ksa.${namespace}.${DEFAULT_SERVICE_ACCOUNT}` },
+      spec: { labelsToApply: { [`${SERVICE_ACCOUNT_LABEL_PREFIX}${NAME_LABEL}`]: DEFAULT_SERVICE_ACCOUNT } },
+    } as Profile,
+  ];
+}
+
+/** The WorkloadEndpoint as kube-controllers' pod controller leaves it: labels and profiles replaced. */
+export function podEndpoint(
+  wep: WorkloadEndpoint,
+  pod: { namespace: string; labels: Readonly<Record<string, string>>; serviceAccount?: string },
+): WorkloadEndpoint {
+  const sa = pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT;
+  const labels: Record<string, string> = {
+    ...pod.labels,
+    'projectcalico.org/namespace': pod.namespace,
+    'projectcalico.org/orchestrator': 'k8s',
+    'projectcalico.org/serviceaccount': sa,
+  };
+  return {
+    ...wep,
+    metadata: { ...wep.metadata, labels },
+    spec: {
+      ...wep.spec,
+      serviceAccountName: sa,
+      profiles: [`kns.${pod.namespace}`, `ksa.${pod.namespace}.${sa}`],
+    },
+  };
+}
+
+/** `k=v` pairs from --labels (comma-separated, repeatable), checked as Kubernetes label syntax. */
+export function parseLabels(values: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const value of values) {
+    for (const pair of value.split(',')) {
+      if (pair.trim() === '') continue;
+      const eq = pair.indexOf('=');
+      if (eq <= 0) throw new LabError('usage', `label "${pair}" must be key=value`);
+      const k = pair.slice(0, eq).trim();
+      const v = pair.slice(eq + 1).trim();
+      const kp = qualifiedNameProblem(k);
+      if (kp) throw new LabError('usage', `label key "${k}": ${kp}`);
+      const vp = labelValueProblem(v);
+      if (vp) throw new LabError('usage', `label value "${v}": ${vp}`);
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/** A Kubernetes namespace or pod name: a DNS label (lower-case, digits, dashes, ≤ 63). */
+export function checkKubeName(what: string, name: string): string {
+  if (!isDnsLabel(name)) {
+    throw new LabError(
+      'usage',
+      `${what} "${name}" must be lower-case letters, digits and dashes (at most 63)`,
+    );
+  }
+  return name;
+}
+
+/** `ns/name` → parts, each a DNS label. */
+export function parsePodRef(ref: string): { namespace: string; name: string } {
+  const parts = ref.split('/');
+  if (parts.length !== 2) throw new LabError('usage', `pod "${ref}" must be given as NAMESPACE/NAME`);
+  return { namespace: checkKubeName('namespace', parts[0]!), name: checkKubeName('pod name', parts[1]!) };
+}

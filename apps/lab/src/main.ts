@@ -1,0 +1,162 @@
+/**
+ * `pnpm lab <command>`: parse, then run one command. Errors print one message saying what to do
+ * and exit 1 (2 for usage).
+ *
+ * Commands that write to the lab's datastore (ns create, pod create) re-run themselves inside the
+ * lab's etcd namespace (`nsenter --net`), the only place besides the nodes that reaches etcd: the
+ * host's own namespace never does.
+ */
+import { spawnSync } from 'node:child_process';
+import { labBench, renderBench } from './bench.js';
+import { type LabArgs, type LabCommand, parseLabArgs, USAGE } from './cli.js';
+import { labDown } from './down.js';
+import { errorMessage, exitStatusOf, LabError } from './errors.js';
+import { labStatus, measureConnectivity, renderStatus } from './observe.js';
+import { planLab, stateDirOf } from './plan.js';
+import { artifacts, checkRoot } from './prereqs.js';
+import { Progress } from './progress.js';
+import { connectivityMatrix } from './render.js';
+import { type LabState, requireState, withLock } from './state.js';
+import { labUp, nsenter } from './up.js';
+import { nsCreate, podCreate, podDelete, requirePod } from './workloads.js';
+
+const INSIDE = 'CALICO_LAB_INSIDE_NETNS';
+
+function needsDatastore(c: LabCommand): boolean {
+  return c.kind === 'ns-create' || c.kind === 'pod-create' || c.kind === 'bench';
+}
+
+/** Re-runs this very command inside the lab's etcd namespace; resolves to its exit status. */
+function reenter(state: LabState): number {
+  const r = spawnSync(
+    'nsenter',
+    [
+      `--net=/run/netns/${state.plan.etcdNetns}`,
+      process.execPath,
+      ...process.execArgv,
+      ...process.argv.slice(1),
+    ],
+    { stdio: 'inherit', env: { ...process.env, [INSIDE]: state.plan.etcdNetns } },
+  );
+  if (r.error)
+    throw new LabError('command', `cannot enter ${state.plan.etcdNetns}: ${errorMessage(r.error)}`);
+  return r.status ?? 1;
+}
+
+/** Subcommands of calicoctl that take `--config`. */
+const CONFIG_COMMANDS = new Set([
+  'create',
+  'apply',
+  'replace',
+  'delete',
+  'get',
+  'patch',
+  'label',
+  'ipam',
+  'version',
+  'datastore',
+]);
+
+function calicoctl(state: LabState, argv: readonly string[]): number {
+  const arts = artifacts();
+  const sub = argv.find((a) => !a.startsWith('-'));
+  const hasConfig = argv.some((a) => a === '-c' || a === '--config' || a.startsWith('--config='));
+  const args =
+    sub && CONFIG_COMMANDS.has(sub) && !hasConfig ? [...argv, '--config', state.plan.calicoctlConfig] : argv;
+  const r = spawnSync(
+    nsenter(state.plan.etcdNetns)[0]!,
+    [...nsenter(state.plan.etcdNetns).slice(1), arts.calicoctl, ...args],
+    {
+      stdio: 'inherit',
+    },
+  );
+  if (r.error) throw new LabError('command', `cannot run calicoctl: ${errorMessage(r.error)}`);
+  return r.status ?? 1;
+}
+
+async function run(args: LabArgs): Promise<number> {
+  const cmd = args.command;
+  if (cmd.kind === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const stateDir = args.stateDir ?? stateDirOf(args.name);
+  const out = new Progress();
+  const arts = artifacts();
+  switch (cmd.kind) {
+    case 'up': {
+      const plan = planLab({ name: args.name, nodes: cmd.nodes, mode: cmd.mode, stateDir });
+      await labUp(plan, arts, out);
+      return 0;
+    }
+    case 'down':
+      checkRoot();
+      await labDown(stateDir, args.name, out);
+      return 0;
+    default:
+      break;
+  }
+  checkRoot();
+  const state = requireState(stateDir, args.name);
+  if (needsDatastore(cmd) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
+  switch (cmd.kind) {
+    case 'status': {
+      const s = await labStatus(state, arts);
+      process.stdout.write(
+        cmd.output === 'json' ? `${JSON.stringify(s, null, 2)}\n` : `${renderStatus(s)}\n`,
+      );
+      return 0;
+    }
+    case 'ns-create':
+      await withLock(stateDir, async () =>
+        nsCreate(requireState(stateDir, args.name), cmd.namespace, cmd.labels, out),
+      );
+      return 0;
+    case 'pod-create':
+      await withLock(stateDir, async () => podCreate(requireState(stateDir, args.name), arts, cmd, out));
+      return 0;
+    case 'pod-delete':
+      await withLock(stateDir, async () =>
+        podDelete(requireState(stateDir, args.name), cmd.namespace, cmd.name, out),
+      );
+      return 0;
+    case 'pod-exec': {
+      const pod = requirePod(state, cmd.namespace, cmd.name);
+      const r = spawnSync('nsenter', [`--net=/run/netns/${pod.netns}`, ...cmd.argv], { stdio: 'inherit' });
+      if (r.error) throw new LabError('command', `cannot run ${cmd.argv[0]}: ${errorMessage(r.error)}`);
+      return r.status ?? 1;
+    }
+    case 'calicoctl':
+      return calicoctl(state, cmd.argv);
+    case 'bench': {
+      const progress = cmd.output === 'json' ? new Progress(() => {}) : out;
+      const report = await withLock(stateDir, async () =>
+        labBench(requireState(stateDir, args.name), arts, cmd.pods, progress),
+      );
+      process.stdout.write(`${renderBench(report, cmd.output)}\n`);
+      return 0;
+    }
+    case 'connectivity': {
+      const report = await measureConnectivity(state, arts, cmd);
+      process.stdout.write(
+        cmd.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : `${connectivityMatrix(report)}\n`,
+      );
+      return 0;
+    }
+    default:
+      throw new LabError('usage', `unhandled command ${(cmd as LabCommand).kind}`);
+  }
+}
+
+async function main(): Promise<void> {
+  let code: number;
+  try {
+    code = await run(parseLabArgs(process.argv.slice(2), process.env));
+  } catch (e) {
+    process.stderr.write(`lab: ${errorMessage(e)}\n`);
+    code = exitStatusOf(e);
+  }
+  process.exit(code);
+}
+
+await main();

@@ -1,0 +1,220 @@
+/**
+ * Looking at a running lab: `connectivity` (every pod tries every other pod's listener, from inside
+ * its own network namespace) and `status` (processes, readiness, BGP sessions over BIRD's control
+ * socket, pods).
+ */
+import { join } from 'node:path';
+import { BirdControlClient } from '@calico-ts/bird-bridge';
+import { bgpPeersOf } from '@calico-ts/calico-node/bgp-health';
+import {
+  bgpRoleOf,
+  isRouteReflectorSession,
+  type LabBgpPeer,
+  peerLabel,
+  sessionWordsOf,
+} from './bgp-roles.js';
+import { errorMessage } from './errors.js';
+import { calicoNodeEnv, type LabPlan, type NodePlan } from './plan.js';
+import type { Artifacts } from './prereqs.js';
+import { isAlive, recordFromPidFile, runAsync } from './processes.js';
+import {
+  type ConnectivityReport,
+  connectivityReport,
+  type PodTarget,
+  type ProbeResult,
+  table,
+} from './render.js';
+import type { LabState } from './state.js';
+import { nsenter } from './up.js';
+
+const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+export async function measureConnectivity(
+  state: LabState,
+  arts: Artifacts,
+  opts: { protocol: 'tcp' | 'udp'; port: number; timeoutMs: number },
+): Promise<ConnectivityReport> {
+  const pods = state.pods.filter((p) => p.ip !== undefined);
+  const targets: PodTarget[] = pods.map((p) => ({ id: `${p.namespace}/${p.name}`, ip: p.ip! }));
+  const results = new Map<string, ProbeResult[] | Error>();
+  await Promise.all(
+    pods.map(async (src) => {
+      const id = `${src.namespace}/${src.name}`;
+      const spec = {
+        protocol: opts.protocol,
+        timeoutMs: opts.timeoutMs,
+        targets: targets.filter((t) => t.id !== id).map((t) => ({ ...t, port: opts.port })),
+      };
+      const r = await runAsync([...nsenter(src.netns), process.execPath, arts.prober, JSON.stringify(spec)], {
+        env: { PATH },
+        timeoutMs: opts.timeoutMs + 10_000,
+      });
+      try {
+        if (r.status !== 0) throw new Error((r.stderr || r.stdout).trim() || `probe exited ${r.status}`);
+        results.set(id, JSON.parse(r.stdout) as ProbeResult[]);
+      } catch (e) {
+        results.set(id, e instanceof Error ? e : new Error(String(e)));
+      }
+    }),
+  );
+  return connectivityReport(opts.protocol, opts.port, targets, results);
+}
+
+export interface NodeStatus {
+  readonly name: string;
+  readonly netns: string;
+  readonly ip: string;
+  readonly calicoNode: { pid?: number; running: boolean };
+  readonly bird?: { pid?: number; running: boolean };
+  readonly ready: boolean;
+  readonly readyDetail: string;
+  /** Every BGP session of the node's BIRD, with its peer's lab node name and role. */
+  readonly peers?: readonly LabBgpPeer[];
+  readonly peersError?: string;
+  /** `route reflector (clients n2, n3)`, `rr client of n1`, `full mesh`, when one applies. */
+  readonly bgpRole?: string;
+}
+
+export interface LabStatus {
+  readonly name: string;
+  readonly mode: string;
+  readonly status: string;
+  readonly createdAt: string;
+  readonly upSeconds?: number;
+  readonly stateDir: string;
+  readonly etcd: { url: string; pid?: number; running: boolean };
+  readonly nodes: readonly NodeStatus[];
+  readonly namespaces: readonly string[];
+  readonly pods: readonly {
+    id: string;
+    node: string;
+    ip?: string;
+    netns: string;
+    ports: readonly number[];
+    labels: Readonly<Record<string, string>>;
+    listener: { pid?: number; running: boolean };
+  }[];
+}
+
+async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Promise<NodeStatus> {
+  const plan: LabPlan = state.plan;
+  const proc = state.processes[`node/${node.name}`];
+  const probes = plan.mode === 'bgp' ? ['-felix-ready', '-bird-ready'] : ['-felix-ready'];
+  const r = await runAsync([...nsenter(node.netns), arts.calicoNode, ...probes], {
+    env: calicoNodeEnv(plan, node, PATH),
+    timeoutMs: 10_000,
+  });
+  const base = {
+    name: node.name,
+    netns: node.netns,
+    ip: node.ip,
+    calicoNode: { ...(proc ? { pid: proc.pid } : {}), running: isAlive(proc) },
+    ready: r.status === 0,
+    readyDetail: r.status === 0 ? 'ready' : (r.stdout + r.stderr).trim(),
+  };
+  if (plan.mode !== 'bgp') return base;
+  const bird = recordFromPidFile(join(node.runDir, 'bird.pid'), join(node.runDir, 'bird.ctl'));
+  try {
+    const client = new BirdControlClient(join(node.runDir, 'bird.ctl'));
+    const nodeAt = new Map(plan.nodes.map((n) => [n.ip, n.name]));
+    const peers = await Promise.all(
+      bgpPeersOf(await client.showProtocols()).map(async (p): Promise<LabBgpPeer> => {
+        // `show protocols all` tells whether BIRD reflects routes to this peer.
+        const all = await client.command(`show protocols all "${p.protocol}"`).catch(() => undefined);
+        const session = all ? sessionWordsOf(all.lines.map((l) => l.text)) : undefined;
+        const name = nodeAt.get(p.peerIP);
+        return {
+          ...p,
+          ...(name ? { node: name } : {}),
+          rrClient: isRouteReflectorSession(session),
+          ...(session ? { session } : {}),
+        };
+      }),
+    );
+    return { ...base, bird: { ...(bird ? { pid: bird.pid } : {}), running: isAlive(bird) }, peers };
+  } catch (e) {
+    return { ...base, bird: { running: isAlive(bird) }, peersError: errorMessage(e) };
+  }
+}
+
+export async function labStatus(state: LabState, arts: Artifacts): Promise<LabStatus> {
+  const etcd = state.processes.etcd;
+  return {
+    name: state.name,
+    mode: state.mode,
+    status: state.status,
+    createdAt: state.createdAt,
+    ...(state.upSeconds !== undefined ? { upSeconds: state.upSeconds } : {}),
+    stateDir: state.stateDir,
+    etcd: { url: state.plan.etcdUrl, ...(etcd ? { pid: etcd.pid } : {}), running: isAlive(etcd) },
+    nodes: withRoles(await Promise.all(state.plan.nodes.map((n) => nodeStatus(state, arts, n)))),
+    namespaces: Object.keys(state.k8sNamespaces),
+    pods: state.pods.map((p) => ({
+      id: `${p.namespace}/${p.name}`,
+      node: p.node,
+      ...(p.ip ? { ip: p.ip } : {}),
+      netns: p.netns,
+      ports: p.ports,
+      labels: p.labels,
+      listener: { ...(p.listener ? { pid: p.listener.pid } : {}), running: isAlive(p.listener) },
+    })),
+  };
+}
+
+function withRoles(nodes: NodeStatus[]): NodeStatus[] {
+  return nodes.map((n) => {
+    const role = bgpRoleOf(n, nodes);
+    return role ? { ...n, bgpRole: role } : n;
+  });
+}
+
+const proc = (p: { pid?: number; running: boolean } | undefined) =>
+  p === undefined ? '-' : p.running ? `running (${p.pid})` : p.pid ? `DEAD (${p.pid})` : 'not running';
+
+export function renderStatus(s: LabStatus): string {
+  const lines: string[] = [];
+  lines.push(
+    `lab "${s.name}": ${s.status}, ${s.nodes.length} nodes, mode ${s.mode}, since ${s.createdAt}` +
+      (s.upSeconds !== undefined ? ` (up in ${s.upSeconds} s)` : ''),
+  );
+  lines.push(`etcd: ${s.etcd.url} ${proc(s.etcd)}    state: ${s.stateDir}`);
+  lines.push('');
+  lines.push(
+    table(
+      ['NODE', 'NETNS', 'ADDRESS', 'CALICO-NODE', 'BIRD', 'READY', 'BGP ROLE', 'BGP PEERS'],
+      s.nodes.map((n) => [
+        n.name,
+        n.netns,
+        n.ip,
+        proc(n.calicoNode),
+        proc(n.bird),
+        n.ready ? 'yes' : 'no',
+        n.bgpRole ?? '-',
+        n.peers ? (n.peers.length === 0 ? 'none' : n.peers.map(peerLabel).join(', ')) : (n.peersError ?? '-'),
+      ]),
+    ),
+  );
+  for (const n of s.nodes.filter((x) => !x.ready)) lines.push(`  ${n.name} not ready: ${n.readyDetail}`);
+  lines.push('');
+  lines.push(
+    `namespaces: ${s.namespaces.length > 0 ? s.namespaces.join(', ') : 'none (pnpm lab ns create NAME)'}`,
+  );
+  if (s.pods.length === 0) lines.push('pods: none (pnpm lab pod create NS/NAME --node n1)');
+  else
+    lines.push(
+      table(
+        ['POD', 'NODE', 'IP', 'PORTS', 'LABELS', 'LISTENER'],
+        s.pods.map((p) => [
+          p.id,
+          p.node,
+          p.ip ?? '-',
+          p.ports.join(','),
+          Object.entries(p.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',') || '-',
+          proc(p.listener),
+        ]),
+      ),
+    );
+  return lines.join('\n');
+}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { calicoctlConfigText, calicoNodeEnv, cniConflist, planLab, pluginConfig, podNetns } from './plan.js';
+
+describe('lab plan', () => {
+  it('default lab: fabric and etcd namespaces, nodes n1…nN on 198.18.0.11…', () => {
+    const p = planLab({ name: 'lab', nodes: 3, mode: 'bgp', stateDir: '/var/run/calico-lab/lab' });
+    expect(p.fabricNetns).toBe('lab-fabric');
+    expect(p.etcdNetns).toBe('lab-etcd');
+    expect(p.etcdUrl).toBe('http://198.18.0.2:2379');
+    expect(p.nodes.map((n) => [n.name, n.netns, n.ip, n.fabricIf])).toEqual([
+      ['n1', 'n1', '198.18.0.11', 'n1'],
+      ['n2', 'n2', '198.18.0.12', 'n2'],
+      ['n3', 'n3', '198.18.0.13', 'n3'],
+    ]);
+    expect(p.nodes[1]).toMatchObject({
+      libDir: '/var/run/calico-lab/lab/nodes/n2/lib',
+      runDir: '/var/run/calico-lab/lab/nodes/n2/run',
+      birdDir: '/var/run/calico-lab/lab/nodes/n2/bird',
+    });
+  });
+  it('another lab prefixes its node namespaces so two labs never share one', () => {
+    const p = planLab({ name: 'e2e7', nodes: 2, mode: 'vxlan', stateDir: '/tmp/e2e7' });
+    expect(p.nodes.map((n) => n.netns)).toEqual(['e2e7-n1', 'e2e7-n2']);
+    expect(p.nodes.map((n) => n.name)).toEqual(['n1', 'n2']);
+    expect(p.fabricNetns).toBe('e2e7-fabric');
+    expect(podNetns('e2e7', 'team-a', 'web')).toBe('e2e7-pod-team-a-web');
+  });
+  it("calico-node's environment is the DaemonSet's, pointed at the lab", () => {
+    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    const env = calicoNodeEnv(p, p.nodes[0]!, '/usr/bin');
+    expect(env).toMatchObject({
+      NODENAME: 'n1',
+      CALICO_NETWORKING_BACKEND: 'bird',
+      IP: 'autodetect',
+      IP_AUTODETECTION_METHOD: 'interface=eth0',
+      CALICO_IPV4POOL_CIDR: '198.19.0.0/16',
+      CALICO_IPV4POOL_VXLAN: 'Never',
+      ETCD_ENDPOINTS: 'http://198.18.0.2:2379',
+      FELIX_HEALTHENABLED: 'true',
+      CALICO_VAR_LIB_DIR: '/s/nodes/n1/lib',
+      CALICO_VAR_RUN_DIR: '/s/nodes/n1/run',
+    });
+    const vx = planLab({ name: 'lab', nodes: 1, mode: 'vxlan', stateDir: '/s' });
+    expect(calicoNodeEnv(vx, vx.nodes[0]!, '/usr/bin')).toMatchObject({
+      CALICO_NETWORKING_BACKEND: 'vxlan',
+      CALICO_IPV4POOL_VXLAN: 'Always',
+    });
+  });
+  it("each node's CNI config reads that node's nodename file and the lab's etcd", () => {
+    const p = planLab({ name: 'lab', nodes: 2, mode: 'bgp', stateDir: '/s' });
+    const conf = JSON.parse(pluginConfig(cniConflist(p, p.nodes[1]!)));
+    expect(conf).toEqual({
+      cniVersion: '1.0.0',
+      name: 'k8s-pod-network',
+      type: 'calico',
+      log_level: 'info',
+      log_file_path: '/s/nodes/n2/cni.log',
+      datastore_type: 'etcdv3',
+      etcd_endpoints: 'http://198.18.0.2:2379',
+      nodename_file: '/s/nodes/n2/lib/nodename',
+      ipam_lock_file: '/s/nodes/n2/ipam.lock',
+      mtu: 1500,
+      ipam: { type: 'calico-ipam' },
+      policy: { type: 'k8s' },
+    });
+    expect(calicoctlConfigText(p)).toContain('etcdEndpoints: http://198.18.0.2:2379');
+  });
+  it('refuses a node count outside 1…50', () => {
+    expect(() => planLab({ name: 'lab', nodes: 0, mode: 'bgp', stateDir: '/s' })).toThrow(/1 to 50/);
+    expect(() => planLab({ name: 'lab', nodes: 51, mode: 'bgp', stateDir: '/s' })).toThrow(/1 to 50/);
+  });
+});

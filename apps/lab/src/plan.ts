@@ -1,0 +1,188 @@
+/**
+ * The lab's layout, decided before anything is made (pure): names of namespaces and interfaces,
+ * addresses, directories and the environment each calico-node runs with.
+ *
+ *   <lab>-fabric netns:  br0 198.18.0.1/24 ─┬─ etcd ══ eth0 198.18.0.2/24   <lab>-etcd netns (etcd)
+ *                                           ├─ n1   ══ eth0 198.18.0.11/24  node netns n1 (calico-node)
+ *                                           └─ nN   ══ eth0 198.18.0.(10+N)/24
+ *   node netns: default via 198.18.0.1 (so proxy ARP on cali* answers), ip_forward=1
+ *   pods: 198.19.0.0/16 (pool), one netns per pod, wired by the CNI plugin on its node
+ *
+ * Nothing is connected to the host's own namespace: only lab namespaces reach etcd or each other.
+ * The default lab is named `lab` and its nodes' namespaces are `n1`…; another name prefixes them
+ * (`<name>-n1`) so two labs never share a namespace.
+ */
+import { join } from 'node:path';
+import { LabError } from './errors.js';
+
+export type LabMode = 'bgp' | 'vxlan';
+export const LAB_MODES: readonly LabMode[] = ['bgp', 'vxlan'];
+export const DEFAULT_LAB_NAME = 'lab';
+export const DEFAULT_STATE_ROOT = '/var/run/calico-lab';
+export const MAX_NODES = 50;
+
+export const FABRIC_SUBNET = '198.18.0.0/24';
+export const FABRIC_GATEWAY = '198.18.0.1';
+export const ETCD_IP = '198.18.0.2';
+export const POD_POOL = '198.19.0.0/16';
+export const BRIDGE = 'br0';
+
+export interface NodePlan {
+  /** Calico Node name. */
+  readonly name: string;
+  readonly netns: string;
+  readonly ip: string;
+  /** The veth end in the fabric namespace (the node's end is `eth0`). */
+  readonly fabricIf: string;
+  readonly dir: string;
+  readonly libDir: string;
+  readonly runDir: string;
+  readonly birdDir: string;
+  readonly cniConfDir: string;
+  readonly log: string;
+}
+
+export interface LabPlan {
+  readonly name: string;
+  readonly mode: LabMode;
+  readonly stateDir: string;
+  readonly fabricNetns: string;
+  readonly etcdNetns: string;
+  readonly etcdUrl: string;
+  readonly etcdDataDir: string;
+  readonly cniBinDir: string;
+  readonly calicoctlConfig: string;
+  readonly nodes: readonly NodePlan[];
+}
+
+const NAME_RE = /^[a-z][a-z0-9-]{0,15}$/;
+
+export function checkLabName(name: string): string {
+  if (!NAME_RE.test(name)) {
+    throw new LabError(
+      'usage',
+      `lab name "${name}" must start with a letter and hold at most 16 lower-case letters, digits or dashes`,
+    );
+  }
+  return name;
+}
+
+export function nodeNetnsPrefix(labName: string): string {
+  return labName === DEFAULT_LAB_NAME ? '' : `${labName}-`;
+}
+
+export function stateDirOf(labName: string, stateRoot = DEFAULT_STATE_ROOT): string {
+  return join(stateRoot, labName);
+}
+
+export function planLab(opts: { name: string; nodes: number; mode: LabMode; stateDir: string }): LabPlan {
+  checkLabName(opts.name);
+  if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
+    throw new LabError('usage', `--nodes must be a whole number from 1 to ${MAX_NODES}`);
+  }
+  const prefix = nodeNetnsPrefix(opts.name);
+  const nodes: NodePlan[] = [];
+  for (let i = 1; i <= opts.nodes; i++) {
+    const name = `n${i}`;
+    const dir = join(opts.stateDir, 'nodes', name);
+    nodes.push({
+      name,
+      netns: `${prefix}${name}`,
+      ip: `198.18.0.${10 + i}`,
+      fabricIf: name,
+      dir,
+      libDir: join(dir, 'lib'),
+      runDir: join(dir, 'run'),
+      birdDir: join(dir, 'bird'),
+      cniConfDir: join(dir, 'net.d'),
+      log: join(dir, 'calico-node.log'),
+    });
+  }
+  return {
+    name: opts.name,
+    mode: opts.mode,
+    stateDir: opts.stateDir,
+    fabricNetns: `${opts.name}-fabric`,
+    etcdNetns: `${opts.name}-etcd`,
+    etcdUrl: `http://${ETCD_IP}:2379`,
+    etcdDataDir: join(opts.stateDir, 'etcd'),
+    cniBinDir: join(opts.stateDir, 'cni-bin'),
+    calicoctlConfig: join(opts.stateDir, 'calicoctl.cfg'),
+    nodes,
+  };
+}
+
+/** The environment calico-node runs with on a lab node: the DaemonSet's, pointed at the lab. */
+export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Record<string, string> {
+  return {
+    PATH: path,
+    NODENAME: node.name,
+    CALICO_K8S_NODE_REF: node.name,
+    CALICO_NETWORKING_BACKEND: plan.mode === 'bgp' ? 'bird' : 'vxlan',
+    CLUSTER_TYPE: plan.mode === 'bgp' ? 'k8s,bgp' : 'k8s,vxlan',
+    IP: 'autodetect',
+    IP_AUTODETECTION_METHOD: 'interface=eth0',
+    CALICO_IPV4POOL_CIDR: POD_POOL,
+    CALICO_IPV4POOL_BLOCK_SIZE: '26',
+    CALICO_IPV4POOL_IPIP: 'Never',
+    CALICO_IPV4POOL_VXLAN: plan.mode === 'bgp' ? 'Never' : 'Always',
+    // Nothing in the lab leads outside it; no SNAT needed.
+    CALICO_IPV4POOL_NAT_OUTGOING: 'false',
+    DATASTORE_TYPE: 'etcdv3',
+    ETCD_ENDPOINTS: plan.etcdUrl,
+    FELIX_HEALTHENABLED: 'true',
+    FELIX_IPV6SUPPORT: 'false',
+    FELIX_LOGSEVERITYSCREEN: 'info',
+    FELIX_DEFAULTENDPOINTTOHOSTACTION: 'ACCEPT',
+    // A file that does not exist: the host's /etc/calico/felix.cfg must not leak into the lab.
+    FELIX_CONFIGFILE: join(node.dir, 'felix.cfg'),
+    CALICO_VAR_LIB_DIR: node.libDir,
+    CALICO_VAR_RUN_DIR: node.runDir,
+    CALICO_BIRD_CONFIG_DIR: node.birdDir,
+  };
+}
+
+/** The CNI network configuration list installed on a node (upstream's 10-calico.conflist, trimmed). */
+export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unknown> {
+  return {
+    name: 'k8s-pod-network',
+    cniVersion: '1.0.0',
+    plugins: [
+      {
+        type: 'calico',
+        log_level: 'info',
+        log_file_path: join(node.dir, 'cni.log'),
+        datastore_type: 'etcdv3',
+        etcd_endpoints: plan.etcdUrl,
+        nodename_file: join(node.libDir, 'nodename'),
+        ipam_lock_file: join(node.dir, 'ipam.lock'),
+        mtu: 1500,
+        ipam: { type: 'calico-ipam' },
+        policy: { type: 'k8s' },
+      },
+    ],
+  };
+}
+
+/** What a runtime passes on stdin for one plugin of a conflist: the plugin with name and version. */
+export function pluginConfig(conflist: Record<string, unknown>, index = 0): string {
+  const plugins = conflist.plugins as Record<string, unknown>[];
+  return JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...plugins[index] });
+}
+
+export function calicoctlConfigText(plan: LabPlan): string {
+  return [
+    'apiVersion: projectcalico.org/v3',
+    'kind: CalicoAPIConfig',
+    'metadata: {}',
+    'spec:',
+    '  datastoreType: etcdv3',
+    `  etcdEndpoints: ${plan.etcdUrl}`,
+    '',
+  ].join('\n');
+}
+
+/** A pod's network namespace name. */
+export function podNetns(labName: string, namespace: string, pod: string): string {
+  return `${labName}-pod-${namespace}-${pod}`;
+}

@@ -1,0 +1,103 @@
+/**
+ * What the lab needs before it makes anything: root, the system programs (and which Debian package
+ * brings each), and calico-ts's own built executables. Each miss is reported with what to do.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LabError } from './errors.js';
+
+/** The repository root (this file is apps/lab/{src,dist}/prereqs.*). */
+export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+export interface Artifacts {
+  readonly calicoNode: string;
+  readonly cniPlugin: string;
+  readonly calicoctl: string;
+  readonly listener: string;
+  readonly prober: string;
+}
+
+export function artifacts(env: Readonly<Record<string, string | undefined>> = process.env): Artifacts {
+  return {
+    calicoNode: env.CALICO_LAB_NODE_BIN || join(REPO_ROOT, 'apps/calico-node/bin/calico-node'),
+    cniPlugin: env.CALICO_LAB_CNI_BIN || join(REPO_ROOT, 'packages/cni-plugin/bin/calico.mjs'),
+    calicoctl: env.CALICO_LAB_CALICOCTL_BIN || join(REPO_ROOT, 'packages/ctl/bin/calicoctl'),
+    listener: join(REPO_ROOT, 'apps/lab/agents/listener.mjs'),
+    prober: join(REPO_ROOT, 'apps/lab/agents/probe.mjs'),
+  };
+}
+
+export interface SystemProgram {
+  readonly name: string;
+  readonly paths: readonly string[];
+  readonly debianPackage: string;
+}
+
+export const SYSTEM_PROGRAMS: readonly SystemProgram[] = [
+  { name: 'ip', paths: ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'], debianPackage: 'iproute2' },
+  { name: 'nsenter', paths: ['/usr/bin/nsenter', '/bin/nsenter'], debianPackage: 'util-linux' },
+  { name: 'etcd', paths: ['/usr/bin/etcd'], debianPackage: 'etcd-server' },
+  { name: 'etcdctl', paths: ['/usr/bin/etcdctl'], debianPackage: 'etcd-client' },
+  { name: 'bird', paths: ['/usr/sbin/bird'], debianPackage: 'bird2' },
+  { name: 'nft', paths: ['/usr/sbin/nft', '/sbin/nft'], debianPackage: 'nftables' },
+  {
+    name: 'libnftables',
+    paths: [
+      '/usr/lib/x86_64-linux-gnu/libnftables.so.1',
+      '/usr/lib/aarch64-linux-gnu/libnftables.so.1',
+      '/usr/lib/libnftables.so.1',
+    ],
+    debianPackage: 'libnftables1',
+  },
+];
+
+export function findProgram(
+  p: SystemProgram,
+  exists: (path: string) => boolean = existsSync,
+): string | undefined {
+  return p.paths.find(exists);
+}
+
+/** The programs that are missing (pure given `exists`). */
+export function missingPrograms(
+  exists: (path: string) => boolean = existsSync,
+  programs: readonly SystemProgram[] = SYSTEM_PROGRAMS,
+): SystemProgram[] {
+  return programs.filter((p) => findProgram(p, exists) === undefined);
+}
+
+export function programPath(name: string): string {
+  const p = SYSTEM_PROGRAMS.find((x) => x.name === name)!;
+  return findProgram(p) ?? p.paths[0]!;
+}
+
+export function checkRoot(): void {
+  if (process.getuid?.() !== 0) {
+    throw new LabError(
+      'prerequisite',
+      'the lab makes network namespaces and must run as root (try: sudo pnpm lab …)',
+    );
+  }
+}
+
+export function checkSystemPrograms(exists: (path: string) => boolean = existsSync): void {
+  const missing = missingPrograms(exists);
+  if (missing.length === 0) return;
+  const pkgs = [...new Set(missing.map((m) => m.debianPackage))];
+  throw new LabError(
+    'prerequisite',
+    `missing: ${missing.map((m) => m.name).join(', ')}. Install them with ` +
+      `\`apt-get install ${pkgs.join(' ')}\` or run ./scripts/setup.sh`,
+  );
+}
+
+export function checkArtifacts(
+  a: Artifacts = artifacts(),
+  exists: (path: string) => boolean = existsSync,
+): void {
+  const missing = Object.values(a).filter((p) => !exists(p));
+  if (missing.length > 0) {
+    throw new LabError('prerequisite', `not built yet: ${missing.join(', ')}. Run \`pnpm build\` first`);
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * `lab up`: build the lab described by plan.ts and wait until every node is ready.
+ *
+ *   checks (root, programs, built executables, no lab and no namespace of the same names)
+ *   fabric netns + br0 ─► etcd netns + veth, etcd started ─► node netns + veths, routes, forwarding
+ *   ─► etcd healthy ─► CNI plugin and config per node, calicoctl.cfg ─► calico-node per node
+ *   ─► every node: `calico-node -felix-ready [-bird-ready]` passes inside its namespace
+ *
+ * Each namespace and process is written to the state file as it is made; when a step fails,
+ * everything made so far is removed again (tearDown) and the error is reported.
+ */
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Netlinux } from '@calico-ts/netlinux';
+import { tearDown } from './down.js';
+import { errorMessage, LabError } from './errors.js';
+import {
+  BRIDGE,
+  calicoctlConfigText,
+  calicoNodeEnv,
+  cniConflist,
+  ETCD_IP,
+  FABRIC_GATEWAY,
+  type LabPlan,
+  type NodePlan,
+} from './plan.js';
+import { type Artifacts, checkArtifacts, checkRoot, checkSystemPrograms, programPath } from './prereqs.js';
+import { isAlive, runAsync, spawnDetached } from './processes.js';
+import type { Progress } from './progress.js';
+import { type LabState, newState, readState, writeState } from './state.js';
+
+const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function nsenter(netns: string): string[] {
+  return ['nsenter', `--net=/run/netns/${netns}`];
+}
+
+function lastLines(file: string | undefined, n = 8): string {
+  if (!file || !existsSync(file)) return '';
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+  return lines.slice(-n).join('\n');
+}
+
+async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
+  const existing = readState(plan.stateDir);
+  if (existing?.status === 'up') {
+    throw new LabError(
+      'state',
+      `the lab "${plan.name}" is already up (${existing.plan.nodes.length} nodes, ${existing.mode}, since ` +
+        `${existing.createdAt}); use it, or run \`pnpm lab down\` first`,
+    );
+  }
+  if (existing) {
+    throw new LabError(
+      'state',
+      `a lab "${plan.name}" was left half-made (status ${existing.status}, ${plan.stateDir}); ` +
+        'run `pnpm lab down` to remove it, then `pnpm lab up`',
+    );
+  }
+  const wanted = [plan.fabricNetns, plan.etcdNetns, ...plan.nodes.map((n) => n.netns)];
+  const present = new Set(await net.listNetns());
+  const clash = wanted.filter((n) => present.has(n));
+  if (clash.length > 0) {
+    throw new LabError(
+      'state',
+      `network namespace${clash.length > 1 ? 's' : ''} ${clash.join(', ')} already ` +
+        `${clash.length > 1 ? 'exist' : 'exists'} and this lab did not make ${clash.length > 1 ? 'them' : 'it'}; ` +
+        'remove it with `ip netns del NAME`, or pick another lab with --name',
+    );
+  }
+}
+
+export class LabBuilder {
+  readonly net = new Netlinux();
+  readonly state: LabState;
+
+  constructor(
+    readonly plan: LabPlan,
+    readonly arts: Artifacts,
+    readonly out: Progress,
+  ) {
+    this.state = newState(plan);
+  }
+
+  save(): void {
+    writeState(this.state);
+  }
+
+  /** Records the namespace, then makes it (a recorded name that was never made is harmless). */
+  async addNetns(name: string): Promise<void> {
+    this.state.namespaces.push(name);
+    this.save();
+    await this.net.createNetns(name);
+    await this.net.setLinkUp('lo', name);
+  }
+
+  async fabric(): Promise<void> {
+    const { plan, net } = this;
+    await this.addNetns(plan.fabricNetns);
+    await net.createBridge({ name: BRIDGE }, plan.fabricNetns);
+    await net.addAddr(BRIDGE, `${FABRIC_GATEWAY}/24`, {}, plan.fabricNetns);
+    await net.setLinkUp(BRIDGE, plan.fabricNetns);
+    this.out.step(
+      `fabric: namespace ${plan.fabricNetns}, bridge ${BRIDGE} ${FABRIC_GATEWAY}/24 (not connected to the host)`,
+    );
+  }
+
+  async attach(netns: string, fabricIf: string, ip: string, defaultRoute: boolean): Promise<void> {
+    const { plan, net } = this;
+    await net.createVethPair({ name: fabricIf, peerName: 'eth0', peerNetns: netns }, plan.fabricNetns);
+    await net.setLink(fabricIf, { master: BRIDGE, up: true }, plan.fabricNetns);
+    await net.addAddr('eth0', `${ip}/24`, {}, netns);
+    await net.setLinkUp('eth0', netns);
+    if (defaultRoute) await net.addRoute({ dst: 'default', gateway: FABRIC_GATEWAY, dev: 'eth0' }, netns);
+  }
+
+  async etcd(): Promise<void> {
+    const { plan } = this;
+    await this.addNetns(plan.etcdNetns);
+    await this.attach(plan.etcdNetns, 'etcd', ETCD_IP, false);
+    mkdirSync(plan.etcdDataDir, { recursive: true });
+    const peer = 'http://127.0.0.1:2380';
+    this.state.processes.etcd = spawnDetached(
+      [
+        ...nsenter(plan.etcdNetns),
+        programPath('etcd'),
+        `--name=${plan.name}`,
+        `--data-dir=${plan.etcdDataDir}`,
+        `--listen-client-urls=${plan.etcdUrl}`,
+        `--advertise-client-urls=${plan.etcdUrl}`,
+        `--listen-peer-urls=${peer}`,
+        `--initial-advertise-peer-urls=${peer}`,
+        `--initial-cluster=${plan.name}=${peer}`,
+        '--initial-cluster-state=new',
+        '--logger=zap',
+        '--log-level=warn',
+        '--enable-v2=false',
+      ],
+      { env: { PATH }, log: join(plan.stateDir, 'etcd.log') },
+    );
+    this.save();
+    this.out.step(
+      `etcd: namespace ${plan.etcdNetns}, ${plan.etcdUrl} (pid ${this.state.processes.etcd.pid})`,
+    );
+  }
+
+  async node(node: NodePlan): Promise<void> {
+    await this.addNetns(node.netns);
+    await this.attach(node.netns, node.fabricIf, node.ip, true);
+    // A Kubernetes host forwards; pods' traffic crosses this namespace.
+    await this.net.writeSysctl('net.ipv4.ip_forward', 1, node.netns);
+  }
+
+  async waitEtcd(timeoutMs = 30_000): Promise<void> {
+    const { plan } = this;
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await runAsync(
+        [
+          ...nsenter(plan.etcdNetns),
+          programPath('etcdctl'),
+          `--endpoints=${plan.etcdUrl}`,
+          'endpoint',
+          'health',
+        ],
+        { env: { PATH, ETCDCTL_API: '3' }, timeoutMs: 5000 },
+      );
+      if (r.status === 0) break;
+      if (!isAlive(this.state.processes.etcd)) {
+        throw new LabError(
+          'setup',
+          `etcd exited; its log ends:\n${lastLines(join(plan.stateDir, 'etcd.log'))}`,
+        );
+      }
+      if (Date.now() > end)
+        throw new LabError('setup', `etcd did not become healthy in ${timeoutMs / 1000} s`);
+      await sleep(200);
+    }
+    this.out.step('etcd: healthy');
+  }
+
+  files(): void {
+    const { plan, arts } = this;
+    mkdirSync(plan.cniBinDir, { recursive: true });
+    copyFileSync(arts.cniPlugin, join(plan.cniBinDir, 'calico.mjs'));
+    for (const name of ['calico', 'calico-ipam']) symlinkSync('calico.mjs', join(plan.cniBinDir, name));
+    for (const node of plan.nodes) {
+      for (const d of [node.libDir, node.runDir, node.birdDir, node.cniConfDir])
+        mkdirSync(d, { recursive: true });
+      writeFileSync(
+        join(node.cniConfDir, '10-calico.conflist'),
+        `${JSON.stringify(cniConflist(plan, node), null, 2)}\n`,
+      );
+    }
+    writeFileSync(plan.calicoctlConfig, calicoctlConfigText(plan));
+    this.out.step(`CNI plugin in ${plan.cniBinDir}, a 10-calico.conflist per node, ${plan.calicoctlConfig}`);
+  }
+
+  startNode(node: NodePlan): void {
+    const env = calicoNodeEnv(this.plan, node, PATH);
+    const rec = spawnDetached([...nsenter(node.netns), this.arts.calicoNode], { env, log: node.log });
+    this.state.processes[`node/${node.name}`] = rec;
+    this.save();
+    this.out.step(`calico-node ${node.name}: namespace ${node.netns}, ${node.ip}/24 (pid ${rec.pid})`);
+  }
+
+  /** The node's own readiness checks, run inside its namespace with its environment. */
+  async nodeReady(node: NodePlan): Promise<{ ok: boolean; message: string }> {
+    const env = calicoNodeEnv(this.plan, node, PATH);
+    const probes = this.plan.mode === 'bgp' ? ['-felix-ready', '-bird-ready'] : ['-felix-ready'];
+    const r = await runAsync([...nsenter(node.netns), this.arts.calicoNode, ...probes], {
+      env,
+      timeoutMs: 10_000,
+    });
+    return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() };
+  }
+
+  async waitReady(timeoutMs: number): Promise<void> {
+    const pending = new Map(this.plan.nodes.map((n) => [n.name, n]));
+    const last = new Map<string, string>();
+    const end = Date.now() + timeoutMs;
+    while (pending.size > 0) {
+      await Promise.all(
+        [...pending.values()].map(async (node) => {
+          const rec = this.state.processes[`node/${node.name}`];
+          if (!isAlive(rec)) {
+            throw new LabError(
+              'setup',
+              `calico-node ${node.name} exited; its log ends:\n${lastLines(node.log)}`,
+            );
+          }
+          const r = await this.nodeReady(node);
+          if (r.ok) {
+            pending.delete(node.name);
+            this.out.step(
+              `${node.name}: ready (Felix in sync${this.plan.mode === 'bgp' ? ', BGP sessions Established' : ''})`,
+            );
+          } else {
+            last.set(node.name, r.message);
+          }
+        }),
+      );
+      if (pending.size === 0) break;
+      if (Date.now() > end) {
+        const why = [...pending.keys()].map((n) => `  ${n}: ${last.get(n) ?? 'no answer'}`).join('\n');
+        throw new LabError('setup', `nodes not ready after ${timeoutMs / 1000} s:\n${why}`);
+      }
+      await sleep(300);
+    }
+  }
+}
+
+export async function labUp(
+  plan: LabPlan,
+  arts: Artifacts,
+  out: Progress,
+  readyTimeoutMs = 120_000,
+): Promise<LabState> {
+  checkRoot();
+  checkSystemPrograms();
+  checkArtifacts(arts);
+  const b = new LabBuilder(plan, arts, out);
+  await checkNoLab(plan, b.net);
+  mkdirSync(plan.stateDir, { recursive: true });
+  b.save();
+  out.step(`lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, state in ${plan.stateDir}`);
+  try {
+    await b.fabric();
+    await b.etcd();
+    for (const node of plan.nodes) await b.node(node);
+    out.step(
+      `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${FABRIC_GATEWAY})`,
+    );
+    await b.waitEtcd();
+    b.files();
+    for (const node of plan.nodes) b.startNode(node);
+    await b.waitReady(readyTimeoutMs);
+    b.state.status = 'up';
+    b.state.upSeconds = Math.round(out.seconds * 10) / 10;
+    b.save();
+  } catch (e) {
+    b.state.status = 'failed';
+    b.save();
+    out.step('lab up failed; removing what it made');
+    await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
+      out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
+    );
+    throw e instanceof LabError
+      ? e
+      : new LabError('setup', `lab up failed: ${errorMessage(e)}`, { cause: e });
+  }
+  out.step(`lab "${plan.name}" is up in ${b.state.upSeconds} s`);
+  out.line(
+    [
+      '',
+      'Next:',
+      '  pnpm lab ns create demo --labels team=a',
+      `  pnpm lab pod create demo/web --node ${plan.nodes[0]!.name} --labels app=web`,
+      '  pnpm lab connectivity',
+      '  pnpm lab calicoctl get nodes -o wide',
+      '  pnpm lab status',
+      '  pnpm lab down',
+    ].join('\n'),
+  );
+  return b.state;
+}

@@ -1,0 +1,21 @@
+export {
+  convertK8sNetworkPolicy,
+  convertK8sNetworkPolicyPartial,
+  convertK8sUID,
+  isK8sNetworkPolicy,
+  K8S_NETWORK_POLICY_NAME_PREFIX,
+  type K8sIPBlock,
+  type K8sLabelSelector,
+  type K8sLabelSelectorRequirement,
+  type K8sNetworkPolicy,
+  type K8sNetworkPolicyConversion,
+  type K8sNetworkPolicyEgressRule,
+  type K8sNetworkPolicyIngressRule,
+  type K8sNetworkPolicyPeer,
+  type K8sNetworkPolicyPort,
+  type K8sNetworkPolicySpec,
+  type K8sObjectMeta,
+  k8sLabelSelectorToCalico,
+  simplifyPorts,
+} from './k8s-network-policy.js';
+export { convertV1ToV3, isV1Document, V1_KINDS, type V1ConversionResult, type V1Kind } from './v1-to-v3.js';

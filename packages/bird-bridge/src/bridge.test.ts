@@ -1,0 +1,113 @@
+/**
+ * BirdBridge on the in-memory datastore with a fake BIRD target: what reaches BIRD after each
+ * datastore change.
+ */
+import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import { afterEach, describe, expect, test } from 'vitest';
+import type { ApplyOutcome } from './bird/bird-supervisor.js';
+import { BirdBridge, type BirdConfigTarget } from './bridge.js';
+import { node, peer, pool } from './render/testdata/golden-cases.js';
+import { until } from './testing-internal/netns.js';
+
+class FakeTarget implements BirdConfigTarget {
+  applied: { main: string; files: Readonly<Record<string, string>> }[] = [];
+  stopped = false;
+  private last = '';
+  async apply(config: { main: string; files: Readonly<Record<string, string>> }): Promise<ApplyOutcome> {
+    const text = JSON.stringify(config.files);
+    if (text === this.last) return { kind: 'unchanged' };
+    this.last = text;
+    this.applied.push(config);
+    return {
+      kind: this.applied.length === 1 ? 'started' : 'reloaded',
+      ...(this.applied.length === 1 ? { pid: 1 } : {}),
+    } as ApplyOutcome;
+  }
+  async stop(): Promise<void> {
+    this.stopped = true;
+  }
+  get current(): string {
+    const c = this.applied.at(-1);
+    return c ? Object.values(c.files).join('\n') : '';
+  }
+}
+
+let bridge: BirdBridge | undefined;
+afterEach(async () => {
+  await bridge?.stop();
+  bridge = undefined;
+});
+
+async function setup() {
+  const kv = new MemoryKVStore();
+  const ds = new KVDatastore(kv, { backend: 'memory' });
+  const ipam = new IpamStore(kv);
+  await ds.create(node('node-a', { ipv4Address: '198.18.0.1/24' }));
+  await ds.create(node('node-b', { ipv4Address: '198.18.0.2/24' }));
+  await ds.create(pool('p', { cidr: '198.19.0.0/16' }));
+  await ipam.createAffinity({ host: 'node-a', cidr: '198.19.0.0/26', state: 'confirmed', deleted: false });
+  await ipam.createAffinity({ host: 'node-a', cidr: '198.19.0.192/26', state: 'pending', deleted: false });
+  await ipam.createAffinity({ host: 'node-b', cidr: '198.19.0.64/26', state: 'confirmed', deleted: false });
+  const target = new FakeTarget();
+  const logs: string[] = [];
+  bridge = new BirdBridge({
+    datastore: ds,
+    ipam,
+    nodeName: 'node-a',
+    targets: { 4: target },
+    affinityPollMs: 50,
+    debounceMs: 10,
+    log: (level, msg) => logs.push(`${level} ${msg}`),
+  });
+  return { ds, ipam, target, logs, bridge };
+}
+
+describe('BirdBridge', () => {
+  test('the first apply holds the mesh and only this node’s confirmed blocks', async () => {
+    const { target, bridge } = await setup();
+    await bridge.start();
+    expect(target.applied).toHaveLength(1);
+    expect(target.applied[0]!.main).toBe('bird.cfg');
+    expect(target.current).toContain('protocol bgp Mesh_198_18_0_2 from bgp_template');
+    expect(target.current).toContain('route 198.19.0.0/26 blackhole;');
+    expect(target.current).not.toContain('198.19.0.64/26');
+    expect(target.current).not.toContain('198.19.0.192/26');
+  });
+
+  test('watch events and polled affinities reach BIRD; a deleted node drops its session', async () => {
+    const { ds, ipam, target, bridge } = await setup();
+    await bridge.start();
+    await ds.create(peer('tor', { peerIP: '198.18.1.1', asNumber: 64600 }));
+    await until('global peer', () => target.current.includes('protocol bgp Global_198_18_1_1'), 5000);
+    await ipam.createAffinity({ host: 'node-a', cidr: '198.19.1.0/26', state: 'confirmed', deleted: false });
+    await until('new block', () => target.current.includes('route 198.19.1.0/26 blackhole;'), 5000);
+    await ds.delete('Node', 'node-b');
+    await until('mesh gone', () => !target.current.includes('Mesh_198_18_0_2'), 5000);
+    expect(bridge.snapshot()?.nodes.map((n) => n.metadata.name)).toEqual(['node-a']);
+    expect(bridge.stats().outcomes[4]).toEqual({ kind: 'reloaded' });
+  });
+
+  test('an unchanged world renders nothing new; stop stops the target', async () => {
+    const { target, bridge, ds } = await setup();
+    await bridge.start();
+    await ds.apply({ ...(await ds.get('IPPool', 'p')), kind: 'IPPool' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(target.applied).toHaveLength(1);
+    await bridge.stop();
+    expect(target.stopped).toBe(true);
+  });
+
+  test('warnings about skipped input are logged once', async () => {
+    const { ds, logs, bridge } = await setup();
+    await ds.create(
+      peer('tor', {
+        peerIP: '198.18.1.1',
+        asNumber: 64600,
+        password: { secretKeyRef: { name: 's', key: 'k' } },
+      }),
+    );
+    await bridge.start();
+    await bridge.resync();
+    expect(logs.filter((l) => l === 'warn BGPPeer tor: password secret s/k not available').length).toBe(1);
+  });
+});

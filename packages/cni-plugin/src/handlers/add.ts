@@ -1,0 +1,149 @@
+/**
+ * `calico` ADD (upstream `cmdAdd` / `CmdAddK8s`).
+ *
+ * ```
+ * nodename ─► ClusterInformation ready? ─► IPAM plugin ADD ─► veth, addresses, routes ─► WorkloadEndpoint ─► profile
+ *                                          undo: IPAM DEL     undo: delete host end     undo: delete/restore
+ * ```
+ *
+ * Any failure after IPAM assigned addresses undoes the earlier steps, newest first, and reports
+ * the original error.
+ */
+import { CniPluginError, isCniPluginError } from '../errors.js';
+import { hostVethName, interfacePrefix, workloadEndpointName } from '../naming.js';
+import { workloadIdentity } from '../spec/cni-args.js';
+import { type CniResult, decodeResult, encodeResult } from '../spec/result.js';
+import { isSupportedVersion } from '../spec/versions.js';
+import { buildAddResult, buildWorkloadEndpoint, narrowAddresses, podRouteDestinations } from '../workload.js';
+import {
+  type PluginContext,
+  requireIpam,
+  requireReady,
+  resolveMtu,
+  resolveNodename,
+  UndoStack,
+} from './context.js';
+
+export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown>> {
+  const { conf, inv } = ctx;
+  const ipam = requireIpam(conf);
+  const node = await resolveNodename(ctx, true);
+  const mtu = await resolveMtu(ctx);
+  const id = workloadIdentity(inv.args);
+  const wepName = workloadEndpointName({
+    node,
+    orchestrator: id.orchestrator,
+    ...(id.pod !== undefined ? { pod: id.pod } : {}),
+    containerId: inv.containerId,
+    endpoint: inv.ifName,
+  });
+  const log = ctx.log.with({ ContainerID: inv.containerId, WorkloadEndpoint: wepName });
+  const hostIf = hostVethName({
+    orchestrator: id.orchestrator,
+    namespace: id.namespace,
+    ...(id.pod !== undefined ? { pod: id.pod } : {}),
+    containerId: inv.containerId,
+    prefix: interfacePrefix(ctx.env.FELIX_INTERFACEPREFIX),
+  });
+
+  const backend = await ctx.backend();
+  await requireReady(backend);
+  const existing = await backend.getWorkloadEndpoint(id.namespace, wepName);
+  const dp = ctx.dataplane();
+  await dp.preflight(inv.netns, inv.ifName);
+
+  const undo = new UndoStack(log);
+  try {
+    // 1. Addresses from the IPAM plugin.
+    const ipamOut = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin);
+    undo.push(`release addresses (${ipam.type} DEL)`, () => ctx.delegate.run(ipam.type, 'DEL', ctx.stdin));
+    const ipamResult = decodeDelegateResult(ipamOut, ipam.type, conf.cniVersion);
+    if (ipamResult.ips.length === 0) {
+      throw new CniPluginError('ipam-failed', `IPAM plugin ${ipam.type} returned no IP addresses`);
+    }
+    const addresses = narrowAddresses(ipamResult.ips.map((ip) => ip.address));
+    const routes = podRouteDestinations(addresses, ipam.routes, conf.includeDefaultRoutes);
+    log.info('IPAM assigned addresses', { addresses: addresses.join(',') });
+
+    // 2. The veth, its addresses, routes and sysctls.
+    const wl = await dp.setUp({
+      netns: inv.netns,
+      containerIfName: inv.ifName,
+      hostIfName: hostIf,
+      mtu,
+      numQueues: conf.numQueues,
+      addresses,
+      routes,
+      allowIpForwarding: conf.allowIpForwarding,
+    });
+    undo.push(`delete ${hostIf}`, () => dp.removeHostInterface(hostIf));
+    log.info('networked the namespace', { HostVeth: hostIf, ContainerMAC: wl.containerMac });
+
+    // 3. The WorkloadEndpoint.
+    const wep = buildWorkloadEndpoint({
+      name: wepName,
+      namespace: id.namespace,
+      node,
+      orchestrator: id.orchestrator,
+      ...(id.pod !== undefined ? { pod: id.pod } : {}),
+      containerId: inv.containerId,
+      endpoint: inv.ifName,
+      addresses,
+      hostIfName: hostIf,
+      mac: wl.containerMac,
+      networkName: conf.name,
+      policyType: conf.policyType,
+    });
+    await backend.writeWorkloadEndpoint(wep);
+    if (existing) {
+      const previous = structuredClone(existing);
+      delete previous.metadata.resourceVersion;
+      undo.push('restore the previous WorkloadEndpoint', () => backend.writeWorkloadEndpoint(previous));
+    } else {
+      undo.push('delete the WorkloadEndpoint', () => backend.deleteWorkloadEndpoint(id.namespace, wepName));
+    }
+    log.info('wrote the WorkloadEndpoint');
+
+    // 4. Without a policy plugin, the network's profile (upstream creates it when missing).
+    if (conf.policyType === '') await backend.ensureNetworkProfile(conf.name, id.orchestrator);
+
+    const result = buildAddResult({
+      hostIfName: hostIf,
+      containerIfName: inv.ifName,
+      containerMac: wl.containerMac,
+      containerMtu: wl.containerMtu,
+      netns: inv.netns,
+      addresses,
+      routes,
+      dns: ipamResult.dns,
+      ...(conf.prevResult ? { prevResult: conf.prevResult } : {}),
+    });
+    return encodeResult(result, conf.cniVersion);
+  } catch (e) {
+    await undo.run(e);
+    throw e;
+  }
+}
+
+/** A delegate's stdout as a result, read in the version it says it printed. */
+export function decodeDelegateResult(
+  stdout: string,
+  type: string,
+  fallbackVersion: Parameters<typeof decodeResult>[1],
+): CniResult {
+  let value: unknown;
+  try {
+    value = JSON.parse(stdout);
+  } catch {
+    throw new CniPluginError('ipam-failed', `IPAM plugin ${type} printed something that is not JSON`, {
+      details: stdout.slice(0, 500),
+    });
+  }
+  const v = (value as { cniVersion?: unknown } | null)?.cniVersion;
+  try {
+    return decodeResult(value, isSupportedVersion(v) ? v : fallbackVersion, `result of ${type}`);
+  } catch (e) {
+    if (isCniPluginError(e)) throw new CniPluginError('ipam-failed', e.message);
+    throw e;
+  }
+}

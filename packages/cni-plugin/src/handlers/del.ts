@@ -1,0 +1,90 @@
+/**
+ * `calico` DEL (upstream `cmdDel` / `CmdDelK8s`). Idempotent: a missing WorkloadEndpoint, netns,
+ * interface or allocation is success.
+ *
+ * 1. The WorkloadEndpoint: deleted when its `containerID` is this container's (with uid and
+ *    resourceVersion preconditions, retried on conflict); kept when it belongs to a newer sandbox of
+ *    the same pod; a read error other than "not found" fails the DEL before anything is removed.
+ * 2. The pod interface CNI_IFNAME in CNI_NETNS (taking the host end and its routes with it). With
+ *    no CNI_NETNS, the host end named in our own WorkloadEndpoint is deleted instead.
+ * 3. The IPAM plugin's DEL, which releases the addresses.
+ *
+ * Steps 2 and 3 run even when an earlier one failed, so as much as possible is cleaned up; the
+ * first error is reported.
+ */
+import { messageOf } from '../errors.js';
+import { workloadEndpointName } from '../naming.js';
+import { workloadIdentity } from '../spec/cni-args.js';
+import {
+  type PluginContext,
+  requireIpam,
+  requireReady,
+  resolveNodename,
+  retryOnConflict,
+} from './context.js';
+
+export async function cmdDel(ctx: PluginContext): Promise<undefined> {
+  const { conf, inv } = ctx;
+  const ipam = requireIpam(conf);
+  const node = await resolveNodename(ctx, true);
+  const id = workloadIdentity(inv.args);
+  const wepName = workloadEndpointName({
+    node,
+    orchestrator: id.orchestrator,
+    ...(id.pod !== undefined ? { pod: id.pod } : {}),
+    containerId: inv.containerId,
+    endpoint: inv.ifName,
+  });
+  const log = ctx.log.with({ ContainerID: inv.containerId, WorkloadEndpoint: wepName });
+  const backend = await ctx.backend();
+  await requireReady(backend);
+
+  let firstError: unknown;
+  const attempt = async (what: string, op: () => Promise<void>) => {
+    try {
+      await op();
+    } catch (e) {
+      log.error(`DEL: failed to ${what}: ${messageOf(e)}`);
+      firstError ??= e;
+    }
+  };
+
+  // 1. The WorkloadEndpoint. A read failure stops here: we cannot tell whose endpoint it is.
+  let ownHostIf: string | undefined;
+  await retryOnConflict(5, async () => {
+    const wep = await backend.getWorkloadEndpoint(id.namespace, wepName);
+    if (!wep) {
+      log.info('WorkloadEndpoint does not exist, nothing to delete');
+      return;
+    }
+    if (wep.spec.containerID && wep.spec.containerID !== inv.containerId) {
+      log.info('WorkloadEndpoint belongs to another container, keeping it', { Owner: wep.spec.containerID });
+      return;
+    }
+    ownHostIf = wep.spec.interfaceName;
+    const pre: { uid?: string; resourceVersion?: string } = {};
+    if (wep.metadata.uid) pre.uid = wep.metadata.uid;
+    if (wep.metadata.resourceVersion) pre.resourceVersion = wep.metadata.resourceVersion;
+    await backend.deleteWorkloadEndpoint(id.namespace, wepName, pre);
+    log.info('deleted the WorkloadEndpoint');
+  });
+
+  // 2. The interface.
+  await attempt('remove the pod interface', async () => {
+    const dp = ctx.dataplane();
+    if (inv.netns !== '') {
+      const r = await dp.tearDown(inv.netns, inv.ifName);
+      log.info(r === 'removed' ? `deleted ${inv.ifName} in ${inv.netns}` : 'pod interface already gone');
+    } else if (ownHostIf) {
+      await dp.removeHostInterface(ownHostIf);
+    }
+  });
+
+  // 3. The addresses.
+  await attempt('release the addresses', async () => {
+    await ctx.delegate.run(ipam.type, 'DEL', ctx.stdin);
+  });
+
+  if (firstError !== undefined) throw firstError;
+  return undefined;
+}

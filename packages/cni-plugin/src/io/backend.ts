@@ -1,0 +1,96 @@
+/**
+ * The datastore seam of the CNI plugin: the few reads and writes ADD, DEL, CHECK, STATUS and GC
+ * make, on Calico resources and on IPAM.
+ *
+ * Implementations: `CalicoBackend` (calico-backend.ts: `@calico-ts/datastore` + `@calico-ts/ipam`
+ * against etcd) and `FakeBackend` (fake-backend.ts: in memory, same semantics, failure injection).
+ *
+ * Errors: every method throws only `CniPluginError` — `try-again` when the datastore cannot be
+ * reached, `datastore-failed` for a refused read or write, `ipam-failed` when addresses cannot be
+ * assigned. "Not found" is a return value, never an error.
+ */
+import type { WorkloadEndpoint } from '@calico-ts/api';
+
+export type { WorkloadEndpoint };
+
+export interface Readiness {
+  ready: boolean;
+  /** Why not, for the error message. */
+  reason?: string;
+}
+
+export interface AutoAssignRequest {
+  handleId: string;
+  node: string;
+  /** Allocation attributes: `node`, `timestamp`, and for pods `namespace`, `pod`. */
+  attrs: Record<string, string>;
+  num4: number;
+  num6: number;
+  /** Pools by CIDR or name; empty = every enabled pool that fits the node. */
+  ipv4Pools: string[];
+  ipv6Pools: string[];
+}
+
+export interface AssignIpRequest {
+  ip: string;
+  handleId: string;
+  node: string;
+  attrs: Record<string, string>;
+}
+
+export interface PoolCapacity {
+  /** Enabled pools (not `disabled`) that allow workloads. */
+  enabledPools: number;
+  /** Addresses still free in those pools (an estimate is fine: > 0 is what matters). */
+  free: bigint;
+}
+
+export interface DeletePrecondition {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export interface PluginBackend {
+  /** ClusterInformation `default` exists and says `datastoreReady`. */
+  readiness(): Promise<Readiness>;
+
+  getWorkloadEndpoint(namespace: string, name: string): Promise<WorkloadEndpoint | undefined>;
+  /** Creates, or replaces the existing one of that name (last writer wins). */
+  writeWorkloadEndpoint(wep: WorkloadEndpoint): Promise<WorkloadEndpoint>;
+  /** `false` when it was not there. A precondition that no longer holds ⇒ `try-again`. */
+  deleteWorkloadEndpoint(namespace: string, name: string, pre?: DeletePrecondition): Promise<boolean>;
+  /** Creates the profile upstream makes for non-Kubernetes networks, if missing. */
+  ensureNetworkProfile(network: string, orchestrator: 'k8s' | 'cni'): Promise<void>;
+
+  /** Addresses in CIDR form with the block's prefix length, IPv4 first. */
+  autoAssign(req: AutoAssignRequest): Promise<string[]>;
+  /** One specific address; resolves its CIDR with the block's prefix length. */
+  assignIp(req: AssignIpRequest): Promise<string>;
+  /** Releases everything the handle holds; `false` when the handle does not exist. */
+  releaseByHandle(handleId: string): Promise<boolean>;
+  /** Addresses (no prefix) held by the handle; empty when it does not exist. */
+  addressesOfHandle(handleId: string): Promise<string[]>;
+  /** Every IPAM handle ID. */
+  listHandles(): Promise<string[]>;
+  poolCapacity(): Promise<PoolCapacity>;
+
+  close(): Promise<void>;
+}
+
+/** `b` for a second user that must not close it (an in-process calico-ipam sharing the connection). */
+export function borrowBackend(b: PluginBackend): PluginBackend {
+  return {
+    readiness: () => b.readiness(),
+    getWorkloadEndpoint: (ns, name) => b.getWorkloadEndpoint(ns, name),
+    writeWorkloadEndpoint: (wep) => b.writeWorkloadEndpoint(wep),
+    deleteWorkloadEndpoint: (ns, name, pre) => b.deleteWorkloadEndpoint(ns, name, pre),
+    ensureNetworkProfile: (network, orch) => b.ensureNetworkProfile(network, orch),
+    autoAssign: (req) => b.autoAssign(req),
+    assignIp: (req) => b.assignIp(req),
+    releaseByHandle: (h) => b.releaseByHandle(h),
+    addressesOfHandle: (h) => b.addressesOfHandle(h),
+    listHandles: () => b.listHandles(),
+    poolCapacity: () => b.poolCapacity(),
+    close: async () => {},
+  };
+}

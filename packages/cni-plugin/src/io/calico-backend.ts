@@ -1,0 +1,314 @@
+/**
+ * `PluginBackend` on the real datastore: `@calico-ts/datastore` for Calico resources and
+ * `@calico-ts/ipam` for addresses, configured from the network config exactly as upstream does
+ * (the config's datastore fields exported over the plugin's environment, then the env loader).
+ *
+ * Imported lazily by the executable: only commands that touch the datastore pay for etcd3/gRPC.
+ *
+ * Errors: datastore and IPAM errors are classified here, once: unreachable/timeouts ⇒ `try-again`,
+ * a bad client configuration ⇒ `invalid-config`, exhausted pools ⇒ `ipam-failed`, anything else ⇒
+ * `datastore-failed`.
+ */
+import type { ResourceObject } from '@calico-ts/api';
+import {
+  createKVStore,
+  type Datastore,
+  IpamStore,
+  isDatastoreError,
+  KVDatastore,
+  type KVStore,
+  loadCniClientConfig,
+} from '@calico-ts/datastore';
+import { IpamClient, isIpamError } from '@calico-ts/ipam';
+import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
+import type { Env } from '../spec/env.js';
+import type { NetConf } from '../spec/netconf.js';
+import type {
+  AssignIpRequest,
+  AutoAssignRequest,
+  DeletePrecondition,
+  PluginBackend,
+  PoolCapacity,
+  Readiness,
+  WorkloadEndpoint,
+} from './backend.js';
+import type { Logger } from './logger.js';
+
+export async function openCalicoBackend(conf: NetConf, env: Env, log: Logger): Promise<PluginBackend> {
+  let kv: KVStore;
+  let backendKind: 'etcdv3' | 'memory';
+  try {
+    const cfg = await loadCniClientConfig(conf.raw, { env: { ...env }, onWarning: (w) => log.warn(w) });
+    if (cfg.datastoreType === 'kubernetes') {
+      throw new CniPluginError(
+        'invalid-config',
+        'datastore_type: the Kubernetes datastore is not supported by this plugin yet; give etcd_endpoints (etcdv3)',
+      );
+    }
+    backendKind = cfg.datastoreType;
+    // Exec'd per pod: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js.
+    kv = await createKVStore(cfg, { transport: 'http2' });
+  } catch (e) {
+    throw classify(e, 'open the datastore');
+  }
+  const ds = new KVDatastore(kv, { backend: backendKind });
+  const store = new IpamStore(kv);
+  return new CalicoBackend(ds, new IpamClient(ds, store), store);
+}
+
+export class CalicoBackend implements PluginBackend {
+  readonly #ds: Datastore;
+  readonly #ipam: IpamClient;
+  readonly #records: IpamStore;
+
+  constructor(ds: Datastore, ipam: IpamClient, records: IpamStore) {
+    this.#ds = ds;
+    this.#ipam = ipam;
+    this.#records = records;
+  }
+
+  async readiness(): Promise<Readiness> {
+    return op('read ClusterInformation', async () => {
+      try {
+        const ci = await this.#ds.get('ClusterInformation', 'default');
+        const ready = (ci.spec as { datastoreReady?: boolean }).datastoreReady;
+        return ready === true
+          ? { ready: true }
+          : { ready: false, reason: 'ClusterInformation "default" has datastoreReady false' };
+      } catch (e) {
+        if (isDatastoreError(e, 'not-found'))
+          return { ready: false, reason: 'ClusterInformation "default" does not exist' };
+        throw e;
+      }
+    });
+  }
+
+  async getWorkloadEndpoint(namespace: string, name: string): Promise<WorkloadEndpoint | undefined> {
+    return op(`read WorkloadEndpoint ${namespace}/${name}`, async () => {
+      try {
+        return (await this.#ds.get('WorkloadEndpoint', name, { namespace })) as WorkloadEndpoint;
+      } catch (e) {
+        if (isDatastoreError(e, 'not-found')) return undefined;
+        throw e;
+      }
+    });
+  }
+
+  async writeWorkloadEndpoint(wep: WorkloadEndpoint): Promise<WorkloadEndpoint> {
+    return op(`write WorkloadEndpoint ${wep.metadata.namespace}/${wep.metadata.name}`, async () => {
+      const clean = structuredClone(wep);
+      delete clean.metadata.resourceVersion;
+      return (await this.#ds.apply(clean)) as WorkloadEndpoint;
+    });
+  }
+
+  async deleteWorkloadEndpoint(namespace: string, name: string, pre?: DeletePrecondition): Promise<boolean> {
+    return op(`delete WorkloadEndpoint ${namespace}/${name}`, async () => {
+      try {
+        await this.#ds.delete('WorkloadEndpoint', name, {
+          namespace,
+          ...(pre?.resourceVersion !== undefined ? { resourceVersion: pre.resourceVersion } : {}),
+        });
+        return true;
+      } catch (e) {
+        if (isDatastoreError(e, 'not-found')) return false;
+        if (isDatastoreError(e, 'conflict')) {
+          throw new CniPluginError(
+            'try-again',
+            `WorkloadEndpoint ${namespace}/${name} changed while deleting it`,
+          );
+        }
+        throw e;
+      }
+    });
+  }
+
+  async ensureNetworkProfile(network: string, orchestrator: 'k8s' | 'cni'): Promise<void> {
+    await op(`create Profile ${network}`, async () => {
+      try {
+        await this.#ds.get('Profile', network);
+        return;
+      } catch (e) {
+        if (!isDatastoreError(e, 'not-found')) throw e;
+      }
+      // Upstream's profile for a network without a policy plugin: all egress; ingress from anything
+      // (Kubernetes) or from members of the same network.
+      const profile: ResourceObject<'Profile', unknown> = {
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Profile',
+        metadata: { name: network },
+        spec: {
+          egress: [{ action: 'Allow' }],
+          ingress:
+            orchestrator === 'k8s'
+              ? [{ action: 'Allow' }]
+              : [{ action: 'Allow', source: { selector: `has(${network})` } }],
+          labelsToApply: { [network]: '' },
+        },
+      };
+      try {
+        await this.#ds.create(profile as Parameters<Datastore['create']>[0]);
+      } catch (e) {
+        if (!isDatastoreError(e, 'already-exists')) throw e;
+      }
+    });
+  }
+
+  async autoAssign(req: AutoAssignRequest): Promise<string[]> {
+    return op('assign addresses', async () => {
+      const r = await this.#ipam.autoAssign({
+        num4: req.num4,
+        num6: req.num6,
+        handleId: req.handleId,
+        attrs: { ...req.attrs, node: req.node },
+        hostname: req.node,
+        ipv4Pools: req.ipv4Pools,
+        ipv6Pools: req.ipv6Pools,
+      });
+      return [...r.ipv4, ...r.ipv6].map((a) => a.cidr);
+    });
+  }
+
+  async assignIp(req: AssignIpRequest): Promise<string> {
+    return op(`assign ${req.ip}`, async () => {
+      const a = await this.#ipam.assignIP(req.ip, {
+        handleId: req.handleId,
+        attrs: { ...req.attrs, node: req.node },
+        hostname: req.node,
+      });
+      return a.cidr;
+    });
+  }
+
+  async releaseByHandle(handleId: string): Promise<boolean> {
+    return op(`release handle ${handleId}`, async () => {
+      const existed = (await this.#records.getHandle(handleId)) !== undefined;
+      const r = await this.#ipam.releaseByHandle(handleId);
+      return existed || r.released.length > 0;
+    });
+  }
+
+  async addressesOfHandle(handleId: string): Promise<string[]> {
+    return op(`read handle ${handleId}`, async () => {
+      const handle = await this.#records.getHandle(handleId);
+      if (!handle) return [];
+      const out: string[] = [];
+      for (const cidr of Object.keys(handle.value.block)) {
+        const block = await this.#records.getBlock(cidr);
+        if (!block) continue;
+        out.push(...addressesOfHandleInBlock(block.value, handleId));
+      }
+      return out;
+    });
+  }
+
+  async listHandles(): Promise<string[]> {
+    return op('list IPAM handles', async () =>
+      (await this.#records.listHandles()).items.map((h) => h.value.handleId),
+    );
+  }
+
+  async poolCapacity(): Promise<PoolCapacity> {
+    return op('read IP pools', async () => {
+      const pools = (await this.#ds.list('IPPool')).items;
+      const usable = pools.filter((p) => {
+        const s = p.spec as { disabled?: boolean; allowedUses?: string[] };
+        return !s.disabled && (s.allowedUses === undefined || s.allowedUses.includes('Workload'));
+      });
+      let free = 0n;
+      const blocks = usable.length > 0 ? (await this.#records.listBlocks()).items : [];
+      for (const p of usable) {
+        const cidr = (p.spec as { cidr: string }).cidr;
+        free += cidrSize(cidr);
+        for (const b of blocks) {
+          if (cidrWithin(b.value.cidr, cidr))
+            free -= BigInt(b.value.allocations.filter((a: number | null) => a !== null).length);
+        }
+      }
+      return { enabledPools: usable.length, free };
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#ds.close();
+  }
+}
+
+function addressesOfHandleInBlock(
+  block: { cidr: string; allocations: (number | null)[]; attributes: { handle_id?: string | null }[] },
+  handleId: string,
+): string[] {
+  const out: string[] = [];
+  const base = block.cidr.split('/')[0]!;
+  const v4 = base.includes('.');
+  const start = ipToBig(base);
+  block.allocations.forEach((attrIdx, ordinal) => {
+    if (attrIdx === null) return;
+    if (block.attributes[attrIdx]?.handle_id !== handleId) return;
+    out.push(bigToIp(start + BigInt(ordinal), v4));
+  });
+  return out;
+}
+
+function ipToBig(ip: string): bigint {
+  if (ip.includes('.')) return ip.split('.').reduce((a, o) => (a << 8n) | BigInt(Number(o)), 0n);
+  const [h, t = ''] = ip.split('::') as [string, string?];
+  const hg = h === '' ? [] : h.split(':');
+  const tg = t === '' ? [] : t.split(':');
+  return [...hg, ...new Array<string>(8 - hg.length - tg.length).fill('0'), ...tg].reduce(
+    (a, g) => (a << 16n) | BigInt(Number.parseInt(g, 16)),
+    0n,
+  );
+}
+
+function bigToIp(v: bigint, v4: boolean): string {
+  if (v4) return [24n, 16n, 8n, 0n].map((s) => String((v >> s) & 255n)).join('.');
+  const groups: string[] = [];
+  for (let s = 112n; s >= 0n; s -= 16n) groups.push(((v >> s) & 0xffffn).toString(16));
+  return groups.join(':');
+}
+
+function cidrSize(cidr: string): bigint {
+  const [base, len] = cidr.split('/') as [string, string];
+  return 1n << BigInt((base.includes('.') ? 32 : 128) - Number(len));
+}
+
+function cidrWithin(inner: string, outer: string): boolean {
+  const [ib, il] = inner.split('/') as [string, string];
+  const [ob, ol] = outer.split('/') as [string, string];
+  if (ib.includes('.') !== ob.includes('.') || Number(il) < Number(ol)) return false;
+  const bits = BigInt((ob.includes('.') ? 32 : 128) - Number(ol));
+  return ipToBig(ib) >> bits === ipToBig(ob) >> bits;
+}
+
+async function op<T>(what: string, f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw classify(e, what);
+  }
+}
+
+/** The one place datastore and IPAM errors become plugin errors. */
+function classify(e: unknown, what: string): CniPluginError {
+  if (isCniPluginError(e)) return e;
+  const msg = `failed to ${what}: ${messageOf(e)}`;
+  if (isDatastoreError(e)) {
+    switch (e.code) {
+      case 'unavailable':
+      case 'conflict':
+        return new CniPluginError('try-again', msg, { cause: e });
+      case 'config':
+      case 'unsupported':
+        return new CniPluginError('invalid-config', msg, { cause: e });
+      default:
+        return new CniPluginError('datastore-failed', msg, { cause: e });
+    }
+  }
+  if (isIpamError(e)) {
+    if (e.code === 'datastore' && isDatastoreError(e.cause)) return classify(e.cause, what);
+    if (e.code === 'conflict-retries-exhausted') return new CniPluginError('try-again', msg, { cause: e });
+    return new CniPluginError('ipam-failed', msg, { cause: e });
+  }
+  return new CniPluginError('datastore-failed', msg, { cause: e });
+}

@@ -1,0 +1,62 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FileLock } from './host-lock.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cni-lock-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('FileLock', () => {
+  it('lets one holder in at a time', async () => {
+    const lock = new FileLock();
+    const path = join(dir, 'sub', 'ipam.lock');
+    const order: string[] = [];
+    const holder = async (name: string) => {
+      const release = await lock.acquire(path);
+      order.push(`${name} in`);
+      await new Promise((r) => setTimeout(r, 20));
+      order.push(`${name} out`);
+      await release();
+    };
+    await Promise.all([holder('a'), holder('b'), holder('c')]);
+    for (let i = 0; i < order.length; i += 2) {
+      expect(order[i]!.split(' ')[0]).toBe(order[i + 1]!.split(' ')[0]);
+    }
+    await expect(readFile(path)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('replaces a lock whose holder died', async () => {
+    const path = join(dir, 'ipam.lock');
+    const dead = spawnSync(process.execPath, [
+      '-e',
+      'process.stdout.write(String(process.pid))',
+    ]).stdout.toString();
+    await writeFile(path, dead);
+    const release = await new FileLock({ waitMs: 2000 }).acquire(path);
+    expect(await readFile(path, 'utf8')).toBe(String(process.pid));
+    await release();
+  });
+
+  it('goes ahead without the lock when it cannot be used or is not released in time', async () => {
+    const logs: string[] = [];
+    const blocked = join(dir, 'file');
+    await writeFile(blocked, 'x');
+    const release = await new FileLock({ log: (m) => logs.push(m) }).acquire(join(blocked, 'ipam.lock'));
+    await release();
+    expect(logs[0]).toContain('going ahead without it');
+    const held = join(dir, 'held.lock');
+    await writeFile(held, String(process.pid));
+    const t0 = Date.now();
+    await (await new FileLock({ waitMs: 100, log: (m) => logs.push(m) }).acquire(held))();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
+    expect(logs[1]).toContain('was not released in time');
+    expect(await readFile(held, 'utf8')).toBe(String(process.pid));
+  });
+});

@@ -1,0 +1,278 @@
+/**
+ * Calico's workload veth on Linux, through `@calico-ts/netlinux` (upstream
+ * `cni-plugin/pkg/dataplane/linux/dataplane_linux.go`).
+ *
+ * The process runs in the host's (node's) network namespace; the pod's namespace is CNI_NETNS.
+ *
+ * ```
+ *  node netns                                   pod netns (CNI_NETNS)
+ *  cali<11>  mac ee:ee:ee:ee:ee:ee  <──veth──>  eth0  <ip>/32
+ *    proxy_arp=1 proxy_delay=0                    169.254.1.1 dev eth0 scope link
+ *    forwarding=1 route_localnet=1                default via 169.254.1.1 dev eth0
+ *    accept_ra=0                                  (v6: <ip>/128, default via fe80::ecee:eeff:feee:eeee)
+ *  <ip>/32 dev cali<11> scope link
+ * ```
+ *
+ * Set-up order: check the netns and that CNI_IFNAME is free there → delete a stale host end →
+ * create the pair (pod end directly in the netns) → sysctls (DAD off before links come up) → pod
+ * end up with its addresses and routes (one `ip -batch`) → host end up → host routes. Any failure
+ * after the pair exists deletes the host end, which takes the pod end and every route with it.
+ */
+import { addrAddArgs, isNetlinuxError, linkSetArgs, type Netlinux, routeArgs } from '@calico-ts/netlinux';
+import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
+import { isIPv4 } from '../spec/ip.js';
+import {
+  type Dataplane,
+  HOST_VETH_MAC,
+  IPV4_GATEWAY,
+  IPV6_GATEWAY,
+  type ObservedInterface,
+  type ObservedWorkload,
+  type WorkloadNetwork,
+  type WorkloadNetworkSpec,
+} from './dataplane.js';
+
+/** The netlinux operations this dataplane uses (a real `Netlinux`, or `FakeNetOps` in tests). */
+export type NetOps = Pick<
+  Netlinux,
+  | 'netnsExists'
+  | 'findLink'
+  | 'createVethPair'
+  | 'setLink'
+  | 'deleteLink'
+  | 'listAddrs'
+  | 'addRoute'
+  | 'listRoutes'
+  | 'writeSysctls'
+  | 'readSysctl'
+  | 'batch'
+>;
+
+export interface LinuxDataplaneOptions {
+  log?: (msg: string) => void;
+}
+
+export class LinuxDataplane implements Dataplane {
+  readonly #net: NetOps;
+  readonly #log: (msg: string) => void;
+
+  constructor(net: NetOps, options: LinuxDataplaneOptions = {}) {
+    this.#net = net;
+    this.#log = options.log ?? (() => {});
+  }
+
+  async preflight(netns: string, ifName: string): Promise<void> {
+    await this.#requireNetns(netns);
+    if (await step(`look for ${ifName} in ${netns}`, () => this.#net.findLink(ifName, netns))) {
+      throw new CniPluginError('dataplane-failed', `interface ${ifName} already exists in ${netns}`);
+    }
+  }
+
+  async setUp(spec: WorkloadNetworkSpec): Promise<WorkloadNetwork> {
+    const net = this.#net;
+    const { netns, containerIfName: cont, hostIfName: host } = spec;
+    const v4 = spec.addresses.some((a) => isIPv4(a.split('/')[0]!));
+    const v6 = spec.addresses.some((a) => !isIPv4(a.split('/')[0]!));
+
+    await this.preflight(netns, cont);
+    if (await step(`delete stale ${host}`, () => net.deleteLink(host, { ignoreMissing: true }))) {
+      this.#log(`deleted stale host interface ${host}`);
+    }
+    await step(`create veth ${host} <-> ${cont} in ${netns}`, () =>
+      net.createVethPair({
+        name: host,
+        peerName: cont,
+        peerNetns: netns,
+        mac: HOST_VETH_MAC,
+        ...(spec.mtu > 0 ? { mtu: spec.mtu } : {}),
+        ...(spec.numQueues > 1 ? { numQueues: spec.numQueues } : {}),
+      }),
+    );
+    try {
+      return await this.#configure(spec, v4, v6);
+    } catch (e) {
+      try {
+        await net.deleteLink(host, { ignoreMissing: true });
+      } catch (undoError) {
+        this.#log(`failed to delete ${host} after a failed set-up: ${messageOf(undoError)}`);
+      }
+      throw e;
+    }
+  }
+
+  async #configure(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<WorkloadNetwork> {
+    const net = this.#net;
+    const { netns, containerIfName: cont, hostIfName: host } = spec;
+
+    // Host end sysctls. DAD must be off before the link comes up.
+    const hostSysctls: [string, string][] = [];
+    if (v4) {
+      hostSysctls.push(
+        [`net.ipv4.conf.${host}.route_localnet`, '1'],
+        [`net.ipv4.neigh.${host}.proxy_delay`, '0'],
+        [`net.ipv4.conf.${host}.proxy_arp`, '1'],
+        [`net.ipv4.conf.${host}.forwarding`, '1'],
+      );
+    }
+    if (v6) {
+      hostSysctls.push(
+        [`net.ipv6.conf.${host}.disable_ipv6`, '0'],
+        [`net.ipv6.conf.${host}.accept_dad`, '0'],
+        [`net.ipv6.conf.${host}.proxy_ndp`, '1'],
+        [`net.ipv6.conf.${host}.forwarding`, '1'],
+      );
+    }
+    await step(`set sysctls of ${host}`, () => net.writeSysctls(hostSysctls));
+    // Router advertisements from a pod must never configure the host; absent when IPv6 is off.
+    try {
+      await net.writeSysctls([[`net.ipv6.conf.${host}.accept_ra`, '0']]);
+    } catch (e) {
+      if (!isNetlinuxError(e, 'not-found')) throw dataplaneError(`set net.ipv6.conf.${host}.accept_ra=0`, e);
+    }
+
+    // Pod end sysctls. A new netns starts with forwarding off; only turn it on when allowed.
+    const podSysctls: [string, string][] = [];
+    if (v6) {
+      podSysctls.push(
+        ['net.ipv6.conf.all.disable_ipv6', '0'],
+        ['net.ipv6.conf.default.disable_ipv6', '0'],
+        ['net.ipv6.conf.lo.disable_ipv6', '0'],
+        [`net.ipv6.conf.${cont}.accept_dad`, '0'],
+      );
+    }
+    if (spec.allowIpForwarding) {
+      if (v4) podSysctls.push(['net.ipv4.ip_forward', '1']);
+      if (v6) podSysctls.push(['net.ipv6.conf.all.forwarding', '1']);
+    }
+    if (podSysctls.length > 0)
+      await step(`set sysctls in ${netns}`, () => net.writeSysctls(podSysctls, netns));
+
+    // Pod end: up, addresses, routes via the host end.
+    const podCommands: string[][] = [linkSetArgs(cont, { up: true })];
+    for (const a of spec.addresses) {
+      podCommands.push(addrAddArgs(cont, a, isIPv4(a.split('/')[0]!) ? {} : { noDad: true }));
+    }
+    if (v4) {
+      podCommands.push(routeArgs('add', { dst: `${IPV4_GATEWAY}/32`, dev: cont, scope: 'link' }));
+    }
+    for (const dst of spec.routes) {
+      const isV4 = isIPv4(dst.split('/')[0]!);
+      if (isV4 && !v4) continue;
+      if (!isV4 && !v6) continue;
+      podCommands.push(routeArgs('add', { dst, gateway: isV4 ? IPV4_GATEWAY : IPV6_GATEWAY, dev: cont }));
+    }
+    await step(`configure ${cont} in ${netns}`, () => net.batch(podCommands, netns));
+
+    const podLink = await step(`read ${cont} in ${netns}`, () => net.findLink(cont, netns));
+    if (!podLink) throw new CniPluginError('dataplane-failed', `interface ${cont} vanished from ${netns}`);
+
+    await step(`set ${host} up`, () => net.setLink(host, { up: true }));
+    for (const a of spec.addresses) await this.#addHostRoute(host, a);
+
+    return { hostIfName: host, hostMac: HOST_VETH_MAC, containerMac: podLink.mac, containerMtu: podLink.mtu };
+  }
+
+  /** `<ip>/32 dev <host> scope link`; already there on this device is fine, on another is an error. */
+  async #addHostRoute(host: string, dst: string): Promise<void> {
+    const net = this.#net;
+    try {
+      await net.addRoute({ dst, dev: host, scope: 'link' });
+      return;
+    } catch (e) {
+      if (!isNetlinuxError(e, 'exists')) throw dataplaneError(`add route ${dst} dev ${host}`, e);
+    }
+    const family = isIPv4(dst.split('/')[0]!) ? 4 : 6;
+    const mine = await step(`list routes of ${host}`, () => net.listRoutes({ dev: host, family }));
+    if (mine.some((r) => r.dst === dst)) return;
+    const all = await step('list routes', () => net.listRoutes({ family }));
+    const other = all.find((r) => r.dst === dst);
+    throw new CniPluginError(
+      'dataplane-failed',
+      `route ${dst} already exists for an interface other than ${host}${other?.dev ? `: it uses ${other.dev}` : ''}`,
+    );
+  }
+
+  async removeHostInterface(name: string): Promise<boolean> {
+    return step(`delete ${name}`, () => this.#net.deleteLink(name, { ignoreMissing: true }));
+  }
+
+  async tearDown(netns: string, ifName: string): Promise<'removed' | 'absent'> {
+    if (netns === '') return 'absent';
+    const exists = await step(`open ${netns}`, () => this.#net.netnsExists(netns));
+    if (!exists) return 'absent';
+    const removed = await step(`delete ${ifName} in ${netns}`, () =>
+      this.#net.deleteLink(ifName, { ignoreMissing: true }, netns),
+    );
+    return removed ? 'removed' : 'absent';
+  }
+
+  async observe(netns: string, ifName: string, hostIfName: string): Promise<ObservedWorkload> {
+    const net = this.#net;
+    const exists = await step(`open ${netns}`, () => net.netnsExists(netns));
+    const out: ObservedWorkload = { netnsExists: exists };
+    if (exists) {
+      const c = await this.#observeInterface(ifName, netns);
+      if (c) out.container = c;
+    }
+    const h = await this.#observeInterface(hostIfName, undefined);
+    if (h) {
+      const sysctls: Record<string, string | undefined> = {};
+      for (const key of [`net.ipv4.conf.${hostIfName}.proxy_arp`, `net.ipv4.conf.${hostIfName}.forwarding`]) {
+        try {
+          sysctls[key] = await net.readSysctl(key);
+        } catch {
+          sysctls[key] = undefined;
+        }
+      }
+      out.host = { ...h, sysctls };
+    }
+    return out;
+  }
+
+  async #observeInterface(name: string, ns: string | undefined): Promise<ObservedInterface | undefined> {
+    const net = this.#net;
+    const where = ns === undefined ? '' : ` in ${ns}`;
+    const link = await step(`read ${name}${where}`, () => net.findLink(name, ns));
+    if (!link) return undefined;
+    const addrs = await step(`list addresses of ${name}${where}`, () => net.listAddrs({ dev: name }, ns));
+    const routes = await step(`list routes of ${name}${where}`, () => net.listRoutes({ dev: name }, ns));
+    return {
+      name,
+      up: link.up,
+      mac: link.mac,
+      mtu: link.mtu,
+      addresses: addrs.filter((a) => a.scope !== 'link').map((a) => a.cidr),
+      routes: routes.map((r) => {
+        const o: { dst: string; gateway?: string; dev?: string; scope?: string } = { dst: r.dst };
+        if (r.gateway !== undefined) o.gateway = r.gateway;
+        o.dev = r.dev ?? name;
+        if (r.scope !== undefined) o.scope = r.scope;
+        return o;
+      }),
+    };
+  }
+
+  async #requireNetns(netns: string): Promise<void> {
+    let exists: boolean;
+    try {
+      exists = await this.#net.netnsExists(netns);
+    } catch (e) {
+      throw new CniPluginError('invalid-netns', `CNI_NETNS ${netns} cannot be opened: ${messageOf(e)}`);
+    }
+    if (!exists) throw new CniPluginError('invalid-netns', `CNI_NETNS ${netns} is not a network namespace`);
+  }
+}
+
+/** Runs one kernel operation; a netlinux failure becomes `dataplane-failed` saying what was being done. */
+async function step<T>(what: string, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (e) {
+    if (isCniPluginError(e)) throw e;
+    throw dataplaneError(what, e);
+  }
+}
+
+function dataplaneError(what: string, e: unknown): CniPluginError {
+  return new CniPluginError('dataplane-failed', `failed to ${what}: ${messageOf(e)}`, { cause: e });
+}

@@ -1,0 +1,273 @@
+/**
+ * A small test lab for the CNI plugin: a private etcd, "node" network namespaces that stand in for
+ * hosts, pod namespaces, and a way to run the built plugin inside a node namespace, as a container
+ * runtime on that host would. Nothing is created in the host's own network namespace.
+ *
+ * ```
+ *  fabric netns: br0 198.18.0.1/24 ── vn<i> ══veth══ eth0 198.18.0.(10+i)/24  node netns <i>
+ *                                                     default via 198.18.0.1 (so proxy ARP answers)
+ *                                                     127.0.0.1:2379 ─ proxy ─┐
+ *  test process: unix socket ◄─────────────────────────────────────────────────┘ ─► etcd (127.0.0.1:<port>)
+ * ```
+ *
+ * etcd listens on the test process's loopback; a node namespace cannot reach that, so each node
+ * runs a tiny TCP→unix-socket forwarder on its own 127.0.0.1:2379, and the test process forwards the
+ * unix socket to etcd (a unix socket is a file, visible from every network namespace).
+ *
+ * Every name starts with `cnitest-<random>`; `close()` kills the processes it started (by PID),
+ * deletes its namespaces and temp dir and stops etcd, also after a failure.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createConnection, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createKVStore, type Datastore, IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
+import { Netlinux } from '@calico-ts/netlinux';
+
+export const net = new Netlinux();
+
+export interface NodeNs {
+  name: string;
+  /** Path usable as CNI_NETNS-style argument and by nsenter. */
+  netns: string;
+  ip: string;
+  nodenameFile: string;
+  /** This node's `ipam_lock_file` (each node is a host of its own). */
+  lockFile: string;
+}
+
+export interface CniRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  // biome-ignore lint/suspicious/noExplicitAny: parsed JSON of the plugin's answer
+  json: any;
+}
+
+const PROXY_SRC = `
+const net = require('node:net');
+const [sock, port] = process.argv.slice(1);
+net.createServer((c) => {
+  const u = net.connect(sock);
+  c.pipe(u); u.pipe(c);
+  c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
+}).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
+
+export class Lab {
+  readonly id = `cnitest-${Math.random().toString(16).slice(2, 8)}`;
+  readonly nodes: NodeNs[] = [];
+  readonly pods: string[] = [];
+  etcd!: EtcdServer;
+  tmp!: string;
+  ds!: Datastore;
+  ipam!: IpamStore;
+  readonly #namespaces: string[] = [];
+  readonly #children: ChildProcess[] = [];
+  #unixServer: Server | undefined;
+  #podSeq = 0;
+
+  get fabric(): string {
+    return `${this.id}-fab`;
+  }
+
+  async start(nodeCount: number): Promise<void> {
+    this.tmp = await mkdtemp(join(tmpdir(), `${this.id}-`));
+    this.etcd = await startEtcd({ tls: true });
+    const tls = this.etcd.tls!;
+    const kv = await createKVStore({
+      datastoreType: 'etcdv3',
+      etcdEndpoints: this.etcd.endpoints,
+      etcdCACertFile: tls.caFile,
+      etcdCertFile: tls.certFile,
+      etcdKeyFile: tls.keyFile,
+    });
+    this.ds = new KVDatastore(kv, { backend: 'etcdv3' });
+    this.ipam = new IpamStore(kv);
+
+    const sock = join(this.tmp, 'etcd.sock');
+    const port = Number(new URL(this.etcd.clientUrl).port);
+    this.#unixServer = createServer((c) => {
+      const u = createConnection(port, '127.0.0.1');
+      c.pipe(u);
+      u.pipe(c);
+      c.on('error', () => u.destroy());
+      u.on('error', () => c.destroy());
+    });
+    await new Promise<void>((resolve) => this.#unixServer!.listen(sock, resolve));
+
+    await this.#addNetns(this.fabric);
+    await net.createBridge({ name: 'br0' }, this.fabric);
+    await net.addAddr('br0', '198.18.0.1/24', {}, this.fabric);
+    await net.setLinkUp('br0', this.fabric);
+    for (let i = 1; i <= nodeCount; i++) {
+      const name = `${this.id}-n${i}`;
+      await this.#addNetns(name);
+      const ip = `198.18.0.${10 + i}`;
+      await net.createVethPair({ name: `vn${i}`, peerName: 'eth0', peerNetns: name }, this.fabric);
+      await net.setLink(`vn${i}`, { master: 'br0', up: true }, this.fabric);
+      await net.addAddr('eth0', `${ip}/24`, {}, name);
+      await net.setLinkUp('eth0', name);
+      await net.addRoute({ dst: 'default', gateway: '198.18.0.1', dev: 'eth0' }, name);
+      const nodenameFile = join(this.tmp, `${name}.nodename`);
+      await writeFile(nodenameFile, name);
+      await this.#startProxy(name, sock);
+      this.nodes.push({
+        name,
+        netns: `/run/netns/${name}`,
+        ip,
+        nodenameFile,
+        lockFile: join(this.tmp, `${name}.ipam.lock`),
+      });
+    }
+  }
+
+  /** Cluster resources calico-node and calicoctl would have written. */
+  async seed(): Promise<void> {
+    await this.ds.create({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'ClusterInformation',
+      metadata: { name: 'default' },
+      spec: {
+        clusterGUID: 'b7d4a1c0f3e24a6b9d1e2f3a4b5c6d7e',
+        clusterType: 'k8s,bgp',
+        calicoVersion: 'v3.32.1',
+        datastoreReady: true,
+      },
+    } as Parameters<Datastore['create']>[0]);
+    await this.ds.create({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'IPPool',
+      metadata: { name: 'default-ipv4-ippool' },
+      spec: {
+        cidr: '198.19.0.0/16',
+        blockSize: 26,
+        ipipMode: 'Never',
+        vxlanMode: 'Never',
+        natOutgoing: false,
+        nodeSelector: 'all()',
+      },
+    } as Parameters<Datastore['create']>[0]);
+    for (const n of this.nodes) {
+      await this.ds.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Node',
+        metadata: { name: n.name },
+        spec: { bgp: { ipv4Address: `${n.ip}/24` } },
+      } as Parameters<Datastore['create']>[0]);
+    }
+  }
+
+  async addPod(): Promise<string> {
+    const name = `${this.id}-p${++this.#podSeq}`;
+    await this.#addNetns(name);
+    await net.setLinkUp('lo', name);
+    this.pods.push(name);
+    return `/run/netns/${name}`;
+  }
+
+  /** The datastore fields of a network config pointing at this lab's etcd (through the node proxy). */
+  etcdConf(): Record<string, string> {
+    const tls = this.etcd.tls!;
+    return {
+      etcd_endpoints: 'https://127.0.0.1:2379',
+      etcd_key_file: tls.keyFile,
+      etcd_cert_file: tls.certFile,
+      etcd_ca_cert_file: tls.caFile,
+    };
+  }
+
+  /** Runs `program` (a path) in the node's network namespace, as a runtime on that node would. */
+  run(
+    node: NodeNs,
+    program: string,
+    env: Record<string, string>,
+    stdin: string,
+    args: string[] = [],
+  ): Promise<CniRun> {
+    return runIn(node.netns, program, args, env, stdin);
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.#children) {
+      if (c.pid !== undefined && c.exitCode === null) {
+        try {
+          process.kill(c.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    for (const ns of [...this.#namespaces].reverse()) {
+      await net.deleteNetns(ns).catch(() => false);
+    }
+    this.#unixServer?.close();
+    await this.ds?.close().catch(() => {});
+    await this.etcd?.stop().catch(() => {});
+    if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
+  }
+
+  async #addNetns(name: string): Promise<void> {
+    await net.createNetns(name);
+    this.#namespaces.push(name);
+    await net.setLinkUp('lo', name);
+  }
+
+  async #startProxy(ns: string, sock: string): Promise<void> {
+    const child = spawn(
+      'nsenter',
+      [`--net=/run/netns/${ns}`, process.execPath, '-e', PROXY_SRC, sock, '2379'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    this.#children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`etcd proxy in ${ns} exited with ${code}`)));
+      child.stdout!.once('data', () => resolve());
+    });
+  }
+
+  /** Starts a long-running process in a namespace; killed by `close()`. */
+  spawnIn(netnsPath: string, cmd: string, args: string[]): ChildProcess {
+    const child = spawn('nsenter', [`--net=${netnsPath}`, cmd, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.#children.push(child);
+    return child;
+  }
+}
+
+export function runIn(
+  netnsPath: string,
+  program: string,
+  args: string[],
+  env: Record<string, string>,
+  stdin: string,
+): Promise<CniRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('nsenter', [`--net=${netnsPath}`, program, ...args], {
+      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', reject);
+    child.stdin.end(stdin);
+    child.on('close', (code) => {
+      const stdout = Buffer.concat(out).toString('utf8');
+      let json: unknown;
+      try {
+        json = stdout.trim() ? JSON.parse(stdout) : undefined;
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr: Buffer.concat(err).toString('utf8'), json });
+    });
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * Which built plugin the tests run: the Node bundle (bin/calico.mjs, with bin/calico and
+ * bin/calico-ipam linked to it) by default, or the native executable (bin/native/calico, with
+ * bin/native/calico-ipam) with CALICO_TEST_EXECUTABLE=native. `buildPlugins` builds it fresh, as
+ * `pnpm build` does; the native one from a bundle in a temp dir, so test files building at the
+ * same time never read a half-written file.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+// @ts-expect-error: a plain .mjs build script without type declarations
+import { bundle, native } from '../scripts/bundle.mjs';
+
+const NATIVE = process.env.CALICO_TEST_EXECUTABLE === 'native';
+const bin = join(import.meta.dirname, '..', 'bin');
+
+/** The directory holding `calico` and `calico-ipam`, for CNI_PATH. */
+export const pluginDir = NATIVE ? join(bin, 'native') : bin;
+/** The one file both names lead to. */
+export const pluginFile = join(pluginDir, NATIVE ? 'calico' : 'calico.mjs');
+
+export async function buildPlugins(): Promise<void> {
+  if (!NATIVE) {
+    await bundle(bin);
+    return;
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'calico-cni-bundle-'));
+  try {
+    await native(pluginDir, await bundle(dir));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

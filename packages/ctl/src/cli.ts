@@ -1,0 +1,509 @@
+/**
+ * The command line: commander parses, this file wires each command to its function.
+ *
+ *   argv ──commander──► options ──► connect (config file/env → Datastore) ──► version check ──►
+ *        command(args, datastore, {io, log}) ──► exit code; CtlError → message on stderr, exit 1
+ *
+ * Nothing here touches the process: I/O and the datastore connection come in through `CliDeps`,
+ * so tests drive the real parser against an in-memory datastore.
+ */
+import type { Datastore, KVStore } from '@calico-ts/datastore';
+import { DatastoreError, IpamStore } from '@calico-ts/datastore';
+import { IpamClient } from '@calico-ts/ipam';
+import { Command, CommanderError, Option } from 'commander';
+import { checkVersionMismatch } from './cluster.js';
+import { completionCommand } from './commands/completion.js';
+import type { CommandContext } from './commands/context.js';
+import { exportCommand, importCommand, lockCommand, unlockCommand } from './commands/datastore.js';
+import { getCommand } from './commands/get.js';
+import {
+  type IpamDeps,
+  ipamCheckCommand,
+  ipamConfigureCommand,
+  ipamReleaseCommand,
+  ipamShowCommand,
+} from './commands/ipam.js';
+import { labelCommand } from './commands/label.js';
+import { nodeChecksystemCommand, nodeStatusCommand } from './commands/node.js';
+import { patchCommand } from './commands/patch.js';
+import { validateCommand } from './commands/validate.js';
+import { versionCommand } from './commands/version.js';
+import { applyCommand, createCommand, deleteCommand, replaceCommand } from './commands/write.js';
+import { CtlError, EXIT_FAILURE, EXIT_OK } from './errors.js';
+import type { CommandIO } from './io.js';
+import { kindHelpList } from './kinds.js';
+import { createLogger, type Logger, parseLogLevel } from './log.js';
+import type { NodeHost } from './node/node-host.js';
+import type { SystemHost } from './node/system-host.js';
+import { CLIENT_VERSION } from './version.js';
+
+export const DEFAULT_CONFIG_PATH = '/etc/calico/calicoctl.cfg';
+
+export interface Connection {
+  datastore: Datastore;
+  /** Raw keys, for datastore migration; absent where the backend has none. */
+  kv?: KVStore;
+  close(): Promise<void>;
+}
+
+export interface CliDeps {
+  io: CommandIO;
+  /** Load the client configuration (`-c` file, else env) and connect. */
+  connect(configFile: string, log: Logger): Promise<Connection>;
+  /** Clock for log timestamps (tests pin it). */
+  now?: () => number;
+  /** Cluster GUID for a ClusterInformation calicoctl creates (tests pin it). */
+  newClusterGUID?: () => string;
+  /** This host, for `node status`. */
+  nodeHost?: NodeHost;
+  /** This host's kernel and programs, for `node checksystem`. */
+  systemHost?: SystemHost;
+  /** Pauses (deleting an IPPool waits briefly after disabling it); tests make it instant. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const DATASTORE_INTRO =
+  'Set the Calico datastore access information in the environment variables or\nsupply details in a config file.\n\n';
+
+interface Common {
+  config: string;
+  allowVersionMismatch?: boolean;
+  namespace?: string;
+  context?: string;
+}
+
+function usageError(argv: readonly string[]): CtlError {
+  return new CtlError(
+    'usage',
+    `Invalid option: 'calicoctl ${argv.join(' ')}'. Use flag '--help' to read about a specific subcommand.`,
+  );
+}
+
+export async function runCli(argv: readonly string[], deps: CliDeps): Promise<number> {
+  const { io } = deps;
+  let log: Logger = createLogger('panic', io.stderr, deps.now);
+  let exitCode = EXIT_OK;
+  let globalAllowMismatch = false;
+  const ctx = (): CommandContext => ({ io, log, newClusterGUID: deps.newClusterGUID });
+
+  // Upstream accepts `-a` for `get --all-namespaces` (older spelling).
+  const args = [...argv];
+  const cmdIndex = args.findIndex((a) => !a.startsWith('-'));
+  if (args[cmdIndex] === 'get')
+    for (let i = cmdIndex + 1; i < args.length; i++) if (args[i] === '-a') args[i] = '-A';
+
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const ipamOf = (ds: Datastore, conn: Connection): IpamDeps => {
+    if (!conn.kv) throw new CtlError('unsupported', 'IPAM is not available on this datastore');
+    const store = new IpamStore(conn.kv);
+    return { datastore: ds, store, ipam: new IpamClient(ds, store) };
+  };
+
+  const withDatastore = async (
+    opts: Common,
+    fn: (ds: Datastore, conn: Connection) => Promise<number>,
+    check = true,
+  ) => {
+    const conn = await deps.connect(opts.config, log);
+    try {
+      if (check && !opts.allowVersionMismatch && !globalAllowMismatch) {
+        await checkVersionMismatch(conn.datastore, CLIENT_VERSION);
+      }
+      exitCode = await fn(conn.datastore, conn);
+    } finally {
+      await conn.close().catch(() => {});
+    }
+  };
+
+  const program = new Command('calicoctl')
+    .description(
+      'calicoctl manages Calico network and security policy, endpoint configuration\nand the Calico datastore.',
+    )
+    .usage('[options] <command> [<args>...]')
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: () => {} })
+    .helpCommand(false)
+    .option('-l, --log-level <level>', 'log level: panic, fatal, error, warn, info, debug', 'panic')
+    .option('--context <context>', 'name of the kubeconfig context to use (Kubernetes datastore)')
+    .option('--allow-version-mismatch', 'allow client and cluster versions to differ')
+    .version("Run 'calicoctl version' to see version information.", '--version')
+    .hook('preAction', (thisCommand) => {
+      const o = thisCommand.opts<{ logLevel: string; allowVersionMismatch?: boolean }>();
+      const level = parseLogLevel(o.logLevel);
+      if (!level) {
+        throw new CtlError(
+          'usage',
+          `Unknown log level: ${o.logLevel}, expected one of: \npanic, fatal, error, warn, info, debug.`,
+        );
+      }
+      log = createLogger(level, io.stderr, deps.now);
+      log.info(`Log level set to ${level}`);
+      globalAllowMismatch = !!o.allowVersionMismatch;
+    });
+
+  const common = (c: Command, opts: { namespace?: boolean; config?: boolean } = {}) => {
+    if (opts.config !== false) {
+      c.option(
+        '-c, --config <CONFIG>',
+        'path to the file with connection configuration (YAML or JSON)',
+        DEFAULT_CONFIG_PATH,
+      );
+    }
+    if (opts.namespace) {
+      c.option('-n, --namespace <NS>', 'namespace of namespaced resources (default "default")');
+    }
+    c.option('--context <context>', 'name of the kubeconfig context to use');
+    c.option('--allow-version-mismatch', 'allow client and cluster versions to differ');
+    return c;
+  };
+  const fileOptions = (c: Command, required: boolean) => {
+    const f = new Option(
+      '-f, --filename <FILENAME>',
+      'file, directory (its .yaml/.yml/.json files) or - for stdin',
+    );
+    if (required) f.makeOptionMandatory();
+    c.addOption(f)
+      .option('-R, --recursive', 'walk directories given with -f recursively')
+      .option('--skip-empty', 'do not fail on files or directories without resources');
+    return c;
+  };
+  const kindsHelp = `\nValid resource types are:\n\n${kindHelpList()}\n\nThe resource type is case-insensitive and may be pluralized.\n`;
+
+  common(
+    fileOptions(
+      program.command('create').description('Create resources by file, directory or stdin.'),
+      true,
+    ).option('--skip-exists', 'treat resources that already exist as created'),
+    { namespace: true },
+  )
+    .addHelpText(
+      'after',
+      `\n${DATASTORE_INTRO}Every document is validated before any is written.${kindsHelp}`,
+    )
+    .action(
+      async (
+        o: Common & { filename: string; recursive?: boolean; skipEmpty?: boolean; skipExists?: boolean },
+      ) => withDatastore(o, (ds) => createCommand(o, ds, ctx())),
+    );
+
+  common(
+    fileOptions(
+      program.command('replace').description('Replace existing resources by file, directory or stdin.'),
+      true,
+    ),
+    {
+      namespace: true,
+    },
+  )
+    .addHelpText('after', `\n${DATASTORE_INTRO}A resource that does not exist is an error.${kindsHelp}`)
+    .action(async (o: Common & { filename: string }) =>
+      withDatastore(o, (ds) => replaceCommand(o, ds, ctx())),
+    );
+
+  common(
+    fileOptions(
+      program
+        .command('apply')
+        .description('Apply resources by file, directory or stdin: create what is new, replace what exists.'),
+      true,
+    ),
+    { namespace: true },
+  )
+    .addHelpText(
+      'after',
+      `\n${DATASTORE_INTRO}Give the complete resource: its spec replaces the stored one. Calico v1 documents\n(apiVersion: v1, e.g. kind: ipPool) are converted to projectcalico.org/v3 first.${kindsHelp}`,
+    )
+    .action(async (o: Common & { filename: string }) => withDatastore(o, (ds) => applyCommand(o, ds, ctx())));
+
+  common(
+    program
+      .command('patch')
+      .description('Patch a resource in place.')
+      .argument('<KIND>')
+      .argument('<NAME>')
+      .requiredOption('-p, --patch <PATCH>', 'the patch, JSON')
+      .option('-t, --type <TYPE>', 'strategic (default), merge (RFC 7386) or json (RFC 6902)', 'strategic'),
+    { namespace: true },
+  )
+    .addHelpText('after', kindsHelp)
+    .action(async (kind: string, name: string, o: Common & { patch: string; type: string }) =>
+      withDatastore(o, (ds) =>
+        patchCommand({ kind, name, patch: o.patch, type: o.type, namespace: o.namespace }, ds, ctx()),
+      ),
+    );
+
+  common(
+    fileOptions(
+      program
+        .command('delete')
+        .description('Delete resources by file, directory, stdin, or kind and names.')
+        .argument('[KIND]')
+        .argument('[NAME...]'),
+      false,
+    ).option('-s, --skip-not-exists', 'treat resources that do not exist as deleted'),
+    { namespace: true },
+  )
+    .addHelpText('after', kindsHelp)
+    .action(
+      async (
+        kind: string | undefined,
+        names: string[],
+        o: Common & { filename?: string; skipNotExists?: boolean },
+      ) => {
+        if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
+        return withDatastore(o, (ds, conn) => {
+          const pools = conn.kv
+            ? {
+                releasePoolAffinities: (cidr: string) => ipamOf(ds, conn).ipam.releasePoolAffinities(cidr),
+                sleep,
+              }
+            : undefined;
+          return deleteCommand({ ...o, kind, names }, ds, ctx(), pools);
+        });
+      },
+    );
+
+  common(
+    fileOptions(
+      program
+        .command('get')
+        .description('Display resources by file, directory, stdin, or kind and names.')
+        .argument('[KIND]')
+        .argument('[NAME...]'),
+      false,
+    )
+      .option(
+        '-o, --output <OUTPUT>',
+        'ps, wide, yaml, json, custom-columns=..., go-template=..., go-template-file=...',
+        'ps',
+      )
+      .option('-A, --all-namespaces', 'list across all namespaces')
+      .option('--export', 'strip cluster-specific metadata (with names only)'),
+    { namespace: true },
+  )
+    .addHelpText('after', kindsHelp)
+    .action(
+      async (
+        kind: string | undefined,
+        names: string[],
+        o: Common & { filename?: string; output: string; allNamespaces?: boolean; export?: boolean },
+      ) => {
+        if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
+        return withDatastore(o, (ds) => getCommand({ ...o, kind, names }, ds, ctx()));
+      },
+    );
+
+  common(
+    program
+      .command('label')
+      .description('Add, update or remove a label of a resource.')
+      .argument('<KIND>')
+      .argument('<NAME>')
+      .argument('<LABEL>', 'key=value, or key with --remove')
+      .option('--overwrite', 'replace the value of an existing key')
+      .option('--remove', 'remove the key'),
+    { namespace: true },
+  ).action(
+    async (
+      kind: string,
+      name: string,
+      label: string,
+      o: Common & { overwrite?: boolean; remove?: boolean },
+    ) =>
+      withDatastore(o, (ds) =>
+        labelCommand(
+          { kind, name, label, overwrite: o.overwrite, remove: o.remove, namespace: o.namespace },
+          ds,
+          ctx(),
+        ),
+      ),
+  );
+
+  fileOptions(
+    program.command('validate').description('Validate resources by file, directory or stdin, offline.'),
+    true,
+  )
+    .option('--allow-version-mismatch', 'accepted for compatibility; validate never contacts a datastore')
+    .addHelpText('after', kindsHelp)
+    .action(async (o: { filename: string; recursive?: boolean; skipEmpty?: boolean }) => {
+      exitCode = await validateCommand(o, ctx());
+    });
+
+  common(program.command('version').description('Display the client and cluster versions.'))
+    .option('--poll <POLL>', 'poll the cluster information every POLL (e.g. 1s, 10m)')
+    .action(async (o: Common & { poll?: string }) => {
+      let conn: Connection | undefined;
+      try {
+        exitCode = await versionCommand(
+          { poll: o.poll },
+          async () => {
+            conn = await deps.connect(o.config, log);
+            return conn.datastore;
+          },
+          ctx(),
+        );
+      } finally {
+        await conn?.close().catch(() => {});
+      }
+    });
+
+  const datastore = program.command('datastore').description('Calico datastore management.');
+  const migrate = datastore.command('migrate').description('Migrate the contents of an etcdv3 datastore.');
+  common(
+    migrate.command('export').description('Export the whole datastore (lock it first) to stdout.'),
+  ).action(async (o: Common) =>
+    withDatastore(o, (ds, conn) => exportCommand({ datastore: ds, kv: conn.kv }, ctx())),
+  );
+  common(
+    migrate
+      .command('import')
+      .description('Import an export into an empty datastore.')
+      .requiredOption('-f, --filename <FILENAME>', 'the export file, or - for stdin'),
+  ).action(async (o: Common & { filename: string }) =>
+    withDatastore(
+      o,
+      (ds, conn) => importCommand({ filename: o.filename }, { datastore: ds, kv: conn.kv }, ctx()),
+      false,
+    ),
+  );
+  common(
+    migrate.command('lock').description('Lock the datastore (datastoreReady: false) for migration.'),
+  ).action(async (o: Common) => withDatastore(o, (ds) => lockCommand(ds, ctx())));
+  common(migrate.command('unlock').description('Unlock the datastore (datastoreReady: true).')).action(
+    async (o: Common) => withDatastore(o, (ds) => unlockCommand(ds, ctx())),
+  );
+
+  program
+    .command('completion')
+    .description('Print a shell completion script (bash or zsh).')
+    .argument('<SHELL>')
+    .action((shell: string) => {
+      exitCode = completionCommand(shell, ctx());
+    });
+
+  const ipam = program.command('ipam').description('IP address management.');
+  const withIpam = (o: Common, fn: (deps: IpamDeps) => Promise<number>) =>
+    withDatastore(o, (ds, conn) => fn(ipamOf(ds, conn)));
+  common(
+    ipam
+      .command('show')
+      .description('Show details of a Calico assigned IP address, or of overall IP usage.')
+      .option('--ip <IP>', 'report whether this IP address is in use, and by whom')
+      .option('--show-blocks', 'show detailed information for IP blocks as well as pools')
+      .option('--show-borrowed', 'show detailed information for "borrowed" IP addresses')
+      .option('--show-configuration', 'show the current Calico IPAM configuration'),
+  ).action(
+    async (
+      o: Common & { ip?: string; showBlocks?: boolean; showBorrowed?: boolean; showConfiguration?: boolean },
+    ) => {
+      const chosen = [o.ip !== undefined, o.showBlocks, o.showBorrowed, o.showConfiguration].filter(Boolean);
+      if (chosen.length > 1) throw usageError(args);
+      return withIpam(o, (d) => ipamShowCommand(o, d, ctx()));
+    },
+  );
+  common(
+    ipam
+      .command('check')
+      .description('Check the integrity of the IPAM data against the workloads and nodes using addresses.')
+      .option('-o, --output <FILE>', 'write a machine-readable report to FILE')
+      .option('--show-all-ips', 'print every IP that is checked')
+      .option('--show-problem-ips', 'print every IP that is leaked or not allocated properly')
+      .option('--kubeconfig <KUBECONFIG>', 'accepted for compatibility; not used (no Kubernetes datastore)'),
+  ).action(async (o: Common & { output?: string; showAllIps?: boolean; showProblemIps?: boolean }) =>
+    withIpam(o, (d) => ipamCheckCommand(o, d, ctx())),
+  );
+  common(
+    ipam
+      .command('release')
+      .description('Release Calico assigned IP addresses: one, or the leaked ones of check reports.')
+      .option('--ip <IP>', 'IP address to release')
+      .option(
+        '--from-report <REPORT>',
+        'release what the report calls leaked; given several times, only what every report calls leaked',
+        (v: string, prev: string[] = []) => [...prev, v],
+      )
+      .option('--force', 'release even when the datastore is not locked or the report is of another version'),
+  ).action(async (o: Common & { ip?: string; fromReport?: string[]; force?: boolean }) =>
+    withIpam(o, (d) => ipamReleaseCommand(o, d, ctx())),
+  );
+  common(
+    ipam
+      .command('configure')
+      .description('Modify the Calico IPAM configuration.')
+      .option('--strictaffinity <true/false>', 'when true, addresses are never borrowed from other hosts')
+      .option('--max-blocks-per-host <number>', 'the most blocks one host may own (0: no limit)')
+      .option('--kubevirt-ip-persistence <Enabled|Disabled>', 'whether KubeVirt VMs keep their addresses'),
+  ).action(
+    async (
+      o: Common & { strictaffinity?: string; maxBlocksPerHost?: string; kubevirtIpPersistence?: string },
+    ) => withIpam(o, (d) => ipamConfigureCommand(o, d, ctx())),
+  );
+  ipam
+    .command('split')
+    .allowUnknownOption()
+    .argument('[args...]')
+    .action(() => {
+      throw new CtlError('unsupported', 'calicoctl ipam split is not available in this build yet');
+    });
+
+  const node = program.command('node').description('Calico node management.');
+  node
+    .command('status')
+    .description('Check the Calico node on this host: its agent, and BGP peering states from BIRD.')
+    .option('--allow-version-mismatch', 'accepted for compatibility; node status never checks versions')
+    .action(async () => {
+      if (!deps.nodeHost) throw new CtlError('unsupported', 'node status is not available here');
+      exitCode = await nodeStatusCommand(deps.nodeHost, ctx());
+    });
+  node
+    .command('checksystem')
+    .description('Check the compatibility of this host to run a Calico node.')
+    .option('-f, --kernel-config <kernel-config>', 'read the kernel configuration from this file')
+    .option('--allow-version-mismatch', 'accepted for compatibility; checksystem never checks versions')
+    .action(async (o: { kernelConfig?: string }) => {
+      if (!deps.systemHost) throw new CtlError('unsupported', 'node checksystem is not available here');
+      exitCode = await nodeChecksystemCommand(o, deps.systemHost, ctx());
+    });
+  for (const name of ['run', 'diags']) {
+    node
+      .command(name)
+      .allowUnknownOption()
+      .argument('[args...]')
+      .action(() => {
+        throw new CtlError('unsupported', `calicoctl node ${name} is not available in this build yet`);
+      });
+  }
+
+  try {
+    if (args.length === 0) {
+      io.stderr(program.helpInformation());
+      return EXIT_FAILURE;
+    }
+    await program.parseAsync(args, { from: 'user' });
+    return exitCode;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (
+        e.code === 'commander.helpDisplayed' ||
+        e.code === 'commander.version' ||
+        e.code === 'commander.help'
+      ) {
+        return e.exitCode === 0 ? EXIT_OK : EXIT_FAILURE;
+      }
+      if (e.code === 'commander.unknownCommand') {
+        io.stderr(`unknown command: ${JSON.stringify(args[cmdIndex])}\n${program.helpInformation()}\n`);
+        return EXIT_FAILURE;
+      }
+      io.stderr(`${usageError(args).message}\n`);
+      return EXIT_FAILURE;
+    }
+    if (e instanceof CtlError || e instanceof DatastoreError) {
+      io.stderr(`${e.message}\n`);
+      return EXIT_FAILURE;
+    }
+    io.stderr(`${e instanceof Error ? e.message : String(e)}\n`);
+    log.debug(e instanceof Error && e.stack ? e.stack : String(e));
+    return EXIT_FAILURE;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * @calico-ts/ctl: calicoctl as a library. `runCli` is the whole command line with injected I/O and
+ * datastore connection; the command functions and output formatting are usable on their own.
+ */
+export { type CliDeps, type Connection, DEFAULT_CONFIG_PATH, runCli } from './cli.js';
+export { baseVersion, checkVersionMismatch, ensureInitialized } from './cluster.js';
+export { completionCommand } from './commands/completion.js';
+export type { CommandContext } from './commands/context.js';
+export {
+  EXPORT_KINDS,
+  exportCommand,
+  importCommand,
+  lockCommand,
+  type MigrateStore,
+  parseExport,
+  unlockCommand,
+} from './commands/datastore.js';
+export { type GetArgs, getCommand } from './commands/get.js';
+export { type LabelArgs, labelCommand } from './commands/label.js';
+export type { FileArgs } from './commands/load.js';
+export { nodeStatusCommand } from './commands/node.js';
+export { type PatchArgs, patchCommand } from './commands/patch.js';
+export { validateCommand } from './commands/validate.js';
+export { parseGoDuration, versionCommand } from './commands/version.js';
+export {
+  applyCommand,
+  type CreateArgs,
+  createCommand,
+  type DeleteArgs,
+  deleteCommand,
+  replaceCommand,
+} from './commands/write.js';
+export { CTL_ERROR_CODES, CtlError, type CtlErrorCode, EXIT_FAILURE, EXIT_OK } from './errors.js';
+export { type CommandIO, type MemoryIO, memoryIO } from './io.js';
+export { kindNames, resolveCtlKind } from './kinds.js';
+export { createLogger, type Logger, type LogLevel, parseLogLevel } from './log.js';
+export { type BgpPeer, parseBirdProtocols, renderPeerTable } from './node/bird-status.js';
+export { birdSocketDirs, type NodeHost, systemNodeHost } from './node/node-host.js';
+export { KIND_TABLES } from './output/columns.js';
+export { renderGoTemplate } from './output/go-template.js';
+export {
+  type OutputFormat,
+  parseOutputFormat,
+  renderJson,
+  renderTables,
+  renderTemplate,
+  renderYaml,
+  toYaml,
+} from './output/printers.js';
+export { jsonPatch, mergePatch } from './resources/patch.js';
+export { CLIENT_VERSION } from './version.js';

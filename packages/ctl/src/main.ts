@@ -1,0 +1,69 @@
+/**
+ * The calicoctl executable: process I/O and real configuration around `runCli`.
+ */
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createKVStore, KVDatastore, loadClientConfig } from '@calico-ts/datastore';
+import { type Connection, runCli } from './cli.js';
+import { CtlError } from './errors.js';
+import type { CommandIO } from './io.js';
+import type { Logger } from './log.js';
+import { systemNodeHost } from './node/node-host.js';
+import { systemHost } from './node/system-host.js';
+
+// Node's deprecation notices (e.g. TLS to an etcd addressed by IP) are not for calicoctl's users.
+process.noDeprecation = true;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const io: CommandIO = {
+  stdout: (t) => {
+    process.stdout.write(t);
+  },
+  stderr: (t) => {
+    process.stderr.write(t);
+  },
+  stdin: readStdin,
+  env: process.env,
+  readFile: (p) => readFile(p, 'utf8'),
+  statPath: async (p) => {
+    try {
+      return (await stat(p)).isDirectory() ? 'dir' : 'file';
+    } catch {
+      return undefined;
+    }
+  },
+  readDir: (p) => readdir(p),
+  writeFile: (p, text) => writeFile(p, text, { mode: 0o644 }),
+};
+
+async function connect(configFile: string, log: Logger): Promise<Connection> {
+  let cfg: Awaited<ReturnType<typeof loadClientConfig>>;
+  try {
+    cfg = await loadClientConfig({ configFile, env: process.env, onWarning: (m) => log.warn(m) });
+  } catch (e) {
+    throw new CtlError('config', `Failed to create Calico API client: ${(e as Error).message}`, { cause: e });
+  }
+  log.info(`Loaded client config: datastoreType=${cfg.datastoreType}`);
+  let kv: Awaited<ReturnType<typeof createKVStore>>;
+  try {
+    // A one-shot process: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js.
+    kv = await createKVStore(cfg, { transport: 'http2' });
+  } catch (e) {
+    throw new CtlError('config', `Failed to create Calico API client: ${(e as Error).message}`, { cause: e });
+  }
+  const backend = cfg.datastoreType === 'memory' ? 'memory' : 'etcdv3';
+  const datastore = new KVDatastore(kv, { backend });
+  return { datastore, kv, close: () => datastore.close() };
+}
+
+const code = await runCli(process.argv.slice(2), {
+  io,
+  connect,
+  nodeHost: systemNodeHost(process.env),
+  systemHost: systemHost(process.env),
+});
+process.exitCode = code;

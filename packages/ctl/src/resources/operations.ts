@@ -1,0 +1,251 @@
+/**
+ * The datastore operation behind each command, one resource at a time, with upstream's semantics
+ * (`calicoctl/calicoctl/resourcemgr/resourcemgr.go`):
+ *
+ * - create keeps only name, namespace, labels and annotations of the given metadata;
+ * - apply creates, or updates what exists: the stored metadata is kept, labels and annotations are
+ *   merged over it, spec is replaced; a given resourceVersion must be the current one; an apply
+ *   that would change nothing writes nothing (upstream writes anyway; the revision then moves);
+ * - replace is apply's update half: the resource must exist;
+ * - delete honours a given resourceVersion.
+ *
+ * Datastore errors become upstream's error texts (`resource does not exist: IPPool(x) with error:
+ * <nil>`), which scripts grep for.
+ */
+import { KINDS, type Kind, type Resource, validateResource } from '@calico-ts/api';
+import { type Datastore, DatastoreError, isDatastoreError } from '@calico-ts/datastore';
+import { CtlError, type CtlErrorCode } from '../errors.js';
+import type { Obj } from '../output/columns.js';
+
+const UPDATE_ATTEMPTS = 5;
+
+/** Upstream's identifier for a resource in error texts: `Kind(name)` or `Kind(namespace/name)`. */
+export function identifier(kind: Kind, name: string, namespace?: string): string {
+  return KINDS[kind].namespaced && namespace ? `${kind}(${namespace}/${name})` : `${kind}(${name})`;
+}
+
+function metaOf(r: Obj): Obj {
+  return (r.metadata ?? {}) as Obj;
+}
+
+function nameOf(r: Obj): string {
+  return String(metaOf(r).name ?? '');
+}
+
+function namespaceOf(kind: Kind, r: Obj): string | undefined {
+  if (!KINDS[kind].namespaced) return undefined;
+  const ns = metaOf(r).namespace;
+  return typeof ns === 'string' && ns !== '' ? ns : undefined;
+}
+
+/** A datastore failure as upstream words it. */
+export function describeError(e: unknown, kind: Kind, name: string, namespace?: string): CtlError {
+  if (e instanceof CtlError) return e;
+  const id = identifier(kind, name, namespace);
+  if (e instanceof DatastoreError) {
+    const map: Record<string, [CtlErrorCode, string]> = {
+      'not-found': ['not-found', `resource does not exist: ${id} with error: <nil>`],
+      'already-exists': ['failed', `resource already exists: ${id}`],
+      conflict: ['failed', `update conflict: ${id}`],
+    };
+    const hit = map[e.code];
+    if (hit) return new CtlError(hit[0], hit[1], { cause: e });
+    return new CtlError(e.code === 'invalid' ? 'invalid-input' : 'failed', e.message, { cause: e });
+  }
+  return new CtlError('failed', e instanceof Error ? e.message : String(e), { cause: e });
+}
+
+function asResource(r: Obj): Resource & { kind: Kind } {
+  return r as unknown as Resource & { kind: Kind };
+}
+
+/** Only name, namespace, labels and annotations survive into a create (upstream). */
+export function metadataForCreate(r: Obj): Obj {
+  const m = metaOf(r);
+  const meta: Obj = { name: m.name };
+  if (m.namespace) meta.namespace = m.namespace;
+  if (m.resourceVersion) meta.resourceVersion = m.resourceVersion;
+  if (m.labels) meta.labels = m.labels;
+  if (m.annotations) meta.annotations = m.annotations;
+  return { ...r, metadata: meta };
+}
+
+/** Stored metadata with the new labels and annotations merged over the stored ones (upstream). */
+export function mergeForUpdate(stored: Obj, next: Obj): Obj {
+  const sm = metaOf(stored);
+  const nm = metaOf(next);
+  const meta: Obj = { ...sm };
+  const labels = { ...((sm.labels as Obj) ?? {}), ...((nm.labels as Obj) ?? {}) };
+  const annotations = { ...((sm.annotations as Obj) ?? {}), ...((nm.annotations as Obj) ?? {}) };
+  if (Object.keys(labels).length > 0) meta.labels = labels;
+  else delete meta.labels;
+  if (Object.keys(annotations).length > 0) meta.annotations = annotations;
+  else delete meta.annotations;
+  return { ...next, metadata: meta };
+}
+
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x !== null && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Obj).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : x,
+  );
+}
+
+/** Whether writing `next` over `stored` would store the same resource (after defaulting). */
+export function sameStoredContent(stored: Obj, next: Obj): boolean {
+  const strip = (r: Obj) => {
+    const v = validateResource({ ...r, metadata: { ...metaOf(r), resourceVersion: undefined } });
+    return v.ok ? canonical(v.value) : undefined;
+  };
+  const a = strip(stored);
+  return a !== undefined && a === strip(next);
+}
+
+export async function createResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
+  try {
+    return (await ds.create(asResource(metadataForCreate(r)))) as unknown as Obj;
+  } catch (e) {
+    throw describeError(e, kind, nameOf(r), namespaceOf(kind, r));
+  }
+}
+
+async function getStored(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
+  const ns = namespaceOf(kind, r);
+  return (await ds.get(kind, nameOf(r), ns ? { namespace: ns } : {})) as unknown as Obj;
+}
+
+/** Update semantics of apply and replace; `skipUnchanged` leaves an identical resource alone. */
+export async function updateResource(
+  ds: Datastore,
+  kind: Kind,
+  r: Obj,
+  skipUnchanged: boolean,
+): Promise<Obj> {
+  const name = nameOf(r);
+  const ns = namespaceOf(kind, r);
+  const rv = metaOf(r).resourceVersion;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const stored = await getStored(ds, kind, r);
+      const storedRv = metaOf(stored).resourceVersion;
+      if (typeof rv === 'string' && rv !== '' && rv !== storedRv) {
+        throw new CtlError('failed', `update conflict: ${identifier(kind, name, ns)}`);
+      }
+      const merged = mergeForUpdate(stored, r);
+      if (skipUnchanged && sameStoredContent(stored, merged)) return stored;
+      try {
+        return (await ds.update(asResource(merged))) as unknown as Obj;
+      } catch (e) {
+        if (isDatastoreError(e, 'conflict') && !rv && attempt + 1 < UPDATE_ATTEMPTS) continue;
+        throw e;
+      }
+    }
+  } catch (e) {
+    throw describeError(e, kind, name, ns);
+  }
+}
+
+export async function applyResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
+  const name = nameOf(r);
+  const ns = namespaceOf(kind, r);
+  try {
+    await getStored(ds, kind, r);
+  } catch (e) {
+    if (!isDatastoreError(e, 'not-found')) throw describeError(e, kind, name, ns);
+    const fresh = { ...r, metadata: { ...metaOf(r) } };
+    delete (fresh.metadata as Obj).resourceVersion;
+    try {
+      return (await ds.create(asResource(metadataForCreate(fresh)))) as unknown as Obj;
+    } catch (e2) {
+      if (!isDatastoreError(e2, 'already-exists')) throw describeError(e2, kind, name, ns);
+    }
+  }
+  return updateResource(ds, kind, r, true);
+}
+
+/** What deleting an IPPool needs besides the datastore (see `deleteIPPool`). */
+export interface PoolDeletion {
+  /** Release every host's block affinities inside a CIDR (`IpamClient.releasePoolAffinities`). */
+  releasePoolAffinities(cidr: string): Promise<unknown>;
+  /** Pause between disabling the pool and releasing its blocks. */
+  sleep(ms: number): Promise<void>;
+}
+
+/** Upstream waits this long after disabling a pool, so allocations in flight can finish. */
+export const POOL_DELETE_PAUSE_MS = 500;
+
+/**
+ * Delete an IPPool as upstream's client does: disable it (so nothing more is assigned from it;
+ * with the given resourceVersion, if any), pause briefly, release every block affinity inside its
+ * CIDR (empty blocks go, used ones stay without an owner), then delete it.
+ */
+async function deleteIPPool(ds: Datastore, r: Obj, pools: PoolDeletion): Promise<Obj> {
+  const name = nameOf(r);
+  let rv = metaOf(r).resourceVersion;
+  try {
+    const pool = (await ds.get('IPPool', name)) as unknown as Obj;
+    const spec = (pool.spec ?? {}) as Obj;
+    if (spec.disabled !== true) {
+      const meta = { ...metaOf(pool) };
+      if (typeof rv === 'string' && rv !== '') meta.resourceVersion = rv;
+      await ds.update(asResource({ ...pool, metadata: meta, spec: { ...spec, disabled: true } }));
+      rv = undefined;
+    }
+    await pools.sleep(POOL_DELETE_PAUSE_MS);
+    await pools.releasePoolAffinities(String(spec.cidr));
+    return (await ds.delete('IPPool', name, {
+      ...(typeof rv === 'string' && rv !== '' ? { resourceVersion: rv } : {}),
+    })) as unknown as Obj;
+  } catch (e) {
+    throw describeError(e, 'IPPool', name);
+  }
+}
+
+export async function deleteResource(ds: Datastore, kind: Kind, r: Obj, pools?: PoolDeletion): Promise<Obj> {
+  if (kind === 'IPPool' && pools) return deleteIPPool(ds, r, pools);
+  const name = nameOf(r);
+  const ns = namespaceOf(kind, r);
+  const rv = metaOf(r).resourceVersion;
+  try {
+    return (await ds.delete(kind, name, {
+      ...(ns ? { namespace: ns } : {}),
+      ...(typeof rv === 'string' && rv !== '' ? { resourceVersion: rv } : {}),
+    })) as unknown as Obj;
+  } catch (e) {
+    throw describeError(e, kind, name, ns);
+  }
+}
+
+export async function getResource(ds: Datastore, kind: Kind, name: string, namespace?: string): Promise<Obj> {
+  try {
+    return (await ds.get(kind, name, namespace ? { namespace } : {})) as unknown as Obj;
+  } catch (e) {
+    throw describeError(e, kind, name, namespace);
+  }
+}
+
+/** A list, sorted as upstream shows it (tiers by order, unset last). */
+export async function listResources(
+  ds: Datastore,
+  kind: Kind,
+  namespace?: string,
+): Promise<{ items: Obj[]; revision: string }> {
+  try {
+    const list = await ds.list(kind, namespace ? { namespace } : {});
+    const items = list.items as unknown as Obj[];
+    if (kind === 'Tier') {
+      const order = (t: Obj) => (t.spec as Obj | undefined)?.order;
+      items.sort((a, b) => {
+        const oa = order(a);
+        const ob = order(b);
+        if (typeof oa !== 'number') return typeof ob === 'number' ? 1 : 0;
+        if (typeof ob !== 'number') return -1;
+        return oa - ob;
+      });
+    }
+    return { items, revision: list.revision };
+  } catch (e) {
+    throw describeError(e, kind, '', namespace);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Which built calicoctl the integration tests run: the Node bundle (bin/calicoctl, run by this
+ * Node) by default, or the native executable (bin/native/calicoctl) with
+ * CALICO_TEST_EXECUTABLE=native. Each is built if missing; the native one is compiled from a fresh
+ * bundle in a temp dir, so test files building at the same time never read a half-written file.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface CalicoctlExecutable {
+  /** What the tests describe it as. */
+  readonly name: string;
+  /** The program to spawn and the arguments before calicoctl's own. */
+  readonly command: string;
+  readonly prefix: readonly string[];
+  /** Build it if it is not there. */
+  ensureBuilt(): Promise<void>;
+}
+
+interface BundleScript {
+  bundle(outDir?: string): Promise<string>;
+  native(outDir?: string, bundleFile?: string): Promise<string>;
+}
+
+const script = () => import(join(root, 'scripts', 'bundle.mjs')) as Promise<BundleScript>;
+
+export function calicoctlExecutable(): CalicoctlExecutable {
+  if (process.env.CALICO_TEST_EXECUTABLE === 'native') {
+    const file = join(root, 'bin', 'native', 'calicoctl');
+    return {
+      name: 'bin/native/calicoctl',
+      command: file,
+      prefix: [],
+      async ensureBuilt() {
+        if (existsSync(file)) return;
+        const dir = await mkdtemp(join(tmpdir(), 'calicoctl-bundle-'));
+        try {
+          const { bundle, native } = await script();
+          await native(dirname(file), await bundle(dir));
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      },
+    };
+  }
+  const file = join(root, 'bin', 'calicoctl');
+  return {
+    name: 'bin/calicoctl',
+    command: process.execPath,
+    prefix: [file],
+    async ensureBuilt() {
+      if (!existsSync(file)) await (await script()).bundle();
+    },
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * From a `ClientConfig` to a working client. The one place that chooses a backend: a switch on
+ * `datastoreType`, so the Kubernetes backend, when it lands, is one more case here.
+ *
+ *   ClientConfig ──validate──► etcdv3 ──(SRV lookup, TLS files)──► transport 'grpc':  EtcdKVStore ──────┐
+ *                             │                                  transport 'http2': EtcdHttp2KVStore ─┤
+ *                             memory ──────────────────────────────────────────────► MemoryKVStore ─┴─► KVDatastore
+ *                             kubernetes ──► 'unsupported' (for now)
+ *
+ * The etcd3 store is imported only when chosen: a process on the http2 transport never loads etcd3,
+ * grpc-js or protobufjs.
+ */
+import { assertNever } from '@calico-ts/api';
+import { type ClientConfig, validateClientConfig } from './config/client-config.js';
+import { discoverEtcdEndpoints, readTlsFiles } from './config/load-client-config.js';
+import { DatastoreError } from './errors.js';
+import { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
+import type { KVStore } from './kv/kv-store.js';
+import { MemoryKVStore } from './kv/memory-kv-store.js';
+import { KVDatastore } from './kv-datastore.js';
+import type { Datastore } from './types.js';
+
+const KUBERNETES_UNAVAILABLE = 'the Kubernetes datastore is not available yet; use datastoreType: etcdv3';
+
+export interface CreateKVStoreOptions {
+  /**
+   * How to talk to etcd; both speak etcd's gRPC protocol, with the same semantics and errors.
+   * `grpc` (the default): through etcd3 and grpc-js, with their reconnect and fault handling, for
+   * long-running daemons. `http2`: through Node's built-in HTTP/2 client and a small codec for the
+   * messages used (`EtcdHttp2KVStore`), which loads in a fraction of the time, for short-lived
+   * processes (calicoctl, the CNI plugin).
+   */
+  transport?: 'grpc' | 'http2';
+}
+
+/**
+ * The key-value store for an etcdv3 or memory configuration. Reads TLS files and, with
+ * `etcdDiscoverySrv`, DNS. Throws `DatastoreError('config')` for a bad configuration and
+ * `'unsupported'` for the Kubernetes datastore, which has no key-value store.
+ */
+export async function createKVStore(cfg: ClientConfig, options: CreateKVStoreOptions = {}): Promise<KVStore> {
+  validateClientConfig(cfg);
+  switch (cfg.datastoreType) {
+    case 'etcdv3': {
+      const endpoints =
+        cfg.etcdEndpoints.length > 0 ? cfg.etcdEndpoints : await discoverEtcdEndpoints(cfg.etcdDiscoverySrv!);
+      const tls = await readTlsFiles(cfg);
+      const etcd = { endpoints, tls, username: cfg.etcdUsername, password: cfg.etcdPassword };
+      const transport = options.transport ?? 'grpc';
+      switch (transport) {
+        case 'http2':
+          return new EtcdHttp2KVStore(etcd);
+        case 'grpc': {
+          const { EtcdKVStore } = await import('./kv/etcd-kv-store.js');
+          return new EtcdKVStore(etcd);
+        }
+        default:
+          throw new DatastoreError(
+            'config',
+            `etcd transport must be grpc or http2, got ${String(transport)}`,
+          );
+      }
+    }
+    case 'memory':
+      return new MemoryKVStore();
+    case 'kubernetes':
+      throw new DatastoreError('unsupported', KUBERNETES_UNAVAILABLE);
+    default:
+      return assertNever(cfg.datastoreType);
+  }
+}
+
+/** The typed client for a configuration (see `loadClientConfig`). */
+export async function createDatastore(
+  cfg: ClientConfig,
+  options: CreateKVStoreOptions = {},
+): Promise<Datastore> {
+  switch (cfg.datastoreType) {
+    case 'etcdv3':
+    case 'memory':
+      return new KVDatastore(await createKVStore(cfg, options), { backend: cfg.datastoreType });
+    case 'kubernetes':
+      validateClientConfig(cfg);
+      throw new DatastoreError('unsupported', KUBERNETES_UNAVAILABLE);
+    default:
+      validateClientConfig(cfg);
+      return assertNever(cfg.datastoreType);
+  }
+}

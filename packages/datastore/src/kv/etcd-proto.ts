@@ -1,0 +1,518 @@
+/**
+ * A hand-written protobuf codec for the etcd v3 messages this client sends and reads (etcdserverpb
+ * rpc.proto and mvccpb kv.proto of etcd 3.4): ranges, puts, deletes, transactions, watches, lease
+ * grants, authentication. Pure calculation, no I/O. It exists so a short-lived process can talk
+ * gRPC to etcd without loading a protobuf library and a gRPC stack.
+ *
+ * Keys and values are decoded straight to UTF-8 strings (the datastore only stores text); int64
+ * revisions to numbers (exact below 2^53, which `parseRevision` enforces on the way in); lease IDs,
+ * which are random 64-bit numbers, to bigint. Fields this client does not need are skipped.
+ */
+
+// Field numbers and wire types, as rpc.proto and kv.proto declare them.
+const VARINT = 0;
+const I64 = 1;
+const LEN = 2;
+const I32 = 5;
+
+/** Builds one message: fields appended in order, nested messages as finished buffers. */
+export class ProtoWriter {
+  private readonly parts: Buffer[] = [];
+  private scratch: number[] = [];
+
+  private flushScratch(): void {
+    if (this.scratch.length > 0) {
+      this.parts.push(Buffer.from(this.scratch));
+      this.scratch = [];
+    }
+  }
+
+  private varint(v: number | bigint): void {
+    if (typeof v === 'bigint') {
+      let x = BigInt.asUintN(64, v);
+      while (x > 0x7fn) {
+        this.scratch.push(Number(x & 0x7fn) | 0x80);
+        x >>= 7n;
+      }
+      this.scratch.push(Number(x));
+      return;
+    }
+    if (v < 0 || !Number.isSafeInteger(v)) {
+      this.varint(BigInt(v));
+      return;
+    }
+    while (v > 0x7f) {
+      this.scratch.push((v % 0x80) | 0x80);
+      v = Math.floor(v / 0x80);
+    }
+    this.scratch.push(v);
+  }
+
+  private tag(field: number, wire: number): void {
+    this.varint(field * 8 + wire);
+  }
+
+  /** A varint field, written even when zero (a oneof member must be present to be set). */
+  uint(field: number, v: number | bigint): this {
+    this.tag(field, VARINT);
+    this.varint(v);
+    return this;
+  }
+
+  /** A varint field left out at zero, as proto3 writes its scalars. */
+  optionalUint(field: number, v: number | bigint | undefined): this {
+    if (v !== undefined && v !== 0 && v !== 0n) this.uint(field, v);
+    return this;
+  }
+
+  bool(field: number, v: boolean | undefined): this {
+    if (v) this.uint(field, 1);
+    return this;
+  }
+
+  /** A bytes field, left out when empty (proto3's default). */
+  bytes(field: number, v: Buffer | undefined): this {
+    if (v === undefined || v.length === 0) return this;
+    return this.delimited(field, v);
+  }
+
+  string(field: number, v: string | undefined): this {
+    return v === undefined ? this : this.bytes(field, Buffer.from(v, 'utf8'));
+  }
+
+  /** A nested message, written even when empty (presence sets a oneof member). */
+  message(field: number, m: ProtoWriter): this {
+    return this.delimited(field, m.finish());
+  }
+
+  private delimited(field: number, v: Buffer): this {
+    this.tag(field, LEN);
+    this.varint(v.length);
+    this.flushScratch();
+    if (v.length > 0) this.parts.push(v);
+    return this;
+  }
+
+  finish(): Buffer {
+    this.flushScratch();
+    return this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);
+  }
+}
+
+/** Reads one message's fields from `buf[pos, end)`. */
+class ProtoReader {
+  pos: number;
+  constructor(
+    readonly buf: Buffer,
+    start: number,
+    readonly end: number,
+  ) {
+    this.pos = start;
+  }
+
+  get more(): boolean {
+    return this.pos < this.end;
+  }
+
+  varint(): number {
+    const buf = this.buf;
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new ProtoError('truncated varint');
+      const b = buf[this.pos++]!;
+      result += (b & 0x7f) * mul;
+      if (b < 0x80) return result;
+      mul *= 0x80;
+    }
+    throw new ProtoError('varint longer than 10 bytes');
+  }
+
+  bigVarint(): bigint {
+    let result = 0n;
+    let shift = 0n;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new ProtoError('truncated varint');
+      const b = this.buf[this.pos++]!;
+      result |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return BigInt.asIntN(64, result);
+      shift += 7n;
+    }
+    throw new ProtoError('varint longer than 10 bytes');
+  }
+
+  /** The next tag as [field, wire type]. */
+  tag(): [number, number] {
+    const t = this.varint();
+    return [Math.floor(t / 8), t & 7];
+  }
+
+  /** The bounds of a length-delimited field's payload; the reader moves past it. */
+  span(): [number, number] {
+    const len = this.varint();
+    const start = this.pos;
+    const end = start + len;
+    if (end > this.end) throw new ProtoError('field runs past the end of its message');
+    this.pos = end;
+    return [start, end];
+  }
+
+  string(): string {
+    const [s, e] = this.span();
+    return this.buf.toString('utf8', s, e);
+  }
+
+  sub(): ProtoReader {
+    const [s, e] = this.span();
+    return new ProtoReader(this.buf, s, e);
+  }
+
+  skip(wire: number): void {
+    switch (wire) {
+      case VARINT:
+        this.varint();
+        return;
+      case I64:
+        this.pos += 8;
+        break;
+      case LEN:
+        this.span();
+        return;
+      case I32:
+        this.pos += 4;
+        break;
+      default:
+        throw new ProtoError(`unsupported wire type ${wire}`);
+    }
+    if (this.pos > this.end) throw new ProtoError('field runs past the end of its message');
+  }
+}
+
+export class ProtoError extends Error {
+  constructor(message: string) {
+    super(`malformed etcd reply: ${message}`);
+    this.name = 'ProtoError';
+  }
+}
+
+// ---- requests ----
+
+export interface RangeRequest {
+  key: Buffer;
+  rangeEnd?: Buffer;
+  revision?: number;
+  keysOnly?: boolean;
+  countOnly?: boolean;
+}
+
+export function rangeRequest(r: RangeRequest): ProtoWriter {
+  return new ProtoWriter()
+    .bytes(1, r.key)
+    .bytes(2, r.rangeEnd)
+    .optionalUint(4, r.revision)
+    .bool(8, r.keysOnly)
+    .bool(9, r.countOnly);
+}
+
+export interface PutRequest {
+  key: Buffer;
+  value: Buffer;
+  lease?: bigint;
+  prevKv?: boolean;
+}
+
+export function putRequest(r: PutRequest): ProtoWriter {
+  return new ProtoWriter().bytes(1, r.key).bytes(2, r.value).optionalUint(3, r.lease).bool(4, r.prevKv);
+}
+
+export interface DeleteRangeRequest {
+  key: Buffer;
+  rangeEnd?: Buffer;
+  prevKv?: boolean;
+}
+
+export function deleteRangeRequest(r: DeleteRangeRequest): ProtoWriter {
+  return new ProtoWriter().bytes(1, r.key).bytes(2, r.rangeEnd).bool(3, r.prevKv);
+}
+
+/** Compare.CompareTarget and the oneof member that carries its operand. */
+export type Compare =
+  | { key: Buffer; target: 'version'; equals: number }
+  | { key: Buffer; target: 'mod'; equals: number };
+
+export type RequestOp = { range: RangeRequest } | { put: PutRequest } | { deleteRange: DeleteRangeRequest };
+
+export interface TxnRequest {
+  compare: Compare[];
+  success: RequestOp[];
+  failure?: RequestOp[];
+}
+
+function compareMessage(c: Compare): ProtoWriter {
+  // result EQUAL (0) is the default and left out; target VERSION = 0, MOD = 2.
+  const w = new ProtoWriter();
+  if (c.target === 'mod') w.uint(2, 2);
+  w.bytes(3, c.key);
+  return c.target === 'version' ? w.uint(4, c.equals) : w.uint(6, c.equals);
+}
+
+function requestOp(op: RequestOp): ProtoWriter {
+  if ('range' in op) return new ProtoWriter().message(1, rangeRequest(op.range));
+  if ('put' in op) return new ProtoWriter().message(2, putRequest(op.put));
+  return new ProtoWriter().message(3, deleteRangeRequest(op.deleteRange));
+}
+
+export function txnRequest(r: TxnRequest): ProtoWriter {
+  const w = new ProtoWriter();
+  for (const c of r.compare) w.message(1, compareMessage(c));
+  for (const op of r.success) w.message(2, requestOp(op));
+  for (const op of r.failure ?? []) w.message(3, requestOp(op));
+  return w;
+}
+
+export interface WatchCreateRequest {
+  key: Buffer;
+  rangeEnd?: Buffer;
+  startRevision?: number;
+  prevKv?: boolean;
+}
+
+/** A WatchRequest carrying a create_request. */
+export function watchCreateRequest(r: WatchCreateRequest): ProtoWriter {
+  const create = new ProtoWriter()
+    .bytes(1, r.key)
+    .bytes(2, r.rangeEnd)
+    .optionalUint(3, r.startRevision)
+    .bool(6, r.prevKv);
+  return new ProtoWriter().message(1, create);
+}
+
+export function leaseGrantRequest(ttlSeconds: number): ProtoWriter {
+  return new ProtoWriter().optionalUint(1, ttlSeconds);
+}
+
+export function authenticateRequest(name: string, password: string): ProtoWriter {
+  return new ProtoWriter().string(1, name).string(2, password);
+}
+
+// ---- replies ----
+
+/** mvccpb.KeyValue, key and value as UTF-8 text. */
+export interface WireKV {
+  key: string;
+  value: string;
+  createRevision: number;
+  modRevision: number;
+}
+
+export interface RangeResponse {
+  revision: number;
+  kvs: WireKV[];
+}
+
+export interface PutResponse {
+  revision: number;
+  prevKv?: WireKV;
+}
+
+export interface DeleteRangeResponse {
+  revision: number;
+  prevKvs: WireKV[];
+}
+
+export interface ResponseOp {
+  range?: RangeResponse;
+  put?: PutResponse;
+  deleteRange?: DeleteRangeResponse;
+}
+
+export interface TxnResponse {
+  revision: number;
+  succeeded: boolean;
+  responses: ResponseOp[];
+}
+
+export interface WatchEvent {
+  type: 'put' | 'delete';
+  kv: WireKV;
+  prevKv?: WireKV;
+}
+
+export interface WatchResponse {
+  revision: number;
+  watchId: number;
+  created: boolean;
+  canceled: boolean;
+  compactRevision: number;
+  cancelReason: string;
+  events: WatchEvent[];
+}
+
+export interface LeaseGrantResponse {
+  id: bigint;
+  ttl: number;
+  error: string;
+}
+
+/** ResponseHeader: only the revision is used. */
+function header(r: ProtoReader): number {
+  let revision = 0;
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 3 && w === VARINT) revision = r.varint();
+    else r.skip(w);
+  }
+  return revision;
+}
+
+function keyValue(r: ProtoReader): WireKV {
+  const kv: WireKV = { key: '', value: '', createRevision: 0, modRevision: 0 };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) kv.key = r.string();
+    else if (f === 5 && w === LEN) kv.value = r.string();
+    else if (f === 2 && w === VARINT) kv.createRevision = r.varint();
+    else if (f === 3 && w === VARINT) kv.modRevision = r.varint();
+    else r.skip(w);
+  }
+  return kv;
+}
+
+function rangeResponseOf(r: ProtoReader): RangeResponse {
+  const out: RangeResponse = { revision: 0, kvs: [] };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) out.revision = header(r.sub());
+    else if (f === 2 && w === LEN) out.kvs.push(keyValue(r.sub()));
+    else r.skip(w);
+  }
+  return out;
+}
+
+function putResponseOf(r: ProtoReader): PutResponse {
+  const out: PutResponse = { revision: 0 };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) out.revision = header(r.sub());
+    else if (f === 2 && w === LEN) out.prevKv = keyValue(r.sub());
+    else r.skip(w);
+  }
+  return out;
+}
+
+function deleteRangeResponseOf(r: ProtoReader): DeleteRangeResponse {
+  const out: DeleteRangeResponse = { revision: 0, prevKvs: [] };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) out.revision = header(r.sub());
+    else if (f === 3 && w === LEN) out.prevKvs.push(keyValue(r.sub()));
+    else r.skip(w);
+  }
+  return out;
+}
+
+function responseOp(r: ProtoReader): ResponseOp {
+  const out: ResponseOp = {};
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) out.range = rangeResponseOf(r.sub());
+    else if (f === 2 && w === LEN) out.put = putResponseOf(r.sub());
+    else if (f === 3 && w === LEN) out.deleteRange = deleteRangeResponseOf(r.sub());
+    else r.skip(w);
+  }
+  return out;
+}
+
+function whole(buf: Buffer): ProtoReader {
+  return new ProtoReader(buf, 0, buf.length);
+}
+
+export function decodeRangeResponse(buf: Buffer): RangeResponse {
+  return rangeResponseOf(whole(buf));
+}
+
+export function decodePutResponse(buf: Buffer): PutResponse {
+  return putResponseOf(whole(buf));
+}
+
+export function decodeDeleteRangeResponse(buf: Buffer): DeleteRangeResponse {
+  return deleteRangeResponseOf(whole(buf));
+}
+
+export function decodeTxnResponse(buf: Buffer): TxnResponse {
+  const r = whole(buf);
+  const out: TxnResponse = { revision: 0, succeeded: false, responses: [] };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) out.revision = header(r.sub());
+    else if (f === 2 && w === VARINT) out.succeeded = r.varint() !== 0;
+    else if (f === 3 && w === LEN) out.responses.push(responseOp(r.sub()));
+    else r.skip(w);
+  }
+  return out;
+}
+
+function watchEvent(r: ProtoReader): WatchEvent {
+  let type: WatchEvent['type'] = 'put';
+  let kv: WireKV | undefined;
+  let prevKv: WireKV | undefined;
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === VARINT) type = r.varint() === 1 ? 'delete' : 'put';
+    else if (f === 2 && w === LEN) kv = keyValue(r.sub());
+    else if (f === 3 && w === LEN) prevKv = keyValue(r.sub());
+    else r.skip(w);
+  }
+  const ev: WatchEvent = { type, kv: kv ?? { key: '', value: '', createRevision: 0, modRevision: 0 } };
+  if (prevKv) ev.prevKv = prevKv;
+  return ev;
+}
+
+export function decodeWatchResponse(buf: Buffer): WatchResponse {
+  const r = whole(buf);
+  const out: WatchResponse = {
+    revision: 0,
+    watchId: 0,
+    created: false,
+    canceled: false,
+    compactRevision: 0,
+    cancelReason: '',
+    events: [],
+  };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 1 && w === LEN) out.revision = header(r.sub());
+    else if (f === 2 && w === VARINT) out.watchId = r.varint();
+    else if (f === 3 && w === VARINT) out.created = r.varint() !== 0;
+    else if (f === 4 && w === VARINT) out.canceled = r.varint() !== 0;
+    else if (f === 5 && w === VARINT) out.compactRevision = r.varint();
+    else if (f === 6 && w === LEN) out.cancelReason = r.string();
+    else if (f === 11 && w === LEN) out.events.push(watchEvent(r.sub()));
+    else r.skip(w);
+  }
+  return out;
+}
+
+export function decodeLeaseGrantResponse(buf: Buffer): LeaseGrantResponse {
+  const r = whole(buf);
+  const out: LeaseGrantResponse = { id: 0n, ttl: 0, error: '' };
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 2 && w === VARINT) out.id = r.bigVarint();
+    else if (f === 3 && w === VARINT) out.ttl = r.varint();
+    else if (f === 4 && w === LEN) out.error = r.string();
+    else r.skip(w);
+  }
+  return out;
+}
+
+export function decodeAuthenticateResponse(buf: Buffer): { token: string } {
+  const r = whole(buf);
+  let token = '';
+  while (r.more) {
+    const [f, w] = r.tag();
+    if (f === 2 && w === LEN) token = r.string();
+    else r.skip(w);
+  }
+  return { token };
+}

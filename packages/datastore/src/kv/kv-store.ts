@@ -1,0 +1,68 @@
+/**
+ * The key-value seam under the typed client. Two implementations with the same semantics:
+ * `EtcdKVStore` (real etcd v3 through the `etcd3` package) and `MemoryKVStore` (tests, embedded use).
+ *
+ * Revisions are etcd's: one store-wide counter, bumped by every write; each key remembers the
+ * revision of its last write (`modRevision`). Revisions travel as decimal strings because they are
+ * 64-bit in etcd and are shown to users as `resourceVersion`.
+ *
+ * Errors: every method throws only `DatastoreError` (`not-found`, `already-exists`, `conflict`,
+ * `unavailable`, `compacted`, `unauthorized`).
+ */
+export interface KV {
+  key: string;
+  value: string;
+  /** Revision of the last write to this key. */
+  modRevision: string;
+  /** Revision at which this key was created (since its last deletion). */
+  createRevision: string;
+}
+
+export interface KVList {
+  kvs: KV[];
+  /** Store revision at which the list was taken; a watch from `revision + 1` misses nothing. */
+  revision: string;
+}
+
+export type KVEvent =
+  | { kind: 'put'; kv: KV; prev?: KV }
+  | { kind: 'delete'; key: string; modRevision: string; prev?: KV };
+
+export type KVWatchMessage =
+  /** Events of one revision, in order. */
+  | { kind: 'events'; events: KVEvent[]; revision: string }
+  /**
+   * The watch could not continue from where it was (the start revision was compacted, or a
+   * reconnect found history gone). What follows is the full current state under the prefix; the
+   * consumer must replace what it holds. Never silently skipped.
+   */
+  | { kind: 'resync'; list: KVList; reason: 'compacted' }
+  /** Connection lost; the watch is retrying and will resume from the last revision it saw. */
+  | { kind: 'disconnected'; error: Error }
+  /** Connection back; no events were lost. */
+  | { kind: 'reconnected' };
+
+export interface KVWatchOptions {
+  /** First revision to report (inclusive). Default: the revision after "now". */
+  fromRevision?: string;
+  signal?: AbortSignal;
+}
+
+export interface KVStore {
+  get(key: string): Promise<KV | undefined>;
+  /** Every key with this prefix, sorted by key. */
+  list(prefix: string): Promise<KVList>;
+  /** Create; fails `already-exists` if the key is present. */
+  create(key: string, value: string): Promise<KV>;
+  /** Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if absent. */
+  update(key: string, value: string, modRevision: string): Promise<KV>;
+  /** Unconditional put (create or overwrite). */
+  put(key: string, value: string): Promise<KV>;
+  /** Delete, iff `modRevision` matches when given. Returns the deleted KV. */
+  delete(key: string, modRevision?: string): Promise<KV>;
+  /** Watch a prefix. The iterator ends when `signal` aborts or `close()` is called. */
+  watch(prefix: string, options?: KVWatchOptions): AsyncIterable<KVWatchMessage>;
+  /** Current store revision. */
+  revision(): Promise<string>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { parseResourceKey, RESOURCE_ROOT, resourceKey, resourcePrefix } from './resource-keys.js';
+
+describe('resource keys', () => {
+  it('lays out cluster-scoped and namespaced kinds as upstream does', () => {
+    expect(resourceKey('IPPool', 'pool-1')).toBe('/calico/resources/v3/projectcalico.org/ippools/pool-1');
+    expect(resourceKey('GlobalNetworkPolicy', 'allow-dns')).toBe(
+      '/calico/resources/v3/projectcalico.org/globalnetworkpolicies/allow-dns',
+    );
+    expect(resourceKey('NetworkPolicy', 'web', 'prod')).toBe(
+      '/calico/resources/v3/projectcalico.org/networkpolicies/prod/web',
+    );
+    expect(resourceKey('WorkloadEndpoint', 'node1-k8s-pod-eth0', 'default')).toBe(
+      '/calico/resources/v3/projectcalico.org/workloadendpoints/default/node1-k8s-pod-eth0',
+    );
+    expect(resourcePrefix('NetworkPolicy')).toBe(`${RESOURCE_ROOT}networkpolicies/`);
+    expect(resourcePrefix('NetworkPolicy', 'prod')).toBe(`${RESOURCE_ROOT}networkpolicies/prod/`);
+    expect(resourcePrefix('IPPool')).toBe(`${RESOURCE_ROOT}ippools/`);
+  });
+
+  it('parses keys back, rejecting anything else', () => {
+    expect(parseResourceKey(`${RESOURCE_ROOT}ippools/pool-1`)).toEqual({ kind: 'IPPool', name: 'pool-1' });
+    expect(parseResourceKey(`${RESOURCE_ROOT}networksets/ns1/set-a`)).toEqual({
+      kind: 'NetworkSet',
+      namespace: 'ns1',
+      name: 'set-a',
+    });
+    for (const bad of [
+      `${RESOURCE_ROOT}ippools/a/b`,
+      `${RESOURCE_ROOT}networkpolicies/onlyname`,
+      `${RESOURCE_ROOT}ippools/`,
+      `${RESOURCE_ROOT}stagedkubernetesnetworkpolicies/ns/x`,
+      '/calico/ipam/v2/handle/h',
+      '/calico/resources/v3/projectcalico.org/',
+    ]) {
+      expect(parseResourceKey(bad), bad).toBeUndefined();
+    }
+  });
+
+  it('refuses names and namespaces that would break the layout', () => {
+    expect(() => resourceKey('IPPool', 'a/b')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(() => resourceKey('IPPool', '')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(() => resourceKey('NetworkPolicy', 'web')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(() => resourceKey('IPPool', 'p', 'ns')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(() => resourcePrefix('IPPool', 'ns')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(() => resourceKey('Nope' as never, 'x')).toThrow(expect.objectContaining({ code: 'invalid' }));
+  });
+});

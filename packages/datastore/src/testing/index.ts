@@ -1,0 +1,8 @@
+export {
+  type EtcdctlResult,
+  type EtcdServer,
+  type EtcdTlsFiles,
+  etcdAvailable,
+  type StartEtcdOptions,
+  startEtcd,
+} from './etcd-server.js';

@@ -1,0 +1,197 @@
+/**
+ * What goes into the calculation graph (datastore changes) and what comes out of it (the desired
+ * dataplane state: IP sets, active policies and profiles with normalised rules, local endpoints
+ * with their ordered tiers, IP pools).
+ */
+import type {
+  GlobalNetworkPolicy,
+  GlobalNetworkSet,
+  HostEndpoint,
+  IPPool,
+  NetworkPolicy,
+  NetworkSet,
+  Profile,
+  Tier,
+  WorkloadEndpoint,
+} from '@calico-ts/api';
+
+/** The kinds the calculation graph consumes. */
+export type CalcResource =
+  | WorkloadEndpoint
+  | HostEndpoint
+  | NetworkPolicy
+  | GlobalNetworkPolicy
+  | Tier
+  | Profile
+  | NetworkSet
+  | GlobalNetworkSet
+  | IPPool;
+
+export type CalcKind = CalcResource['kind'];
+
+/** Enough of a resource to name it: what a delete carries. */
+export interface ResourceRef {
+  readonly kind: CalcKind;
+  readonly metadata: { readonly name: string; readonly namespace?: string };
+}
+
+/** One datastore change, or the datastore's signal that the initial listing is complete. */
+export type CalcUpdate =
+  | { readonly kind: 'set'; readonly resource: CalcResource }
+  | { readonly kind: 'delete'; readonly resource: ResourceRef | CalcResource }
+  | { readonly kind: 'in-sync' };
+
+// ---- normalised rules ------------------------------------------------------------------------
+
+/** An inclusive port range; a single port has `first === last`. */
+export interface PortRange {
+  readonly first: number;
+  readonly last: number;
+}
+
+/** `tcp`, `udp`, `icmp`, `icmpv6`, `sctp`, `udplite` or a protocol number. */
+export type RuleProtocol = string | number;
+
+export interface ICMPMatch {
+  readonly type: number;
+  readonly code?: number;
+}
+
+export type RuleAction = 'allow' | 'deny' | 'pass' | 'log';
+
+/**
+ * A policy or profile rule with its EntityRules resolved: selectors (combined with namespace and
+ * service-account parts) and named ports are replaced by IP set IDs, nets are canonical CIDRs.
+ * The shape of upstream's `calc.ParsedRule`.
+ */
+export interface NormalizedRule {
+  readonly action: RuleAction;
+  readonly ipVersion?: 4 | 6;
+  readonly protocol?: RuleProtocol;
+  readonly notProtocol?: RuleProtocol;
+  readonly icmp?: ICMPMatch;
+  readonly notICMP?: ICMPMatch;
+
+  readonly srcNets: readonly string[];
+  readonly notSrcNets: readonly string[];
+  readonly dstNets: readonly string[];
+  readonly notDstNets: readonly string[];
+
+  readonly srcPorts: readonly PortRange[];
+  readonly notSrcPorts: readonly PortRange[];
+  readonly dstPorts: readonly PortRange[];
+  readonly notDstPorts: readonly PortRange[];
+
+  readonly srcIPSetIds: readonly string[];
+  readonly notSrcIPSetIds: readonly string[];
+  readonly dstIPSetIds: readonly string[];
+  readonly notDstIPSetIds: readonly string[];
+
+  readonly srcNamedPortIPSetIds: readonly string[];
+  readonly notSrcNamedPortIPSetIds: readonly string[];
+  readonly dstNamedPortIPSetIds: readonly string[];
+  readonly notDstNamedPortIPSetIds: readonly string[];
+}
+
+// ---- desired dataplane state -----------------------------------------------------------------
+
+export type NamedPortProtocol = 'tcp' | 'udp' | 'sctp';
+
+/** What an IP set stands for: endpoints matching a selector, optionally narrowed to a named port. */
+export interface IPSetDefinition {
+  readonly id: string;
+  /** Canonical selector text. */
+  readonly selector: string;
+  readonly namedPort?: { readonly name: string; readonly protocol: NamedPortProtocol };
+}
+
+/**
+ * An IP set with its members. `net` sets hold CIDRs (`10.0.0.1/32`, `10.1.0.0/16`); `ip-port`
+ * (named port) sets hold `addr,proto:port` (`10.0.0.1,tcp:8080`).
+ */
+export interface IPSetState extends IPSetDefinition {
+  readonly type: 'net' | 'ip-port';
+  /** Sorted, without duplicates. */
+  readonly members: readonly string[];
+}
+
+export type PolicyKind = 'np' | 'gnp';
+
+export interface PolicyState {
+  /** `np/<namespace>/<name>` or `gnp/<name>`: the policy part of its chain names. */
+  readonly id: string;
+  readonly kind: PolicyKind;
+  readonly namespace?: string;
+  readonly name: string;
+  readonly tier: string;
+  readonly inbound: readonly NormalizedRule[];
+  readonly outbound: readonly NormalizedRule[];
+}
+
+export interface ProfileState {
+  /** The profile name, e.g. `kns.default`. */
+  readonly id: string;
+  readonly inbound: readonly NormalizedRule[];
+  readonly outbound: readonly NormalizedRule[];
+}
+
+export type TierDefaultAction = 'Deny' | 'Pass';
+
+/** One tier as it applies to one endpoint: the policy IDs in evaluation order, per direction. */
+export interface EndpointTier {
+  readonly name: string;
+  readonly defaultAction: TierDefaultAction;
+  readonly ingressPolicies: readonly string[];
+  readonly egressPolicies: readonly string[];
+}
+
+export interface EndpointState {
+  /** `wep/<namespace>/<name>` or `hep/<name>`. */
+  readonly key: string;
+  readonly kind: 'wep' | 'hep';
+  readonly name: string;
+  readonly namespace?: string;
+  /** The host-side interface; `*` for a host endpoint covering all interfaces; absent if unknown. */
+  readonly interfaceName?: string;
+  readonly ipv4Nets: readonly string[];
+  readonly ipv6Nets: readonly string[];
+  /** Tiers with at least one policy selecting this endpoint, in order. */
+  readonly tiers: readonly EndpointTier[];
+  /** Host endpoints only: tiers of `applyOnForward` policies, for forwarded traffic. */
+  readonly forwardTiers: readonly EndpointTier[];
+  /** Profiles that exist, in the endpoint's order. */
+  readonly profileIds: readonly string[];
+}
+
+export interface PoolState {
+  readonly name: string;
+  readonly cidr: string;
+  readonly natOutgoing: boolean;
+  readonly disabled: boolean;
+}
+
+/** The changes to the desired dataplane state since the previous flush. Lists are sorted by ID. */
+export interface DataplaneDiff {
+  /** True once the datastore has reported in-sync (and stays true). */
+  readonly inSync: boolean;
+  readonly ipSetsUpdated: readonly IPSetState[];
+  readonly ipSetsRemoved: readonly string[];
+  readonly policiesUpdated: readonly PolicyState[];
+  readonly policiesRemoved: readonly string[];
+  readonly profilesUpdated: readonly ProfileState[];
+  readonly profilesRemoved: readonly string[];
+  readonly endpointsUpdated: readonly EndpointState[];
+  readonly endpointsRemoved: readonly string[];
+  readonly poolsUpdated: readonly PoolState[];
+  readonly poolsRemoved: readonly string[];
+}
+
+/** The whole desired dataplane state, keyed by ID: what `DataplaneDiff`s add up to. */
+export interface DataplaneState {
+  readonly inSync: boolean;
+  readonly ipSets: Readonly<Record<string, IPSetState>>;
+  readonly policies: Readonly<Record<string, PolicyState>>;
+  readonly profiles: Readonly<Record<string, ProfileState>>;
+  readonly endpoints: Readonly<Record<string, EndpointState>>;
+  readonly pools: Readonly<Record<string, PoolState>>;
+}

@@ -1,0 +1,596 @@
+/**
+ * FelixDaemon: Felix's main loop, wiring the datastore to the kernel.
+ *
+ *   DatastoreSyncer (list+watch) ──► CalcGraph.onUpdate ──(debounce)──► flush ──► LinuxDataplane
+ *        │ FelixConfiguration ──► resolve config (env > file > node.<name> > default)   │ apply:
+ *        │ connection state ─┐                                                           │ one nft
+ *   probe (raw KV revision) ─┴► datastore reachable? ──► health: async_calc_graph         │ transaction,
+ *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status            │ routes
+ *   Node + IPPool (syncer) + IPAM blocks (polled) ──► resolveVxlan ──(changed?)──► setVxlanState
+ *   health server /liveness /readiness ◄── HealthAggregator ◄── InternalDataplaneMainLoop ◄┘
+ *   metrics server /metrics ◄── FelixMetrics
+ *
+ * IPAM blocks have no typed watch, so they are listed every `ipamPollMs`; the VXLAN state is only
+ * computed once the resources are in sync and the blocks have been read, so a partial view never
+ * removes routes.
+ *
+ * Readiness is false until the first in-sync has been programmed, and while the datastore is
+ * unreachable (the rules stay as they are meanwhile; reconnecting resyncs everything). `stop()`
+ * ends every loop and server but leaves the programmed rules and routes in place.
+ *
+ * API: `start()` resolves once the configuration is loaded and the loops run; `stop()`.
+ * Thread-safety: one event loop; dataplane applies never overlap.
+ */
+import type { Server } from 'node:http';
+import type { FelixConfigurationSpec, IPPool, Kind, Node } from '@calico-ts/api';
+import type { Datastore } from '@calico-ts/datastore';
+import type { NftClient } from '@calico-ts/nftables';
+import { CalcGraph } from '../calc/calc-graph.js';
+import { isEmptyDiff } from '../calc/dataplane-state.js';
+import {
+  type BlockRecord,
+  type BlockRoutes,
+  blockRoutesOf,
+  encapRouteProtocol,
+} from '../calc/route-resolver.js';
+import type { CalcResource } from '../calc/types.js';
+import { resolveVxlan, type VxlanState } from '../calc/vxlan-resolver.js';
+import { hostMtuOf, podMtu, rulesConfigOf, statusPrefix } from '../config/derived.js';
+import { changedParams, type ResolvedConfig } from '../config/felix-config.js';
+import { type LocalConfigSources, resolveWith } from '../config/load-config.js';
+import type { FelixConfig } from '../config/params.js';
+import { type DataplaneNetOps, LinuxDataplane } from '../dataplane/linux-dataplane.js';
+import { errorMessage, type Logger } from '../logging.js';
+import { DatastoreSyncer, type SyncerUpdate } from './datastore-syncer.js';
+import { boundPort, closeServer, HealthAggregator, startHealthServer } from './health.js';
+import { FelixMetrics, startMetricsServer } from './metrics.js';
+import { writeMtuFile } from './mtu-file.js';
+import { StatusReporter, type StatusStore } from './status-reporter.js';
+
+/** The kinds the calculation graph consumes. */
+export const CALC_KINDS: readonly Kind[] = [
+  'Tier',
+  'Profile',
+  'GlobalNetworkPolicy',
+  'NetworkPolicy',
+  'GlobalNetworkSet',
+  'NetworkSet',
+  'IPPool',
+  'HostEndpoint',
+  'WorkloadEndpoint',
+];
+
+const CALC_GRAPH = 'async_calc_graph';
+const DATAPLANE = 'InternalDataplaneMainLoop';
+/** Parameters a running Felix applies at once; the others take effect on restart. */
+const LIVE_PARAMS: ReadonlySet<string> = new Set([
+  'LogSeverityScreen',
+  'DefaultEndpointToHostAction',
+  'FailsafeInboundHostPorts',
+  'FailsafeOutboundHostPorts',
+  'NftablesMarkMask',
+  'LogPrefix',
+  'VXLANPort',
+  'AllowVXLANPacketsFromWorkloads',
+  'AllowIPIPPacketsFromWorkloads',
+  'NATOutgoingAddress',
+  'VXLANEnabled',
+  'VXLANMTU',
+  'VXLANVNI',
+]);
+/** Consecutive failed applies after which the dataplane reports itself not live. */
+const MAX_FAILURES_LIVE = 10;
+
+/** Where the IPAM blocks are read from (the datastore's `IpamStore`). */
+export interface IpamBlockSource {
+  listBlocks(family?: 4 | 6): Promise<{ readonly items: readonly { readonly value: BlockRecord }[] }>;
+}
+
+export interface FelixDaemonOptions {
+  readonly local: LocalConfigSources;
+  readonly datastore: Datastore;
+  /** Raw key-value writes for the status reports; absent: no reports. */
+  readonly statusStore?: StatusStore;
+  /** A cheap datastore round trip (the KV store's revision read) to tell reachability. */
+  readonly probe?: () => Promise<unknown>;
+  /** IPAM blocks, for the routes to other nodes' blocks; absent: no block routes. */
+  readonly ipamBlocks?: IpamBlockSource;
+  /** How often the blocks are listed. Default 1000 ms. */
+  readonly ipamPollMs?: number;
+  readonly nft: NftClient;
+  readonly net: DataplaneNetOps;
+  /** The network namespace to program (routes, links, sysctls); the nft context must be in it too. */
+  readonly netns?: string;
+  readonly log: Logger;
+  /** Applies the resolved LogSeverityScreen to the logger. */
+  readonly setLogLevel?: (level: string) => void;
+  readonly debounceMs?: number;
+  readonly interfacePollMs?: number;
+  readonly probeIntervalMs?: number;
+  readonly probeTimeoutMs?: number;
+  readonly retryMs?: number;
+  readonly now?: () => number;
+}
+
+export class FelixDaemon {
+  readonly #o: FelixDaemonOptions;
+  readonly #log: Logger;
+  readonly health: HealthAggregator;
+  readonly metrics = new FelixMetrics();
+  #resolved!: ResolvedConfig;
+  #globalSpec: FelixConfigurationSpec | undefined;
+  #hostSpec: FelixConfigurationSpec | undefined;
+  #graph!: CalcGraph;
+  #dataplane!: LinuxDataplane;
+  #syncer: DatastoreSyncer | undefined;
+  #status: StatusReporter | undefined;
+  #healthServer: Server | undefined;
+  #metricsServer: Server | undefined;
+  readonly #down = new Map<string, string>();
+  #flushTimer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  #flushAgain = false;
+  #forceApply = true;
+  #firstApplied = false;
+  #failures = 0;
+  #probeTimer: NodeJS.Timeout | undefined;
+  #probePending = false;
+  #probeStarted = 0;
+  #probeGeneration = 0;
+  readonly #pools = new Map<string, { vxlan: boolean; ipip: boolean }>();
+  readonly #weps = new Set<string>();
+  readonly #nodes = new Map<string, Node>();
+  readonly #ipPools = new Map<string, IPPool>();
+  #blocks: BlockRoutes[] | undefined;
+  #blocksKey = '';
+  #ipamTimer: NodeJS.Timeout | undefined;
+  #ipamFailing = false;
+  #encapTimer: NodeJS.Timeout | undefined;
+  #vxlanKey = '';
+  #poolsChanged = true;
+  #stopped = false;
+  readonly #startedAt: number;
+
+  constructor(opts: FelixDaemonOptions) {
+    this.#o = opts;
+    this.#log = opts.log;
+    this.#startedAt = (opts.now ?? Date.now)();
+    this.health = new HealthAggregator(opts.now);
+    this.health.register(CALC_GRAPH, { live: true, ready: true });
+    this.health.register(DATAPLANE, { live: true, ready: true });
+    this.health.report(CALC_GRAPH, { live: true, ready: false, detail: 'starting' });
+    this.health.report(DATAPLANE, { live: true, ready: false, detail: 'not programmed yet' });
+  }
+
+  get config(): FelixConfig {
+    return this.#resolved.config;
+  }
+
+  get ready(): boolean {
+    return this.health.summary().ready;
+  }
+
+  get dataplane(): LinuxDataplane {
+    return this.#dataplane;
+  }
+
+  healthPort(): number | undefined {
+    return this.#healthServer ? boundPort(this.#healthServer) : undefined;
+  }
+
+  metricsPort(): number | undefined {
+    return this.#metricsServer ? boundPort(this.#metricsServer) : undefined;
+  }
+
+  async start(): Promise<void> {
+    await this.#loadDatastoreConfig();
+    const cfg = this.config;
+    this.#o.setLogLevel?.(cfg.LogSeverityScreen);
+    for (const p of this.#resolved.problems) this.#log.warn({ param: p.param, source: p.source }, p.message);
+    this.#log.info(
+      { hostname: cfg.FelixHostname, sources: this.#resolved.sources },
+      'Felix configuration loaded',
+    );
+    this.#graph = new CalcGraph({ hostname: cfg.FelixHostname });
+    this.#dataplane = new LinuxDataplane({
+      nft: this.#o.nft,
+      net: this.#o.net,
+      ...(this.#o.netns !== undefined ? { netns: this.#o.netns } : {}),
+      rulesConfig: rulesConfigOf(cfg),
+      routeProtocol: cfg.DeviceRouteProtocol,
+      encapRouteProtocol: encapRouteProtocol(cfg.DeviceRouteProtocol),
+      nftablesRefreshMs: cfg.NftablesRefreshInterval * 1000,
+      routeRefreshMs: cfg.RouteRefreshInterval * 1000,
+      interfacePollMs: this.#o.interfacePollMs ?? 500,
+      log: this.#log,
+      onNftApplied: (r) => {
+        if (r.ok) this.metrics.nftCommands.inc({ mode: r.mode }, r.commands);
+        if (r.ok && r.mode === 'resync' && r.commands > 0 && this.#firstApplied)
+          this.metrics.nftRepairs.inc();
+      },
+      onError: (what, e) =>
+        this.#log.warn({ what, err: errorMessage(e) }, 'dataplane background step failed'),
+    });
+    if (cfg.HealthEnabled) {
+      this.#healthServer = await startHealthServer(this.health, cfg.HealthHost, cfg.HealthPort);
+      this.#log.info(
+        { host: cfg.HealthHost, port: boundPort(this.#healthServer) },
+        'health server listening',
+      );
+    }
+    if (cfg.PrometheusMetricsEnabled) {
+      this.#metricsServer = await startMetricsServer(
+        this.metrics,
+        cfg.PrometheusMetricsHost,
+        cfg.PrometheusMetricsPort,
+      );
+      this.#log.info({ port: boundPort(this.#metricsServer) }, 'metrics server listening');
+    }
+    if (this.#o.statusStore && cfg.ReportingIntervalSecs > 0) {
+      this.#status = new StatusReporter({
+        store: this.#o.statusStore,
+        prefix: statusPrefix(cfg),
+        intervalSecs: cfg.ReportingIntervalSecs,
+        ttlSecs: cfg.ReportingTTLSecs,
+        startedAt: this.#startedAt,
+        ...(this.#o.now ? { now: this.#o.now } : {}),
+        log: this.#log,
+        onResult: (ok) => this.metrics.statusReports.inc({ outcome: ok ? 'ok' : 'failed' }),
+      });
+      this.#status.start();
+    }
+    this.#dataplane.start();
+    this.#syncer = new DatastoreSyncer({
+      datastore: this.#o.datastore,
+      kinds: [...CALC_KINDS, 'FelixConfiguration', 'Node'],
+      onUpdate: (u) => this.#onUpdate(u),
+      onInSync: () => {
+        this.#log.info({}, 'datastore in sync');
+        this.#graph.onUpdate({ kind: 'in-sync' });
+        this.#reportCalcHealth();
+        this.#scheduleFlush(0);
+        this.#scheduleEncap();
+      },
+      onConnection: (source, connected, why) => this.#setConnection(source, connected, why),
+      log: this.#log,
+      ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
+    });
+    this.#syncer.start();
+    if (this.#o.ipamBlocks) this.#pollBlocks();
+    else this.#blocks = [];
+    if (this.#o.probe) {
+      const every = this.#o.probeIntervalMs ?? 2000;
+      this.#probeTimer = setInterval(() => this.#runProbe(), every);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    if (this.#probeTimer !== undefined) clearInterval(this.#probeTimer);
+    if (this.#ipamTimer !== undefined) clearTimeout(this.#ipamTimer);
+    if (this.#encapTimer !== undefined) clearTimeout(this.#encapTimer);
+    this.#status?.stop();
+    await this.#syncer?.stop();
+    await this.#flushing?.catch(() => {});
+    await this.#dataplane?.stop();
+    await closeServer(this.#healthServer);
+    await closeServer(this.#metricsServer);
+    this.#log.info({}, 'Felix stopped; programmed rules and routes left in place');
+  }
+
+  // ---- configuration -------------------------------------------------------------------------
+
+  async #loadDatastoreConfig(): Promise<void> {
+    const host = resolveWith(this.#o.local).config.FelixHostname;
+    let delay = this.#o.retryMs ?? 500;
+    for (;;) {
+      try {
+        const list = await this.#o.datastore.list('FelixConfiguration');
+        for (const fc of list.items) {
+          if (fc.metadata.name === 'default') this.#globalSpec = fc.spec;
+          if (fc.metadata.name === `node.${host}`) this.#hostSpec = fc.spec;
+        }
+        break;
+      } catch (e) {
+        this.#log.warn(
+          { err: errorMessage(e), retryMs: delay },
+          'cannot read FelixConfiguration yet; retrying',
+        );
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+        if (this.#stopped) throw new Error('stopped before the configuration could be read');
+      }
+    }
+    this.#resolved = this.#resolve();
+  }
+
+  #resolve(): ResolvedConfig {
+    return resolveWith(this.#o.local, {
+      ...(this.#hostSpec ? { perHost: this.#hostSpec } : {}),
+      ...(this.#globalSpec ? { global: this.#globalSpec } : {}),
+    });
+  }
+
+  #onConfigResource(u: SyncerUpdate): void {
+    const name = u.resource.metadata.name;
+    const spec = u.kind === 'set' ? (u.resource.spec as FelixConfigurationSpec) : undefined;
+    if (name === 'default') this.#globalSpec = spec;
+    else if (name === `node.${this.config.FelixHostname}`) this.#hostSpec = spec;
+    else return;
+    const before = this.config;
+    const next = this.#resolve();
+    const changed = changedParams(before, next.config);
+    if (changed.length === 0) return;
+    this.#resolved = next;
+    this.#log.info({ changed }, 'Felix configuration changed');
+    if (changed.includes('LogSeverityScreen')) this.#o.setLogLevel?.(next.config.LogSeverityScreen);
+    if (JSON.stringify(rulesConfigOf(before)) !== JSON.stringify(rulesConfigOf(next.config))) {
+      this.#dataplane.setRulesConfig(rulesConfigOf(next.config));
+      this.#forceApply = true;
+      this.#scheduleFlush();
+    }
+    this.#scheduleEncap();
+    const needRestart = changed.filter((p) => !LIVE_PARAMS.has(p));
+    if (needRestart.length > 0) {
+      this.#log.warn({ params: needRestart }, 'these parameters take effect when Felix restarts');
+    }
+  }
+
+  // ---- datastore updates ---------------------------------------------------------------------
+
+  #onUpdate(u: SyncerUpdate): void {
+    const r = u.resource;
+    if (r.kind === 'FelixConfiguration') {
+      this.#onConfigResource(u);
+      return;
+    }
+    if (r.kind === 'Node') {
+      if (u.kind === 'set') this.#nodes.set(r.metadata.name, r as Node);
+      else this.#nodes.delete(r.metadata.name);
+      this.#scheduleEncap();
+      return;
+    }
+    this.metrics.calcGraphUpdates.inc({ type: r.kind });
+    if (r.kind === 'IPPool') {
+      const key = r.metadata.name;
+      if (u.kind === 'set') {
+        const spec = r.spec as { vxlanMode?: string; ipipMode?: string; disabled?: boolean };
+        const used = (m?: string) => m !== undefined && m !== 'Never' && spec.disabled !== true;
+        this.#pools.set(key, { vxlan: used(spec.vxlanMode), ipip: used(spec.ipipMode) });
+        this.#ipPools.set(key, r as IPPool);
+      } else {
+        this.#pools.delete(key);
+        this.#ipPools.delete(key);
+      }
+      this.#poolsChanged = true;
+      this.#scheduleEncap();
+    }
+    if (r.kind === 'WorkloadEndpoint') {
+      const key = `${r.metadata.namespace}/${r.metadata.name}`;
+      if (u.kind === 'set') this.#weps.add(key);
+      else this.#weps.delete(key);
+      this.metrics.clusterWorkloadEndpoints.set(this.#weps.size);
+    }
+    try {
+      this.#graph.onUpdate(
+        u.kind === 'set'
+          ? { kind: 'set', resource: r as unknown as CalcResource }
+          : { kind: 'delete', resource: r as unknown as CalcResource },
+      );
+    } catch (e) {
+      this.#log.warn({ kind: r.kind, name: r.metadata.name, err: errorMessage(e) }, 'resource ignored');
+    }
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(delayMs = this.#o.debounceMs ?? 50): void {
+    if (this.#stopped || this.#flushTimer !== undefined) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#flush();
+    }, delayMs);
+  }
+
+  #flush(): void {
+    if (this.#flushing) {
+      this.#flushAgain = true;
+      return;
+    }
+    this.#flushing = this.#flushOnce().finally(() => {
+      this.#flushing = undefined;
+      if (this.#flushAgain && !this.#stopped) {
+        this.#flushAgain = false;
+        this.#flush();
+      }
+    });
+  }
+
+  async #flushOnce(): Promise<void> {
+    const diff = this.#graph.flush();
+    if (!diff.inSync) return;
+    if (isEmptyDiff(diff) && !this.#forceApply) return;
+    const state = this.#graph.state();
+    this.#dataplane.update(state);
+    this.#forceApply = false;
+    const t0 = performance.now();
+    try {
+      const report = await this.#dataplane.apply();
+      this.metrics.applyTime.observe((performance.now() - t0) / 1000);
+      this.#failures = 0;
+      if (!this.#firstApplied) {
+        this.#firstApplied = true;
+        this.#log.info({ commands: report.nft.commands }, 'first dataplane apply done');
+      }
+      this.metrics.activeLocalEndpoints.set(Object.keys(state.endpoints).length);
+      this.metrics.activeLocalPolicies.set(Object.keys(state.policies).length);
+      this.metrics.activeLocalIPSets.set(Object.keys(state.ipSets).length);
+      this.health.report(DATAPLANE, { live: true, ready: true });
+      await this.#maybeWriteMtu();
+    } catch (e) {
+      this.#failures++;
+      this.#forceApply = true;
+      this.metrics.dataplaneFailures.inc();
+      this.#log.error(
+        { err: errorMessage(e), failures: this.#failures },
+        'dataplane apply failed; will retry',
+      );
+      this.health.report(DATAPLANE, {
+        live: this.#failures < MAX_FAILURES_LIVE,
+        ready: this.#firstApplied,
+        detail: `apply failed: ${errorMessage(e)}`.slice(0, 120),
+      });
+      if (!this.#stopped) {
+        setTimeout(() => this.#scheduleFlush(0), Math.min(500 * 2 ** Math.min(this.#failures, 4), 8000));
+      }
+    }
+  }
+
+  async #maybeWriteMtu(): Promise<void> {
+    if (!this.#poolsChanged) return;
+    this.#poolsChanged = false;
+    try {
+      const links = await this.#o.net.listLinks(this.#o.netns);
+      const pools = [...this.#pools.values()];
+      const mtu = podMtu(this.config, hostMtuOf(this.config, links), {
+        vxlan: pools.some((p) => p.vxlan),
+        ipip: pools.some((p) => p.ipip),
+      });
+      if (await writeMtuFile(this.config.MTUFilePath, mtu)) {
+        this.#log.info({ mtu, path: this.config.MTUFilePath }, 'pod MTU file written');
+      }
+    } catch (e) {
+      this.#poolsChanged = true;
+      this.#log.warn({ err: errorMessage(e) }, 'writing the pod MTU file failed');
+    }
+  }
+
+  // ---- tunnels: VXLAN from Nodes, IPPools and IPAM blocks ------------------------------------
+
+  #pollBlocks(): void {
+    const source = this.#o.ipamBlocks;
+    if (!source || this.#stopped) return;
+    source
+      .listBlocks(4)
+      .then((list) => {
+        const blocks = list.items
+          .map((b) => blockRoutesOf(b.value))
+          .filter((b): b is BlockRoutes => b !== undefined);
+        const key = JSON.stringify(blocks);
+        if (this.#ipamFailing) this.#log.info({}, 'IPAM blocks readable again');
+        this.#ipamFailing = false;
+        if (key !== this.#blocksKey || this.#blocks === undefined) {
+          this.#blocksKey = key;
+          this.#blocks = blocks;
+          this.#scheduleEncap();
+        }
+      })
+      .catch((e: unknown) => {
+        if (!this.#ipamFailing)
+          this.#log.warn({ err: errorMessage(e) }, 'listing IPAM blocks failed; retrying');
+        this.#ipamFailing = true;
+      })
+      .finally(() => {
+        if (!this.#stopped)
+          this.#ipamTimer = setTimeout(() => this.#pollBlocks(), this.#o.ipamPollMs ?? 1000);
+      });
+  }
+
+  #scheduleEncap(): void {
+    if (this.#stopped || this.#encapTimer !== undefined) return;
+    this.#encapTimer = setTimeout(() => {
+      this.#encapTimer = undefined;
+      this.#computeEncap().catch((e: unknown) =>
+        this.#log.warn({ err: errorMessage(e) }, 'computing the VXLAN state failed'),
+      );
+    }, this.#o.debounceMs ?? 50);
+  }
+
+  /** The desired VXLAN state from what is known now; handed to the dataplane when it changed. */
+  async #computeEncap(): Promise<void> {
+    if (!this.#syncer?.inSync || this.#blocks === undefined || this.#stopped) return;
+    const cfg = this.config;
+    let hostMtu = 1500;
+    try {
+      hostMtu = hostMtuOf(cfg, await this.#o.net.listLinks(this.#o.netns));
+    } catch (e) {
+      this.#log.warn({ err: errorMessage(e) }, 'listing interfaces for the host MTU failed; assuming 1500');
+    }
+    const state: VxlanState = resolveVxlan(
+      {
+        hostname: cfg.FelixHostname,
+        nodes: [...this.#nodes.values()],
+        pools: [...this.#ipPools.values()],
+        blocks: this.#blocks,
+      },
+      { enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, hostMtu },
+    );
+    const key = JSON.stringify(state);
+    if (key === this.#vxlanKey) return;
+    this.#vxlanKey = key;
+    if (state.enabled) {
+      this.#log.info(
+        {
+          device: state.device?.name,
+          tunnelAddress: state.device?.tunnelAddress,
+          routes: state.routes.length,
+          vteps: state.fdb.length,
+          ...(state.waiting.length > 0 ? { waiting: state.waiting } : {}),
+        },
+        'VXLAN state changed',
+      );
+    }
+    this.#dataplane.setVxlanState(state);
+  }
+
+  // ---- datastore reachability and health -----------------------------------------------------
+
+  #setConnection(source: string, connected: boolean, why?: string): void {
+    const wasUp = this.#down.size === 0;
+    if (connected) this.#down.delete(source);
+    else this.#down.set(source, why ?? 'unreachable');
+    const up = this.#down.size === 0;
+    if (wasUp !== up) {
+      if (up) this.#log.info({}, 'datastore reachable again');
+      else this.#log.warn({ source, why }, 'datastore unreachable; keeping the programmed rules');
+    }
+    this.metrics.datastoreConnected.set(up ? 1 : 0);
+    this.#reportCalcHealth();
+  }
+
+  #reportCalcHealth(): void {
+    const inSync = this.#syncer?.inSync ?? false;
+    const up = this.#down.size === 0;
+    const detail = !up
+      ? `datastore unreachable: ${[...this.#down.values()][0]}`.slice(0, 120)
+      : inSync
+        ? undefined
+        : 'waiting for the datastore to sync';
+    this.health.report(CALC_GRAPH, { live: true, ready: inSync && up, ...(detail ? { detail } : {}) });
+  }
+
+  #runProbe(): void {
+    const probe = this.#o.probe;
+    if (!probe) return;
+    const timeout = this.#o.probeTimeoutMs ?? 2000;
+    const now = Date.now();
+    if (this.#probePending) {
+      if (now - this.#probeStarted <= timeout) return;
+      // No answer in time: unreachable. Abandon that call (its late answer is ignored) and try anew.
+      this.#setConnection('probe', false, `no answer in ${timeout} ms`);
+    }
+    const generation = ++this.#probeGeneration;
+    this.#probePending = true;
+    this.#probeStarted = now;
+    const settle = (connected: boolean, why?: string) => {
+      if (generation !== this.#probeGeneration || this.#stopped) return;
+      this.#probePending = false;
+      this.#setConnection('probe', connected, why);
+    };
+    probe().then(
+      () => settle(true),
+      (e: unknown) => settle(false, errorMessage(e)),
+    );
+  }
+}

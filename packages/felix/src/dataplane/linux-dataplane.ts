@@ -1,0 +1,243 @@
+/**
+ * LinuxDataplane: the one kernel-facing object of Felix. It takes the desired dataplane state from
+ * the calculation graph and keeps the kernel in step with it.
+ *
+ *   update(state) ──► render (rules/) ──► NftablesDataplane ── one transaction per apply
+ *                └──► RouteManager.setEndpoints ──► routes + sysctls of workload interfaces
+ *   InterfaceMonitor (poll `ip link`) ──► RouteManager.onInterface ──► route apply (soon)
+ *   setVxlanState(state) ──► VxlanManager ──► vxlan.calico, its routes, neighbours, FDB (soon)
+ *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN resync
+ *           (RouteRefreshInterval)
+ *
+ * API: `update(state)` / `setRulesConfig(cfg)` record; `apply()` programs nftables then routes
+ * and resolves with what it did (throws if nftables failed; route failures are retried by the
+ * timers and reported through `onError`). `setVxlanState(state)` records the VXLAN state and
+ * programs it shortly after, independently of the rules (failures likewise retried). `start()` begins the monitor and timers, `stop()` ends
+ * them and leaves everything programmed in place.
+ *
+ * Thread-safety: one event loop; kernel operations are serialised on an internal queue.
+ */
+
+import type { Netlinux } from '@calico-ts/netlinux';
+import type { NftClient } from '@calico-ts/nftables';
+import type { DataplaneState } from '../calc/types.js';
+import type { VxlanState } from '../calc/vxlan-resolver.js';
+import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import type { RulesConfig } from '../rules/config.js';
+import { renderRuleset } from '../rules/ruleset-renderer.js';
+import { InterfaceMonitor } from './interface-monitor.js';
+import { type NftApplyResult, NftablesDataplane } from './nftables-dataplane.js';
+import { type RouteApplyResult, RouteManager, type RouteNetOps } from './route-manager.js';
+import { type VxlanApplyResult, VxlanManager, type VxlanNetOps } from './vxlan-manager.js';
+
+export type DataplaneNetOps = RouteNetOps & Pick<Netlinux, 'listLinks'> & VxlanNetOps;
+
+export interface LinuxDataplaneOptions {
+  readonly nft: NftClient;
+  readonly net: DataplaneNetOps;
+  /** Network namespace (name or path) for routes, links and sysctls; the nft context must match. */
+  readonly netns?: string;
+  readonly rulesConfig: RulesConfig;
+  readonly routeProtocol: number;
+  /** Protocol of the VXLAN tunnel, same-subnet and blackhole routes (`encapRouteProtocol`). */
+  readonly encapRouteProtocol?: number;
+  /** Read-back and repair of the nftables tables; 0 turns the timer off. */
+  readonly nftablesRefreshMs: number;
+  readonly routeRefreshMs: number;
+  readonly interfacePollMs: number;
+  readonly log?: Logger;
+  /** Called after every nftables transaction attempt (for metrics). */
+  readonly onNftApplied?: (r: NftApplyResult & { ok: boolean; seconds: number }) => void;
+  /** Called when a background step (timer, interface change) fails. */
+  readonly onError?: (what: string, e: unknown) => void;
+}
+
+export interface DataplaneApplyReport {
+  readonly nft: NftApplyResult;
+  readonly routes?: RouteApplyResult;
+}
+
+export class LinuxDataplane {
+  readonly #o: LinuxDataplaneOptions;
+  readonly #log: Logger;
+  readonly #nft: NftablesDataplane;
+  readonly #routes: RouteManager;
+  readonly #monitor: InterfaceMonitor;
+  readonly #vxlan: VxlanManager;
+  #rulesConfig: RulesConfig;
+  #state: DataplaneState | undefined;
+  #applied = false;
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly #timers: NodeJS.Timeout[] = [];
+  #routeSoon: NodeJS.Timeout | undefined;
+  #vxlanSoon: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(opts: LinuxDataplaneOptions) {
+    this.#o = opts;
+    this.#log = opts.log ?? NOOP_LOGGER;
+    this.#rulesConfig = opts.rulesConfig;
+    this.#nft = new NftablesDataplane({ nft: opts.nft, log: this.#log });
+    this.#routes = new RouteManager({
+      net: opts.net,
+      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
+      interfacePrefixes: opts.rulesConfig.interfacePrefixes,
+      protocol: opts.routeProtocol,
+      ipv6: opts.rulesConfig.ipv6Support,
+      log: this.#log,
+    });
+    this.#vxlan = new VxlanManager({
+      net: opts.net,
+      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
+      protocol: opts.encapRouteProtocol ?? 80,
+      workloadPrefixes: opts.rulesConfig.interfacePrefixes,
+      log: this.#log,
+    });
+    this.#monitor = new InterfaceMonitor({
+      listLinks: () => opts.net.listLinks(opts.netns),
+      interfacePrefixes: opts.rulesConfig.interfacePrefixes,
+      onUpdate: (name, st) => {
+        this.#routes.onInterface(name, st);
+        this.#scheduleRoutes();
+      },
+      log: this.#log,
+    });
+  }
+
+  get routeManager(): RouteManager {
+    return this.#routes;
+  }
+
+  get interfaceMonitor(): InterfaceMonitor {
+    return this.#monitor;
+  }
+
+  get vxlanManager(): VxlanManager {
+    return this.#vxlan;
+  }
+
+  /** True once a whole state has been programmed. */
+  get applied(): boolean {
+    return this.#applied;
+  }
+
+  update(state: DataplaneState): void {
+    this.#state = state;
+    this.#routes.setEndpoints(Object.values(state.endpoints).filter((e) => e.kind === 'wep'));
+  }
+
+  setRulesConfig(cfg: RulesConfig): void {
+    this.#rulesConfig = cfg;
+  }
+
+  /** Records the desired VXLAN state and programs it shortly (coalescing quick successions). */
+  setVxlanState(state: VxlanState): void {
+    this.#vxlan.setState(state);
+    if (this.#vxlanSoon !== undefined || this.#stopped) return;
+    this.#vxlanSoon = setTimeout(() => {
+      this.#vxlanSoon = undefined;
+      this.resyncVxlan().catch((e: unknown) => {
+        this.#log.warn({ err: errorMessage(e) }, 'VXLAN update failed; retrying on the route refresh timer');
+        this.#o.onError?.('vxlan', e);
+      });
+    }, 10);
+  }
+
+  /** Reads the VXLAN device, routes, neighbours and FDB back and makes them right. */
+  resyncVxlan(): Promise<VxlanApplyResult | undefined> {
+    return this.#serial(() => this.#vxlan.apply());
+  }
+
+  /** Programs the recorded state: nftables in one transaction, then routes. */
+  apply(): Promise<DataplaneApplyReport> {
+    return this.#serial(async () => {
+      const state = this.#state;
+      if (!state) throw new Error('no dataplane state to apply yet');
+      const desired = renderRuleset(state, this.#rulesConfig);
+      const t0 = performance.now();
+      let nft: NftApplyResult;
+      try {
+        nft = await this.#nft.apply(desired);
+      } catch (e) {
+        this.#o.onNftApplied?.({
+          mode: 'incremental',
+          commands: 0,
+          ok: false,
+          seconds: (performance.now() - t0) / 1000,
+        });
+        throw e;
+      }
+      this.#o.onNftApplied?.({ ...nft, ok: true, seconds: (performance.now() - t0) / 1000 });
+      this.#applied = true;
+      try {
+        return { nft, routes: await this.#routes.apply() };
+      } catch (e) {
+        this.#o.onError?.('routes', e);
+        return { nft };
+      }
+    });
+  }
+
+  /** Reads the nftables tables back and repairs them (what the refresh timer does). */
+  resyncNftables(): Promise<NftApplyResult | undefined> {
+    return this.#serial(async () => {
+      if (!this.#state || !this.#applied) return undefined;
+      const t0 = performance.now();
+      const r = await this.#nft.resync(renderRuleset(this.#state, this.#rulesConfig));
+      this.#o.onNftApplied?.({ ...r, ok: true, seconds: (performance.now() - t0) / 1000 });
+      return r;
+    });
+  }
+
+  /** Reads the workload routes back and repairs them. */
+  resyncRoutes(): Promise<RouteApplyResult | undefined> {
+    return this.#serial(async () => (this.#applied ? this.#routes.apply() : undefined));
+  }
+
+  start(): void {
+    this.#monitor.start(this.#o.interfacePollMs);
+    const every = (ms: number, what: string, op: () => Promise<unknown>) => {
+      if (ms <= 0) return;
+      this.#timers.push(
+        setInterval(() => {
+          op().catch((e: unknown) => {
+            this.#log.warn({ err: errorMessage(e) }, `${what} failed`);
+            this.#o.onError?.(what, e);
+          });
+        }, ms),
+      );
+    };
+    every(this.#o.nftablesRefreshMs, 'nftables resync', () => this.resyncNftables());
+    every(this.#o.routeRefreshMs, 'route resync', () => this.resyncRoutes());
+    every(this.#o.routeRefreshMs, 'VXLAN resync', () => this.resyncVxlan());
+  }
+
+  /** Stops timers and the monitor; everything programmed stays in the kernel. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#monitor.stop();
+    if (this.#vxlanSoon !== undefined) clearTimeout(this.#vxlanSoon);
+    this.#vxlanSoon = undefined;
+    for (const t of this.#timers.splice(0)) clearInterval(t);
+    if (this.#routeSoon !== undefined) clearTimeout(this.#routeSoon);
+    this.#routeSoon = undefined;
+    await this.#queue.catch(() => {});
+  }
+
+  #scheduleRoutes(): void {
+    if (this.#routeSoon !== undefined) return;
+    this.#routeSoon = setTimeout(() => {
+      this.#routeSoon = undefined;
+      this.resyncRoutes().catch((e: unknown) => {
+        this.#log.warn({ err: errorMessage(e) }, 'route update failed');
+        this.#o.onError?.('routes', e);
+      });
+    }, 10);
+  }
+
+  #serial<T>(op: () => Promise<T>): Promise<T> {
+    const next = this.#queue.then(op, op);
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+}

@@ -1,0 +1,396 @@
+/**
+ * VxlanManager: keeps this node's VXLAN device, routes, neighbours and FDB entries equal to the
+ * desired state from `resolveVxlan` (upstream `vxlan_mgr.go`, `route_mgr.go` device handling,
+ * `vxlanfdb`).
+ *
+ *   setState(state) ──► apply():
+ *     1. device   vxlan.calico: created if missing, recreated if its VNI, port, source address,
+ *                 parent interface or MAC differ; MTU set; exactly the tunnel address /32; up;
+ *                 forwarding on (decapsulated packets are forwarded to the pods)
+ *     2. FDB      <remote MAC> dst <remote node IP> self permanent   ─┐ before the routes that need
+ *        neigh    <remote tunnel addr> lladdr <remote MAC> permanent ┘ them; stale ones removed
+ *     3. routes   replaced when missing or different, stale owned ones deleted
+ *   VXLAN off: the device is deleted (its routes, neighbours and FDB go with it) and owned routes
+ *   elsewhere are removed.
+ *
+ * Ownership: everything on the VXLAN device is Felix's. Elsewhere a route is ours when it carries
+ * the tunnel route protocol (80 unless DeviceRouteProtocol says otherwise) and is a blackhole or a
+ * gateway route on a non-workload interface; workload routes (`cali*`) belong to RouteManager.
+ *
+ * API: `setState` records; `apply()` reads the kernel back and makes it right, resolving with what
+ * it changed; it throws after doing what it could when a step failed (the caller retries on its
+ * timer). Thread-safety: calls are serialised by the caller (LinuxDataplane).
+ */
+import type { Link, Netlinux, Route, RouteSpec } from '@calico-ts/netlinux';
+import {
+  type EncapRoute,
+  VXLAN_DEVICE_V4,
+  type VxlanDevice,
+  type VxlanState,
+} from '../calc/vxlan-resolver.js';
+import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import { matchesPrefixes } from './interface-monitor.js';
+import { protocolMatches } from './route-manager.js';
+
+export type VxlanNetOps = Pick<
+  Netlinux,
+  | 'listLinks'
+  | 'createVxlan'
+  | 'deleteLink'
+  | 'setLink'
+  | 'listAddrs'
+  | 'addAddr'
+  | 'delAddr'
+  | 'listRoutes'
+  | 'replaceRoute'
+  | 'delRoute'
+  | 'listNeighbours'
+  | 'replaceNeighbour'
+  | 'delNeighbour'
+  | 'listFdb'
+  | 'replaceFdb'
+  | 'delFdb'
+  | 'writeSysctls'
+>;
+
+export interface VxlanManagerOptions {
+  readonly net: VxlanNetOps;
+  /** The network namespace to act in (name or path); absent: Felix's own. */
+  readonly netns?: string;
+  /** Protocol of the routes this manager programs off the device (see `encapRouteProtocol`). */
+  readonly protocol: number;
+  /** Workload interface prefixes, whose routes are never touched here. */
+  readonly workloadPrefixes: readonly string[];
+  readonly log?: Logger;
+}
+
+export type DeviceAction = 'created' | 'recreated' | 'updated' | 'unchanged' | 'removed' | 'absent';
+
+export interface VxlanApplyResult {
+  readonly device: DeviceAction;
+  readonly routesAdded: readonly string[];
+  readonly routesRemoved: readonly string[];
+  readonly neighboursSet: readonly string[];
+  readonly neighboursRemoved: readonly string[];
+  readonly fdbSet: readonly string[];
+  readonly fdbRemoved: readonly string[];
+}
+
+/** Why an existing device cannot be kept (upstream `vxlanLinksIncompat`), or undefined. */
+export function vxlanIncompatibility(link: Link, want: VxlanDevice, parentDev: string): string | undefined {
+  if (link.kind !== 'vxlan' || !link.vxlan) return `link type: ${link.kind || 'none'} vs vxlan`;
+  const v = link.vxlan;
+  if (v.vni !== want.vni) return `vni: ${v.vni} vs ${want.vni}`;
+  if (v.port !== want.port) return `port: ${v.port} vs ${want.port}`;
+  if (v.local !== want.parentAddress) return `source address: ${v.local ?? 'none'} vs ${want.parentAddress}`;
+  if (v.dev !== undefined && v.dev !== parentDev) return `parent interface: ${v.dev} vs ${parentDev}`;
+  if (v.learning) return 'learning: on vs off';
+  if (link.mac !== want.mac) return `MAC: ${link.mac} vs ${want.mac}`;
+  return undefined;
+}
+
+function routeKey(r: { dst: string }): string {
+  return r.dst;
+}
+
+export class VxlanManager {
+  readonly #o: VxlanManagerOptions;
+  readonly #log: Logger;
+  #state: VxlanState | undefined;
+
+  constructor(opts: VxlanManagerOptions) {
+    this.#o = opts;
+    this.#log = opts.log ?? NOOP_LOGGER;
+  }
+
+  get state(): VxlanState | undefined {
+    return this.#state;
+  }
+
+  setState(state: VxlanState): void {
+    this.#state = state;
+  }
+
+  async apply(): Promise<VxlanApplyResult | undefined> {
+    const st = this.#state;
+    if (!st) return undefined;
+    const errors: string[] = [];
+    const out = {
+      device: 'absent' as DeviceAction,
+      routesAdded: [] as string[],
+      routesRemoved: [] as string[],
+      neighboursSet: [] as string[],
+      neighboursRemoved: [] as string[],
+      fdbSet: [] as string[],
+      fdbRemoved: [] as string[],
+    };
+    const ns = this.#o.netns;
+    const links = await this.#o.net.listLinks(ns);
+    const existing = links.find((l) => l.name === VXLAN_DEVICE_V4);
+
+    let deviceReady = false;
+    let parentDev: string | undefined;
+    if (!st.enabled) {
+      if (existing) {
+        await this.#o.net.deleteLink(VXLAN_DEVICE_V4, { ignoreMissing: true }, ns);
+        out.device = 'removed';
+      }
+    } else if (st.device) {
+      const addrs = await this.#o.net.listAddrs({ family: 4 }, ns);
+      parentDev = addrs.find((a) => a.address === st.device?.parentAddress && a.dev !== VXLAN_DEVICE_V4)?.dev;
+      if (parentDev === undefined) {
+        errors.push(`no interface holds this node's IP ${st.device.parentAddress}`);
+      } else {
+        try {
+          out.device = await this.#ensureDevice(st.device, existing, parentDev);
+          deviceReady = true;
+        } catch (e) {
+          errors.push(`device ${VXLAN_DEVICE_V4}: ${errorMessage(e)}`);
+        }
+      }
+    } else if (existing) {
+      out.device = 'unchanged';
+    }
+
+    if (deviceReady) {
+      await this.#syncFdb(st, out, errors);
+      await this.#syncNeighbours(st, out, errors);
+    }
+    await this.#syncRoutes(st, deviceReady, parentDev, out, errors);
+
+    const changed =
+      out.device !== 'unchanged' && out.device !== 'absent'
+        ? true
+        : [
+            out.routesAdded,
+            out.routesRemoved,
+            out.neighboursSet,
+            out.neighboursRemoved,
+            out.fdbSet,
+            out.fdbRemoved,
+          ].some((l) => l.length > 0);
+    if (changed) this.#log.info(out, 'VXLAN dataplane updated');
+    if (errors.length > 0) throw new Error(`VXLAN programming failed: ${errors.join('; ')}`);
+    return out;
+  }
+
+  async #ensureDevice(
+    want: VxlanDevice,
+    existing: Link | undefined,
+    parentDev: string,
+  ): Promise<DeviceAction> {
+    const ns = this.#o.netns;
+    const net = this.#o.net;
+    let action: DeviceAction = 'unchanged';
+    let link = existing;
+    if (link) {
+      const why = vxlanIncompatibility(link, want, parentDev);
+      if (why !== undefined) {
+        this.#log.warn(
+          { device: want.name, mismatch: why },
+          'VXLAN device has an incompatible configuration; recreating it',
+        );
+        await net.deleteLink(want.name, { ignoreMissing: true }, ns);
+        link = undefined;
+        action = 'recreated';
+      }
+    }
+    if (!link) {
+      await net.createVxlan(
+        {
+          name: want.name,
+          vni: want.vni,
+          port: want.port,
+          local: want.parentAddress,
+          dev: parentDev,
+          learning: false,
+          mtu: want.mtu,
+          mac: want.mac,
+        },
+        ns,
+      );
+      if (action === 'unchanged') action = 'created';
+    } else if (link.mtu !== want.mtu) {
+      await net.setLink(want.name, { mtu: want.mtu }, ns);
+      action = 'updated';
+    }
+    const cidr = `${want.tunnelAddress}/32`;
+    const addrs = await net.listAddrs({ dev: want.name, family: 4 }, ns);
+    for (const a of addrs) {
+      if (a.cidr === cidr) continue;
+      await net.delAddr(want.name, a.cidr, { ignoreMissing: true }, ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    if (!addrs.some((a) => a.cidr === cidr)) {
+      await net.addAddr(want.name, cidr, undefined, ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    if (!link?.up) {
+      await net.setLink(want.name, { up: true }, ns);
+      // Decapsulated packets arrive here and are forwarded on to the pods.
+      await net.writeSysctls([[`net.ipv4.conf.${want.name}.forwarding`, '1']], ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    return action;
+  }
+
+  async #syncFdb(
+    st: VxlanState,
+    out: { fdbSet: string[]; fdbRemoved: string[] },
+    errors: string[],
+  ): Promise<void> {
+    const ns = this.#o.netns;
+    const dev = VXLAN_DEVICE_V4;
+    const current = (await this.#o.net.listFdb(dev, ns)).filter((e) => e.dst !== undefined);
+    const want = new Map(st.fdb.map((f) => [f.mac, f.dst]));
+    for (const f of st.fdb) {
+      const ok = current.some((e) => e.mac === f.mac && e.dst === f.dst && e.state === 'permanent');
+      if (ok) continue;
+      try {
+        await this.#o.net.replaceFdb({ mac: f.mac, dev, dst: f.dst }, ns);
+        out.fdbSet.push(`${f.mac} dst ${f.dst}`);
+      } catch (e) {
+        errors.push(`fdb ${f.mac}: ${errorMessage(e)}`);
+      }
+    }
+    for (const e of current) {
+      if (want.get(e.mac) === e.dst) continue;
+      try {
+        if (await this.#o.net.delFdb({ mac: e.mac, dev, dst: e.dst! }, { ignoreMissing: true }, ns)) {
+          out.fdbRemoved.push(`${e.mac} dst ${e.dst}`);
+        }
+      } catch (err) {
+        errors.push(`fdb ${e.mac}: ${errorMessage(err)}`);
+      }
+    }
+  }
+
+  async #syncNeighbours(
+    st: VxlanState,
+    out: { neighboursSet: string[]; neighboursRemoved: string[] },
+    errors: string[],
+  ): Promise<void> {
+    const ns = this.#o.netns;
+    const dev = VXLAN_DEVICE_V4;
+    const current = await this.#o.net.listNeighbours({ dev, family: 4 }, ns);
+    const want = new Map(st.neighbours.map((n) => [n.dst, n.lladdr]));
+    for (const n of st.neighbours) {
+      const ok = current.some(
+        (c) => c.dst === n.dst && c.lladdr === n.lladdr && c.state.includes('permanent'),
+      );
+      if (ok) continue;
+      try {
+        await this.#o.net.replaceNeighbour({ dst: n.dst, dev, lladdr: n.lladdr, state: 'permanent' }, ns);
+        out.neighboursSet.push(`${n.dst} lladdr ${n.lladdr}`);
+      } catch (e) {
+        errors.push(`neighbour ${n.dst}: ${errorMessage(e)}`);
+      }
+    }
+    for (const c of current) {
+      if (want.has(c.dst)) continue;
+      try {
+        if (await this.#o.net.delNeighbour({ dst: c.dst, dev }, { ignoreMissing: true }, ns)) {
+          out.neighboursRemoved.push(c.dst);
+        }
+      } catch (e) {
+        errors.push(`neighbour ${c.dst}: ${errorMessage(e)}`);
+      }
+    }
+  }
+
+  /** Whether a route in the kernel is one this manager programs (see the ownership note above). */
+  owns(r: Route): boolean {
+    if (r.table !== undefined || r.family !== 4) return false;
+    if (r.dev === VXLAN_DEVICE_V4) return r.proto !== 'kernel';
+    if (!protocolMatches(r.proto, this.#o.protocol)) return false;
+    if (r.type === 'blackhole') return true;
+    return (
+      r.type === undefined &&
+      r.gateway !== undefined &&
+      r.dev !== undefined &&
+      !matchesPrefixes(r.dev, this.#o.workloadPrefixes)
+    );
+  }
+
+  #spec(r: EncapRoute, parentDev: string | undefined): RouteSpec | undefined {
+    const proto = this.#o.protocol;
+    switch (r.kind) {
+      case 'tunnel':
+        return { dst: r.dst, gateway: r.gateway, dev: r.dev, onlink: true, proto };
+      case 'device':
+        return { dst: r.dst, dev: r.dev, scope: 'link', proto };
+      case 'same-subnet':
+        return parentDev === undefined
+          ? undefined
+          : { dst: r.dst, gateway: r.gateway, dev: parentDev, proto };
+      case 'blackhole':
+        return { dst: r.dst, type: 'blackhole', proto };
+    }
+  }
+
+  async #syncRoutes(
+    st: VxlanState,
+    deviceReady: boolean,
+    parentDev: string | undefined,
+    out: { routesAdded: string[]; routesRemoved: string[] },
+    errors: string[],
+  ): Promise<void> {
+    const ns = this.#o.netns;
+    const desired = new Map<string, RouteSpec>();
+    for (const r of st.routes) {
+      if ((r.kind === 'tunnel' || r.kind === 'device') && !deviceReady) continue;
+      const spec = this.#spec(r, parentDev);
+      if (spec) desired.set(routeKey(spec), spec);
+    }
+    const current = (await this.#o.net.listRoutes({ family: 4 }, ns)).filter((r) => this.owns(r));
+    const have = new Map(current.map((r) => [routeKey(r), r]));
+    for (const [k, spec] of desired) {
+      const got = have.get(k);
+      if (got && sameRoute(got, spec, this.#o.protocol)) continue;
+      try {
+        await this.#o.net.replaceRoute(spec, ns);
+        out.routesAdded.push(describeRoute(spec));
+      } catch (e) {
+        errors.push(`route ${describeRoute(spec)}: ${errorMessage(e)}`);
+      }
+    }
+    for (const r of current) {
+      const want = desired.get(routeKey(r));
+      if (want && sameRoute(r, want, this.#o.protocol)) continue;
+      if (want) continue; // replaced above (a replace of the same destination takes its place)
+      try {
+        const gone = await this.#o.net.delRoute(
+          {
+            dst: r.dst,
+            ...(r.dev !== undefined ? { dev: r.dev } : {}),
+            ...(r.type !== undefined ? { type: r.type } : {}),
+            ...(r.proto !== undefined ? { proto: r.proto } : {}),
+          },
+          { ignoreMissing: true },
+          ns,
+        );
+        if (gone) out.routesRemoved.push(describeRoute(r));
+      } catch (e) {
+        errors.push(`route ${r.dst}: ${errorMessage(e)}`);
+      }
+    }
+  }
+}
+
+function sameRoute(got: Route, want: RouteSpec, protocol: number): boolean {
+  return (
+    (got.type ?? 'unicast') === (want.type ?? 'unicast') &&
+    got.dev === want.dev &&
+    got.gateway === want.gateway &&
+    (got.onlink === true) === (want.onlink === true) &&
+    protocolMatches(got.proto, protocol)
+  );
+}
+
+function describeRoute(r: RouteSpec | Route): string {
+  const parts = [r.type === 'blackhole' ? `blackhole ${r.dst}` : r.dst];
+  if (r.gateway !== undefined) parts.push(`via ${r.gateway}`);
+  if (r.dev !== undefined) parts.push(`dev ${r.dev}`);
+  if (r.onlink) parts.push('onlink');
+  return parts.join(' ');
+}

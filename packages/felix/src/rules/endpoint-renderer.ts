@@ -1,0 +1,113 @@
+/**
+ * Endpoint chains (upstream `felix/rules/endpoints.go`, `endpointIptablesChain`):
+ *
+ *   ct state established,related  accept
+ *   ct state invalid               drop
+ *   meta mark set mark & ~(accept|pass)
+ *   [workload egress: drop VXLAN and IPIP sent by the workload]
+ *   for each tier with policies in this direction:
+ *     meta mark set mark & ~pass                      "Start of tier <name>"
+ *     for each policy:  mark & pass == 0  jump <policy chain>
+ *                       mark & accept == accept  return
+ *     mark & pass == 0  drop    (unless the tier's defaultAction is Pass)
+ *   for each profile:   jump <profile chain>;  mark & accept == accept  return
+ *   drop                                              "Drop if no profiles matched"
+ *
+ * Profiles are reached only when no tier applied or the last tier passed. Forward chains of host
+ * endpoints have no profiles and, with no policy, accept.
+ */
+import type { EndpointTier } from '../calc/types.js';
+import type { MarkBits } from './config.js';
+import {
+  accept,
+  clearMarkBits,
+  ctState,
+  drop,
+  jump,
+  l4protoExpr,
+  markClear,
+  markSet,
+  match,
+  meta,
+  payload,
+  ret,
+  setMarkBits,
+} from './expr.js';
+import {
+  FILTER,
+  POLICY_INBOUND_PREFIX,
+  POLICY_OUTBOUND_PREFIX,
+  PROFILE_INBOUND_PREFIX,
+  PROFILE_OUTBOUND_PREFIX,
+  policyChainName,
+  profileChainName,
+} from './names.js';
+import type { NftRuleDesired } from './ruleset.js';
+
+export type Direction = 'ingress' | 'egress';
+
+export interface EndpointChainOptions {
+  readonly tiers: readonly EndpointTier[];
+  readonly profileIds: readonly string[];
+  readonly direction: Direction;
+  readonly marks: MarkBits;
+  /** Host endpoint chains jump to the failsafe chain first. */
+  readonly failsafeChain?: string;
+  /** Forward chains of host endpoints: no profiles; no policy means allow. */
+  readonly forward?: boolean;
+  readonly dropVXLANPort?: number;
+  readonly dropIPIP?: boolean;
+  /** Policy chains that exist; jumps to others are left out. */
+  readonly hasPolicy: (id: string) => boolean;
+  readonly hasProfile: (id: string) => boolean;
+}
+
+export function renderEndpointChain(o: EndpointChainOptions): NftRuleDesired[] {
+  const { marks } = o;
+  const rules: NftRuleDesired[] = [
+    { expr: [ctState('established', 'related'), accept] },
+    { expr: [ctState('invalid'), drop] },
+  ];
+  if (o.failsafeChain) rules.push({ expr: [jump(FILTER + o.failsafeChain)] });
+  rules.push({ expr: [clearMarkBits(marks.accept | marks.pass)] });
+  if (o.dropVXLANPort !== undefined) {
+    rules.push({
+      expr: [match(meta('l4proto'), 'udp'), match(payload('udp', 'dport'), o.dropVXLANPort), drop],
+      comment: 'Drop VXLAN encapped packets originating in workloads',
+    });
+  }
+  if (o.dropIPIP) {
+    rules.push({
+      expr: [match(meta('l4proto'), l4protoExpr(4)), drop],
+      comment: 'Drop IPinIP encapped packets originating in workloads',
+    });
+  }
+  const policyPrefix = o.direction === 'ingress' ? POLICY_INBOUND_PREFIX : POLICY_OUTBOUND_PREFIX;
+  const profilePrefix = o.direction === 'ingress' ? PROFILE_INBOUND_PREFIX : PROFILE_OUTBOUND_PREFIX;
+  let tiersApplied = 0;
+  for (const tier of o.tiers) {
+    const pols = (o.direction === 'ingress' ? tier.ingressPolicies : tier.egressPolicies).filter(o.hasPolicy);
+    if (pols.length === 0) continue;
+    tiersApplied++;
+    rules.push({ expr: [clearMarkBits(marks.pass)], comment: `Start of tier ${tier.name}` });
+    for (const id of pols) {
+      rules.push({ expr: [markClear(marks.pass), jump(FILTER + policyChainName(policyPrefix, id))] });
+      rules.push({ expr: [markSet(marks.accept), ret], comment: 'Return if policy accepted' });
+    }
+    if (tier.defaultAction !== 'Pass') {
+      rules.push({ expr: [markClear(marks.pass), drop], comment: 'Drop if no policies passed packet' });
+    }
+  }
+  if (o.forward) {
+    if (tiersApplied === 0) {
+      rules.push({ expr: [setMarkBits(marks.accept), ret], comment: 'Allow forwarded traffic by default' });
+    }
+    return rules;
+  }
+  for (const id of o.profileIds.filter(o.hasProfile)) {
+    rules.push({ expr: [jump(FILTER + profileChainName(profilePrefix, id))] });
+    rules.push({ expr: [markSet(marks.accept), ret], comment: 'Return if profile accepted' });
+  }
+  rules.push({ expr: [drop], comment: 'Drop if no profiles matched' });
+  return rules;
+}

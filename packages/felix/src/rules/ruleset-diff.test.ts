@@ -1,0 +1,213 @@
+/**
+ * diffRuleset moves nftables from one desired ruleset to another: applying its commands to the
+ * current state (with the kernel's rules about references, enforced by FakeNft) must give exactly
+ * the desired state, and unchanged objects must not be touched.
+ */
+import { describe, expect, it } from 'vitest';
+import { CalcGraph } from '../calc/calc-graph.js';
+import { gnp, hep, netSet, np, pool, profile, tier, wep } from '../calc/testing-internal/resources.js';
+import type { CalcResource } from '../calc/types.js';
+import { DEFAULT_RULES_CONFIG } from './config.js';
+import type { NftCommand } from './nft-json.js';
+import { emptyRuleset, type NftDesired } from './ruleset.js';
+import { diffRuleset } from './ruleset-diff.js';
+import { renderRuleset } from './ruleset-renderer.js';
+import { FakeNft, normalizeRuleset } from './testing-internal/fake-nft.js';
+
+function render(resources: CalcResource[]): NftDesired {
+  const g = new CalcGraph({ hostname: 'node1' });
+  for (const r of resources) g.onUpdate({ kind: 'set', resource: r });
+  g.flush();
+  return renderRuleset(g.state(), DEFAULT_RULES_CONFIG);
+}
+
+function applyDiff(current: NftDesired, desired: NftDesired): { result: NftDesired; commands: NftCommand[] } {
+  const commands = diffRuleset(current, desired);
+  const nft = new FakeNft(current);
+  nft.apply(commands);
+  return { result: nft.dump(), commands };
+}
+
+const clusterA: CalcResource[] = [
+  tier('security', 10, 'Pass'),
+  profile('kns.a', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
+  wep('a', 'web', { labels: { app: 'web' }, profiles: ['kns.a'], ips: ['10.65.0.1/32'], iface: 'caliweb' }),
+  wep('a', 'db', { labels: { app: 'db' }, profiles: ['kns.a'], ips: ['10.65.0.2/32'], iface: 'calidb' }),
+  netSet('a', 'ext', { ext: 'yes' }, ['192.0.2.0/24']),
+  gnp('security.screen', { tier: 'security', selector: 'all()', ingress: [{ action: 'Pass' }] }),
+  np('a', 'db', {
+    selector: "app == 'db'",
+    ingress: [
+      {
+        action: 'Allow',
+        protocol: 'TCP',
+        source: { selector: "app == 'web'" },
+        destination: { ports: [5432] },
+      },
+    ],
+    egress: [{ action: 'Allow', destination: { selector: "ext == 'yes'" } }],
+  }),
+  pool('p', '10.65.0.0/16', true),
+];
+
+// Web deleted, a new endpoint, the db policy's rules changed, a host endpoint, the pool without NAT.
+const clusterB: CalcResource[] = [
+  profile('kns.a', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
+  wep('a', 'db', { labels: { app: 'db' }, profiles: ['kns.a'], ips: ['10.65.0.2/32'], iface: 'calidb' }),
+  wep('a', 'cache', {
+    labels: { app: 'web' },
+    profiles: ['kns.a'],
+    ips: ['10.65.0.3/32'],
+    iface: 'calicache',
+  }),
+  np('a', 'db', {
+    selector: "app == 'db'",
+    ingress: [
+      {
+        action: 'Allow',
+        protocol: 'TCP',
+        source: { selector: "app == 'web'" },
+        destination: { ports: [5432, 'pg'] },
+      },
+    ],
+  }),
+  hep('eth0', { labels: { host: 'y' }, ips: ['198.18.0.1'], iface: 'eth0' }),
+  gnp('host', {
+    selector: 'has(host)',
+    ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [22] } }],
+  }),
+  pool('p', '10.65.0.0/16', false),
+];
+
+describe('diffRuleset', () => {
+  const A = render(clusterA);
+  const B = render(clusterB);
+  const empty = emptyRuleset();
+
+  for (const [name, from, to] of [
+    ['empty → A', empty, A],
+    ['A → B', A, B],
+    ['B → A', B, A],
+    ['A → empty', A, empty],
+  ] as const) {
+    it(`${name}: applying the diff gives the desired ruleset`, () => {
+      const { result } = applyDiff(from, to);
+      expect(result).toEqual(normalizeRuleset(to));
+    });
+  }
+
+  it('emits nothing when nothing changed', () => {
+    expect(diffRuleset(A, render(clusterA))).toEqual([]);
+  });
+
+  it('moves one IP set member with one element command and touches no chain', () => {
+    const moved = clusterA.map((r) =>
+      r.kind === 'WorkloadEndpoint' && r.metadata.name === 'web'
+        ? wep('a', 'web', {
+            labels: { app: 'web' },
+            profiles: ['kns.a'],
+            ips: ['10.65.0.9/32'],
+            iface: 'caliweb',
+          })
+        : r,
+    );
+    const { result, commands } = applyDiff(A, render(moved));
+    expect(result).toEqual(normalizeRuleset(render(moved)));
+    const kinds = commands.map((c) => `${Object.keys(c)[0]} ${Object.keys(Object.values(c)[0]!)[0]}`);
+    // IPv4 only: the set lost 10.65.0.1 and gained 10.65.0.9.
+    expect(kinds).toEqual(['delete element', 'add element']);
+  });
+
+  it('replaces a changed chain by flushing and re-adding only that chain', () => {
+    const changed = clusterA.map((r) =>
+      r.kind === 'NetworkPolicy'
+        ? np('a', 'db', {
+            selector: "app == 'db'",
+            ingress: [
+              {
+                action: 'Allow',
+                protocol: 'TCP',
+                source: { selector: "app == 'web'" },
+                destination: { ports: [5433] },
+              },
+            ],
+            egress: [{ action: 'Allow', destination: { selector: "ext == 'yes'" } }],
+          })
+        : r,
+    );
+    const { result, commands } = applyDiff(A, render(changed));
+    expect(result).toEqual(normalizeRuleset(render(changed)));
+    const flushed = commands
+      .filter((c) => 'flush' in c)
+      .map((c) => ('flush' in c ? `${c.flush.chain.family} ${c.flush.chain.name}` : ''));
+    expect(flushed).toEqual(['ip filter-cali-pi-np/a/db', 'ip6 filter-cali-pi-np/a/db']);
+    expect(commands.every((c) => 'flush' in c || ('add' in c && 'rule' in c.add))).toBe(true);
+  });
+
+  it('creates referenced chains before their referrers and deletes them after', () => {
+    const { commands } = applyDiff(A, B);
+    const idx = (pred: (c: NftCommand) => boolean) => commands.findIndex(pred);
+    const addChain = idx(
+      (c) => 'add' in c && 'chain' in c.add && c.add.chain.name === 'filter-cali-pi-gnp/host',
+    );
+    const jumpToIt = idx(
+      (c) =>
+        'add' in c &&
+        'rule' in c.add &&
+        JSON.stringify(c.add.rule.expr).includes('"filter-cali-pi-gnp/host"'),
+    );
+    expect(addChain).toBeGreaterThanOrEqual(0);
+    expect(addChain).toBeLessThan(jumpToIt);
+    const delChain = idx(
+      (c) =>
+        'delete' in c && 'chain' in c.delete && c.delete.chain.name === 'filter-cali-pi-gnp/security.screen',
+    );
+    const flushReferrer = idx((c) => 'flush' in c && c.flush.chain.name === 'filter-cali-tw-calidb');
+    expect(flushReferrer).toBeGreaterThanOrEqual(0);
+    expect(flushReferrer).toBeLessThan(delChain);
+  });
+
+  it('recreates a set whose type changed and the chains that use it', () => {
+    const cur: NftDesired = {
+      tables: [
+        {
+          family: 'ip',
+          name: 'calico',
+          sets: { s: { name: 's', type: 'ipv4_addr', flags: ['interval'], elements: ['10.0.0.1'] } },
+          maps: {},
+          chains: {
+            c: {
+              name: 'c',
+              rules: [{ expr: [{ match: { op: '==', left: { meta: { key: 'iifname' } }, right: '@s' } }] }],
+            },
+            d: {
+              name: 'd',
+              base: { type: 'filter', hook: 'input', prio: 0, policy: 'accept' },
+              rules: [{ expr: [{ jump: { target: 'c' } }] }],
+            },
+          },
+        },
+      ],
+    };
+    const des: NftDesired = {
+      tables: [
+        {
+          ...cur.tables[0]!,
+          sets: {
+            s: { name: 's', type: ['ipv4_addr', 'inet_proto', 'inet_service'], flags: [], elements: [] },
+          },
+          chains: {
+            ...cur.tables[0]!.chains,
+            d: {
+              name: 'd',
+              base: { type: 'filter', hook: 'input', prio: 10, policy: 'accept' },
+              rules: [{ expr: [{ jump: { target: 'c' } }] }],
+            },
+          },
+        },
+      ],
+    };
+    const { result } = applyDiff(cur, des);
+    expect(result).toEqual(normalizeRuleset(des));
+  });
+});

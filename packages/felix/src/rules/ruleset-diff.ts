@@ -1,0 +1,269 @@
+/**
+ * The commands that move nftables from one desired ruleset to another, for one libnftables
+ * transaction (upstream `felix/nftables/table.go` does the same for its chains and maps).
+ *
+ * Order, so that nothing is referenced before it exists or deleted while still referenced:
+ *   1. add new tables, sets and maps (maps empty: their elements name chains)
+ *   2. add new chains (empty)
+ *   3. flush changed chains (rules differ, or they use a set/map being recreated)
+ *   4. recreate sets/maps whose type changed; add and delete elements of the others
+ *   5. add the rules of changed and new chains
+ *   6. flush removed chains, then delete removed sets/maps, then delete removed chains
+ *   7. delete removed tables (with everything in them)
+ * A changed chain is replaced whole (flush + re-add); unchanged chains are not touched.
+ */
+import type {
+  NftChain,
+  NftCommand,
+  NftDocument,
+  NftExpression,
+  NftFamily,
+  NftStatement,
+  NftVerdict,
+} from './nft-json.js';
+
+type MapElem = readonly [string, NftVerdict];
+
+import type {
+  NftChainDesired,
+  NftDesired,
+  NftMapDesired,
+  NftSetDesired,
+  NftTableDesired,
+} from './ruleset.js';
+
+const json = (v: unknown) => JSON.stringify(v);
+
+function chainObj(t: NftTableDesired, c: NftChainDesired): NftChain {
+  const base = c.base
+    ? { type: c.base.type, hook: c.base.hook, prio: c.base.prio, policy: c.base.policy }
+    : {};
+  return { family: t.family, table: t.name, name: c.name, ...base };
+}
+
+function chainRef(t: NftTableDesired, name: string): NftChain {
+  return { family: t.family, table: t.name, name };
+}
+
+function setDef(s: NftSetDesired): string {
+  return json([s.type, s.flags]);
+}
+
+function mapDef(m: NftMapDesired): string {
+  return json([m.type, m.map]);
+}
+
+/** Set and map names an expression tree refers to (`@name`). */
+function collectRefs(v: unknown, into: Set<string>): void {
+  if (typeof v === 'string') {
+    if (v.startsWith('@')) into.add(v.slice(1));
+  } else if (Array.isArray(v)) {
+    for (const x of v) collectRefs(x, into);
+  } else if (v && typeof v === 'object') {
+    for (const x of Object.values(v)) collectRefs(x, into);
+  }
+}
+
+function chainUses(c: NftChainDesired, names: Set<string>): boolean {
+  if (names.size === 0) return false;
+  const refs = new Set<string>();
+  collectRefs(
+    c.rules.map((r) => r.expr),
+    refs,
+  );
+  for (const r of refs) if (names.has(r)) return true;
+  return false;
+}
+
+function addRules(t: NftTableDesired, c: NftChainDesired, out: NftCommand[]): void {
+  for (const r of c.rules) {
+    out.push({
+      add: {
+        rule: {
+          family: t.family,
+          table: t.name,
+          chain: c.name,
+          expr: r.expr as NftStatement[],
+          ...(r.comment !== undefined ? { comment: r.comment } : {}),
+        },
+      },
+    });
+  }
+}
+
+function addSet(t: NftTableDesired, s: NftSetDesired, out: NftCommand[]): void {
+  out.push({
+    add: {
+      set: {
+        family: t.family,
+        table: t.name,
+        name: s.name,
+        type: s.type,
+        ...(s.flags.length > 0 ? { flags: s.flags } : {}),
+        ...(s.elements.length > 0 ? { elem: s.elements } : {}),
+      },
+    },
+  });
+}
+
+function addMap(t: NftTableDesired, m: NftMapDesired, out: NftCommand[]): void {
+  out.push({ add: { map: { family: t.family, table: t.name, name: m.name, type: m.type, map: m.map } } });
+}
+
+function elementCmd(
+  verb: 'add' | 'delete',
+  t: NftTableDesired,
+  name: string,
+  elem: readonly (NftExpression | MapElem)[],
+  out: NftCommand[],
+): void {
+  if (elem.length === 0) return;
+  const element = { family: t.family, table: t.name, name, elem } as const;
+  out.push(verb === 'add' ? { add: { element } } : { delete: { element } });
+}
+
+function setElementDelta(cur: NftSetDesired | undefined, des: NftSetDesired) {
+  const before = new Map((cur?.elements ?? []).map((e) => [json(e), e]));
+  const after = new Map(des.elements.map((e) => [json(e), e]));
+  return {
+    added: [...after].filter(([k]) => !before.has(k)).map(([, e]) => e),
+    removed: [...before].filter(([k]) => !after.has(k)).map(([, e]) => e),
+  };
+}
+
+function mapElementDelta(cur: NftMapDesired | undefined, des: NftMapDesired) {
+  const before = new Map((cur?.elements ?? []).map((e) => [e[0], e]));
+  const after = new Map(des.elements.map((e) => [e[0], e]));
+  const added: MapElem[] = [];
+  const removed: MapElem[] = [];
+  for (const [k, e] of after) {
+    const old = before.get(k);
+    if (!old) added.push(e);
+    else if (json(old) !== json(e)) {
+      removed.push(old);
+      added.push(e);
+    }
+  }
+  for (const [k, e] of before) if (!after.has(k)) removed.push(e);
+  return { added, removed };
+}
+
+function tableKey(t: { family: NftFamily; name: string }): string {
+  return `${t.family} ${t.name}`;
+}
+
+const EMPTY_TABLE = (t: NftTableDesired): NftTableDesired => ({ ...t, chains: {}, sets: {}, maps: {} });
+
+/** The minimal commands turning `current` into `desired`. */
+export function diffRuleset(current: NftDesired, desired: NftDesired): NftCommand[] {
+  const out: NftCommand[] = [];
+  const curTables = new Map(current.tables.map((t) => [tableKey(t), t]));
+  const desTables = new Map(desired.tables.map((t) => [tableKey(t), t]));
+
+  // Phases run table by table; tables are independent of each other.
+  for (const des of desired.tables) {
+    const existing = curTables.get(tableKey(des));
+    if (!existing) out.push({ add: { table: { family: des.family, name: des.name } } });
+    diffTable(existing ?? EMPTY_TABLE(des), des, out);
+  }
+  for (const cur of current.tables) {
+    if (!desTables.has(tableKey(cur)))
+      out.push({ delete: { table: { family: cur.family, name: cur.name } } });
+  }
+  return out;
+}
+
+function diffTable(cur: NftTableDesired, des: NftTableDesired, out: NftCommand[]): void {
+  const newSets = Object.values(des.sets).filter((s) => !cur.sets[s.name]);
+  const newMaps = Object.values(des.maps).filter((m) => !cur.maps[m.name]);
+  const recreatedSets = Object.values(des.sets).filter(
+    (s) => cur.sets[s.name] && setDef(cur.sets[s.name]!) !== setDef(s),
+  );
+  const recreatedMaps = Object.values(des.maps).filter(
+    (m) => cur.maps[m.name] && mapDef(cur.maps[m.name]!) !== mapDef(m),
+  );
+  const recreated = new Set([...recreatedSets.map((s) => s.name), ...recreatedMaps.map((m) => m.name)]);
+  const removedChains = Object.values(cur.chains).filter((c) => !des.chains[c.name]);
+  const newChains = Object.values(des.chains).filter((c) => !cur.chains[c.name]);
+  const recreatedChains = Object.values(des.chains).filter(
+    (c) => cur.chains[c.name] && json(cur.chains[c.name]!.base ?? null) !== json(c.base ?? null),
+  );
+  const recreatedChainNames = new Set(recreatedChains.map((c) => c.name));
+  const changedChains = Object.values(des.chains).filter((c) => {
+    const old = cur.chains[c.name];
+    if (!old || recreatedChainNames.has(c.name)) return false;
+    return json(old.rules) !== json(c.rules) || chainUses(old, recreated);
+  });
+
+  // 1. New sets (with their elements) and maps (empty for now).
+  for (const s of newSets) addSet(des, s, out);
+  for (const m of newMaps) addMap(des, m, out);
+  // 2. New chains, empty, so every jump target exists before any rule names it.
+  for (const c of newChains) out.push({ add: { chain: chainObj(des, c) } });
+  // 3. Flush changed chains.
+  for (const c of changedChains) out.push({ flush: { chain: chainRef(des, c.name) } });
+  // 4. Sets and maps: recreate on a type change, else move elements.
+  for (const s of recreatedSets) {
+    out.push({
+      delete: { set: { family: des.family, table: des.name, name: s.name, type: cur.sets[s.name]!.type } },
+    });
+    addSet(des, s, out);
+  }
+  for (const m of recreatedMaps) {
+    out.push({
+      delete: {
+        map: {
+          family: des.family,
+          table: des.name,
+          name: m.name,
+          type: cur.maps[m.name]!.type,
+          map: 'verdict',
+        },
+      },
+    });
+    addMap(des, m, out);
+  }
+  for (const s of Object.values(des.sets)) {
+    if (!cur.sets[s.name] || recreated.has(s.name)) continue;
+    const { added, removed } = setElementDelta(cur.sets[s.name], s);
+    elementCmd('delete', des, s.name, removed, out);
+    elementCmd('add', des, s.name, added, out);
+  }
+  for (const m of Object.values(des.maps)) {
+    const fresh = !cur.maps[m.name] || recreated.has(m.name);
+    const { added, removed } = mapElementDelta(fresh ? undefined : cur.maps[m.name], m);
+    elementCmd('delete', des, m.name, removed, out);
+    elementCmd('add', des, m.name, added, out);
+  }
+  // 5. Rules of changed and new chains.
+  for (const c of changedChains) addRules(des, c, out);
+  for (const c of newChains) addRules(des, c, out);
+  // Base chains whose hook or priority changed are replaced outright (nothing jumps to them).
+  for (const c of recreatedChains) {
+    out.push({ flush: { chain: chainRef(des, c.name) } });
+    out.push({ delete: { chain: chainRef(des, c.name) } });
+    out.push({ add: { chain: chainObj(des, c) } });
+    addRules(des, c, out);
+  }
+  // 6. Removals: empty the chains first so none is still jumped to, then sets/maps, then chains.
+  for (const c of removedChains)
+    if (c.rules.length > 0) out.push({ flush: { chain: chainRef(cur, c.name) } });
+  for (const s of Object.values(cur.sets)) {
+    if (!des.sets[s.name]) {
+      out.push({ delete: { set: { family: cur.family, table: cur.name, name: s.name, type: s.type } } });
+    }
+  }
+  for (const m of Object.values(cur.maps)) {
+    if (!des.maps[m.name]) {
+      out.push({
+        delete: { map: { family: cur.family, table: cur.name, name: m.name, type: m.type, map: 'verdict' } },
+      });
+    }
+  }
+  for (const c of removedChains) out.push({ delete: { chain: chainRef(cur, c.name) } });
+}
+
+/** The libnftables JSON document for a command list. */
+export function toNftDocument(commands: readonly NftCommand[]): NftDocument {
+  return { nftables: [{ metainfo: { json_schema_version: 1 } }, ...commands] };
+}

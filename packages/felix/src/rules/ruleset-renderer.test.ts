@@ -1,0 +1,315 @@
+/** Golden renders of small rulesets: the exact nftables JSON for a known calc state. */
+import { describe, expect, it } from 'vitest';
+import { CalcGraph } from '../calc/calc-graph.js';
+import { makeUniqueID } from '../calc/hash.js';
+import { gnp, hep, np, pool, profile, tier, wep } from '../calc/testing-internal/resources.js';
+import type { CalcResource, DataplaneState } from '../calc/types.js';
+import { allocateMarks, DEFAULT_RULES_CONFIG, type RulesConfig, rulesConfigFromFelix } from './config.js';
+import { ipSetName } from './names.js';
+import { renderRuleset } from './ruleset-renderer.js';
+
+function stateOf(resources: CalcResource[]): DataplaneState {
+  const g = new CalcGraph({ hostname: 'node1' });
+  for (const r of resources) g.onUpdate({ kind: 'set', resource: r });
+  g.flush();
+  return g.state();
+}
+
+const MARK = { meta: { key: 'mark' } };
+const markClear = (bits: number) => ({ match: { op: '==', left: { '&': [MARK, bits] }, right: 0 } });
+const markIsSet = (bit: number) => ({ match: { op: '==', left: { '&': [MARK, bit] }, right: bit } });
+const orMark = (bits: number) => ({ mangle: { key: MARK, value: { '|': [MARK, bits] } } });
+const andMark = (bits: number) => ({ mangle: { key: MARK, value: { '&': [MARK, bits] } } });
+
+const small: CalcResource[] = [
+  profile('kns.app', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
+  wep('app', 'web', {
+    labels: { app: 'web' },
+    profiles: ['kns.app'],
+    ips: ['10.65.0.2/32'],
+    iface: 'cali1234',
+  }),
+  wep('app', 'client', {
+    node: 'node2',
+    labels: { app: 'client' },
+    profiles: ['kns.app'],
+    ips: ['10.65.1.7/32', 'fd00:65::7/128'],
+  }),
+  np('app', 'web', {
+    selector: "app == 'web'",
+    ingress: [
+      {
+        action: 'Allow',
+        protocol: 'TCP',
+        source: { selector: "app == 'client'" },
+        destination: { ports: [80] },
+      },
+    ],
+  }),
+  pool('pool4', '10.65.0.0/16', true),
+];
+
+describe('renderRuleset', () => {
+  const desired = renderRuleset(stateOf(small), DEFAULT_RULES_CONFIG);
+  const [ip, ip6] = desired.tables;
+  const clientSet = makeUniqueID('s', '(projectcalico.org/namespace == "app" && app == "client")');
+
+  it('renders table calico for ip and ip6', () => {
+    expect(desired.tables.map((t) => [t.family, t.name])).toEqual([
+      ['ip', 'calico'],
+      ['ip6', 'calico'],
+    ]);
+  });
+
+  it('names the selector set as upstream and fills it per family', () => {
+    const v4 = `cali40${clientSet}`.slice(0, 31).replaceAll(':', '-');
+    expect(v4).toMatch(/^cali40s-[A-Za-z0-9_-]{23}$/);
+    expect(ip!.sets[v4]).toEqual({
+      name: v4,
+      type: 'ipv4_addr',
+      flags: ['interval'],
+      elements: ['10.65.1.7'],
+    });
+    const v6 = v4.replace('cali40', 'cali60');
+    expect(ip6!.sets[v6]).toEqual({
+      name: v6,
+      type: 'ipv6_addr',
+      flags: ['interval'],
+      elements: ['fd00:65::7'],
+    });
+    expect(ip!.sets['cali40masq-ipam-pools']!.elements).toEqual([{ prefix: { addr: '10.65.0.0', len: 16 } }]);
+    expect(ip!.sets['cali40network-ip-pools']!.elements).toEqual([
+      { prefix: { addr: '10.65.0.0', len: 16 } },
+    ]);
+    expect(ip6!.sets['cali60masq-ipam-pools']!.elements).toEqual([]);
+  });
+
+  it('renders the policy chain: match, set the accept mark, return', () => {
+    expect(ip!.chains['filter-cali-pi-np/app/web']).toEqual({
+      name: 'filter-cali-pi-np/app/web',
+      rules: [
+        {
+          expr: [
+            { match: { op: '==', left: { meta: { key: 'l4proto' } }, right: 'tcp' } },
+            {
+              match: {
+                op: '==',
+                left: { payload: { protocol: 'ip', field: 'saddr' } },
+                right: `@${ipSetName('ip', clientSet)}`,
+              },
+            },
+            { match: { op: '==', left: { payload: { protocol: 'tcp', field: 'dport' } }, right: 80 } },
+            orMark(0x10000),
+            { return: null },
+          ],
+        },
+      ],
+    });
+    expect(ip!.chains['filter-cali-po-np/app/web']).toEqual({ name: 'filter-cali-po-np/app/web', rules: [] });
+  });
+
+  it('renders the workload chains as upstream evaluates endpoints', () => {
+    expect(ip!.chains['filter-cali-tw-cali1234']!.rules).toEqual([
+      {
+        expr: [
+          { match: { op: 'in', left: { ct: { key: 'state' } }, right: ['established', 'related'] } },
+          { accept: null },
+        ],
+      },
+      { expr: [{ match: { op: 'in', left: { ct: { key: 'state' } }, right: 'invalid' } }, { drop: null }] },
+      { expr: [andMark(0xfffcffff)] },
+      { expr: [andMark(0xfffdffff)], comment: 'Start of tier default' },
+      { expr: [markClear(0x20000), { jump: { target: 'filter-cali-pi-np/app/web' } }] },
+      { expr: [markIsSet(0x10000), { return: null }], comment: 'Return if policy accepted' },
+      { expr: [markClear(0x20000), { drop: null }], comment: 'Drop if no policies passed packet' },
+      { expr: [{ jump: { target: 'filter-cali-pri-kns.app' } }] },
+      { expr: [markIsSet(0x10000), { return: null }], comment: 'Return if profile accepted' },
+      { expr: [{ drop: null }], comment: 'Drop if no profiles matched' },
+    ]);
+    // Egress: no policy in this direction, so only the profile decides; encapsulated traffic is dropped.
+    expect(ip!.chains['filter-cali-fw-cali1234']!.rules.map((r) => r.comment ?? '')).toEqual([
+      '',
+      '',
+      '',
+      'Drop VXLAN encapped packets originating in workloads',
+      'Drop IPinIP encapped packets originating in workloads',
+      '',
+      'Return if profile accepted',
+      'Drop if no profiles matched',
+    ]);
+  });
+
+  it('dispatches interfaces through verdict maps', () => {
+    expect(ip!.maps['filter-cali-to-wl-dispatch']).toEqual({
+      name: 'filter-cali-to-wl-dispatch',
+      type: 'ifname',
+      map: 'verdict',
+      elements: [['cali1234', { goto: { target: 'filter-cali-tw-cali1234' } }]],
+    });
+    expect(ip!.maps['filter-cali-from-wl-dispatch']!.elements).toEqual([
+      ['cali1234', { goto: { target: 'filter-cali-fw-cali1234' } }],
+    ]);
+    expect(ip!.chains['filter-cali-to-wl-dispatch']!.rules).toEqual([
+      { expr: [{ vmap: { key: { meta: { key: 'oifname' } }, data: '@filter-cali-to-wl-dispatch' } }] },
+      { expr: [{ drop: null }], comment: 'Unknown interface' },
+    ]);
+  });
+
+  it('hooks base chains and masquerades pool traffic leaving all pools', () => {
+    expect(ip!.chains['filter-FORWARD']).toEqual({
+      name: 'filter-FORWARD',
+      base: { type: 'filter', hook: 'forward', prio: 0, policy: 'accept' },
+      rules: [{ expr: [{ jump: { target: 'filter-cali-FORWARD' } }] }],
+    });
+    expect(ip!.chains['nat-POSTROUTING']!.base).toEqual({
+      type: 'nat',
+      hook: 'postrouting',
+      prio: 100,
+      policy: 'accept',
+    });
+    expect(ip!.chains['nat-cali-nat-outgoing']!.rules).toEqual([
+      {
+        expr: [
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip', field: 'saddr' } },
+              right: '@cali40masq-ipam-pools',
+            },
+          },
+          {
+            match: {
+              op: '!=',
+              left: { payload: { protocol: 'ip', field: 'daddr' } },
+              right: '@cali40network-ip-pools',
+            },
+          },
+          { masquerade: null },
+        ],
+      },
+    ]);
+    expect(ip6!.chains['nat-cali-nat-outgoing']!.rules).toEqual([]);
+  });
+
+  it('applies DefaultEndpointToHostAction after the workload egress policy', () => {
+    const cfg: RulesConfig = {
+      ...DEFAULT_RULES_CONFIG,
+      defaultEndpointToHostAction: 'Accept',
+      ipv6Support: false,
+    };
+    const t = renderRuleset(stateOf(small), cfg).tables;
+    expect(t.map((x) => x.family)).toEqual(['ip']);
+    expect(t[0]!.chains['filter-cali-wl-to-host']!.rules).toEqual([
+      { expr: [{ jump: { target: 'filter-cali-from-wl-dispatch' } }] },
+      { expr: [{ accept: null }], comment: 'Configured DefaultEndpointToHostAction' },
+    ]);
+    expect(t[0]!.chains['filter-cali-INPUT']!.rules[0]).toEqual({
+      expr: [
+        { match: { op: '==', left: { meta: { key: 'iifname' } }, right: 'cali*' } },
+        { goto: { target: 'filter-cali-wl-to-host' } },
+      ],
+    });
+  });
+
+  it('renders failsafe ports, and host endpoints with failsafes and forward chains', () => {
+    const t = renderRuleset(
+      stateOf([
+        hep('eth0', { labels: { host: 'a' }, ips: ['198.18.0.1'], iface: 'eth0' }),
+        gnp('hosts', { selector: 'has(host)', applyOnForward: true, ingress: [{ action: 'Allow' }] }),
+      ]),
+      rulesConfigFromFelix({
+        failsafeInboundHostPorts: [{ protocol: 'TCP', port: 22, net: '198.18.0.0/24' }],
+      }),
+    ).tables[0]!;
+    expect(t.chains['filter-cali-failsafe-in']!.rules).toEqual([
+      {
+        expr: [
+          { match: { op: '==', left: { meta: { key: 'l4proto' } }, right: 'tcp' } },
+          { match: { op: '==', left: { payload: { protocol: 'tcp', field: 'dport' } }, right: 22 } },
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip', field: 'saddr' } },
+              right: { prefix: { addr: '198.18.0.0', len: 24 } },
+            },
+          },
+          { accept: null },
+        ],
+      },
+    ]);
+    expect(t.chains['filter-cali-failsafe-out']!.rules).toHaveLength(9);
+    expect(t.chains['filter-cali-fh-eth0']!.rules[2]).toEqual({
+      expr: [{ jump: { target: 'filter-cali-failsafe-in' } }],
+    });
+    expect(t.maps['filter-cali-from-host-endpoint']!.elements).toEqual([
+      ['eth0', { goto: { target: 'filter-cali-fh-eth0' } }],
+    ]);
+    expect(t.maps['filter-cali-from-hep-forward']!.elements).toEqual([
+      ['eth0', { goto: { target: 'filter-cali-fhfw-eth0' } }],
+    ]);
+    // No forward policy for egress: forwarded traffic out of eth0 is allowed.
+    expect(t.chains['filter-cali-thfw-eth0']!.rules.at(-1)).toEqual({
+      expr: [orMark(0x10000), { return: null }],
+      comment: 'Allow forwarded traffic by default',
+    });
+  });
+
+  it('passes to the next tier and reaches profiles only after a pass', () => {
+    const t = renderRuleset(
+      stateOf([
+        tier('first', 10, 'Pass'),
+        profile('prof', { ingress: [{ action: 'Allow' }] }),
+        wep('a', 'x', { labels: { a: 'b' }, profiles: ['prof'], ips: ['10.65.0.9/32'], iface: 'calix' }),
+        gnp('first.p', {
+          tier: 'first',
+          selector: 'all()',
+          ingress: [{ action: 'Pass', source: { nets: ['10.0.0.0/8'] } }],
+        }),
+      ]),
+      DEFAULT_RULES_CONFIG,
+    ).tables[0]!;
+    expect(
+      t.chains['filter-cali-tw-calix']!.rules.map((r) => r.comment ?? JSON.stringify(r.expr.at(-1))),
+    ).toEqual([
+      '{"accept":null}',
+      '{"drop":null}',
+      '{"mangle":{"key":{"meta":{"key":"mark"}},"value":{"&":[{"meta":{"key":"mark"}},4294770687]}}}',
+      'Start of tier first',
+      '{"jump":{"target":"filter-cali-pi-gnp/first.p"}}',
+      'Return if policy accepted',
+      // defaultAction Pass: no end-of-tier drop
+      '{"jump":{"target":"filter-cali-pri-prof"}}',
+      'Return if profile accepted',
+      'Drop if no profiles matched',
+    ]);
+    expect(t.chains['filter-cali-pi-gnp/first.p']!.rules).toEqual([
+      {
+        expr: [
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip', field: 'saddr' } },
+              right: { prefix: { addr: '10.0.0.0', len: 8 } },
+            },
+          },
+          orMark(0x20000),
+          { return: null },
+        ],
+      },
+    ]);
+  });
+});
+
+describe('mark bits', () => {
+  it('allocates accept, pass, drop, scratch0, scratch1 lowest first from the mask', () => {
+    expect(allocateMarks(0xffff0000)).toEqual({
+      accept: 0x10000,
+      pass: 0x20000,
+      drop: 0x40000,
+      scratch0: 0x80000,
+      scratch1: 0x100000,
+      endpoint: 0xffe00000,
+    });
+    expect(() => allocateMarks(0xf)).toThrow(/at least 5/);
+  });
+});

@@ -1,0 +1,384 @@
+/**
+ * The whole desired nftables ruleset for a `DataplaneState` (upstream `felix/rules/static.go`,
+ * `dispatch.go`, `endpoints.go`, `policy.go`, `nat.go`, rendered the way `felix/nftables` names
+ * things): table `calico` in families `ip` and `ip6`.
+ *
+ *   filter-INPUT   ─► filter-cali-INPUT   ─► cali* ─► filter-cali-wl-to-host ─► from-wl dispatch
+ *                                          └► filter-cali-from-host-endpoint (iifname vmap → fh-<if>)
+ *   filter-FORWARD ─► filter-cali-FORWARD ─► from-hep-forward, from-wl dispatch (iifname vmap →
+ *                                           fw-<if>), to-wl dispatch (oifname vmap → tw-<if>),
+ *                                           to-hep-forward; accept if the accept mark is set
+ *   filter-OUTPUT  ─► filter-cali-OUTPUT  ─► filter-cali-to-host-endpoint (oifname vmap → th-<if>)
+ *   nat-POSTROUTING ─► nat-cali-POSTROUTING ─► nat-cali-nat-outgoing (masquerade pool → outside)
+ *
+ * Endpoint chains jump to policy chains `filter-cali-pi-<id>`/`-po-` and profile chains
+ * `filter-cali-pri-<name>`/`-pro-`; rules match IP sets `cali40…`/`cali60…`.
+ */
+
+import { IPSET_ID_ALL_POOLS, IPSET_ID_MASQ_POOLS } from '../calc/ids.js';
+import type { DataplaneState, EndpointState } from '../calc/types.js';
+import { allocateMarks, type MarkBits, type ProtoPort, type RulesConfig } from './config.js';
+import { renderEndpointChain } from './endpoint-renderer.js';
+import {
+  accept,
+  cidrExpr,
+  clearMarkBits,
+  drop,
+  goto,
+  jump,
+  markSet,
+  match,
+  meta,
+  payload,
+  ret,
+} from './expr.js';
+import {
+  CHAIN,
+  endpointChainName,
+  FILTER,
+  FROM_HOST_ENDPOINT_FORWARD_PREFIX,
+  FROM_HOST_ENDPOINT_PREFIX,
+  FROM_WORKLOAD_PREFIX,
+  ipSetName,
+  NAT,
+  POLICY_INBOUND_PREFIX,
+  POLICY_OUTBOUND_PREFIX,
+  PROFILE_INBOUND_PREFIX,
+  PROFILE_OUTBOUND_PREFIX,
+  policyChainName,
+  profileChainName,
+  TABLE_NAME,
+  TO_HOST_ENDPOINT_FORWARD_PREFIX,
+  TO_HOST_ENDPOINT_PREFIX,
+  TO_WORKLOAD_PREFIX,
+} from './names.js';
+import type { NftExpression, NftFamily, NftStatement, NftVerdict } from './nft-json.js';
+import { renderPolicyRules, withoutContained } from './policy-renderer.js';
+import type {
+  NftChainDesired,
+  NftDesired,
+  NftMapDesired,
+  NftRuleDesired,
+  NftSetDesired,
+  NftTableDesired,
+} from './ruleset.js';
+
+const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function sortedUniqueElements(elems: readonly NftExpression[]): NftExpression[] {
+  const byJson = new Map<string, NftExpression>();
+  for (const e of elems) byJson.set(JSON.stringify(e), e);
+  return [...byJson.keys()].sort(byString).map((k) => byJson.get(k)!);
+}
+
+function familyOfAddr(a: string): NftFamily {
+  return a.includes(':') ? 'ip6' : 'ip';
+}
+
+class TableBuilder {
+  readonly chains: Record<string, NftChainDesired> = {};
+  readonly sets: Record<string, NftSetDesired> = {};
+  readonly maps: Record<string, NftMapDesired> = {};
+
+  constructor(readonly family: NftFamily) {}
+
+  chain(name: string, rules: NftRuleDesired[], base?: NftChainDesired['base']): void {
+    this.chains[name] = base ? { name, base, rules } : { name, rules };
+  }
+
+  netSet(name: string, cidrs: readonly string[]): void {
+    const fam = this.family;
+    const mine = withoutContained(cidrs.filter((c) => familyOfAddr(c) === fam));
+    this.sets[name] = {
+      name,
+      type: fam === 'ip' ? 'ipv4_addr' : 'ipv6_addr',
+      flags: ['interval'],
+      elements: sortedUniqueElements(mine.map(cidrExpr)),
+    };
+  }
+
+  ipPortSet(name: string, members: readonly string[]): void {
+    const fam = this.family;
+    const elems: NftExpression[] = [];
+    for (const m of members) {
+      const comma = m.lastIndexOf(',');
+      const addr = m.slice(0, comma);
+      if (familyOfAddr(addr) !== fam) continue;
+      const [proto, port] = m.slice(comma + 1).split(':') as [string, string];
+      elems.push({ concat: [addr, proto, Number(port)] });
+    }
+    this.sets[name] = {
+      name,
+      type: [fam === 'ip' ? 'ipv4_addr' : 'ipv6_addr', 'inet_proto', 'inet_service'],
+      flags: [],
+      elements: sortedUniqueElements(elems),
+    };
+  }
+
+  verdictMap(name: string, entries: Map<string, NftVerdict>): void {
+    const elements = [...entries.keys()].sort(byString).map((k) => [k, entries.get(k)!] as const);
+    this.maps[name] = { name, type: 'ifname', map: 'verdict', elements };
+  }
+
+  build(): NftTableDesired {
+    return { family: this.family, name: TABLE_NAME, chains: this.chains, sets: this.sets, maps: this.maps };
+  }
+}
+
+function failsafeRules(
+  family: NftFamily,
+  ports: readonly ProtoPort[],
+  netField: 'saddr' | 'daddr',
+): NftRuleDesired[] {
+  const out: NftRuleDesired[] = [];
+  for (const p of ports) {
+    const expr: NftStatement[] = [
+      match(meta('l4proto'), p.protocol),
+      match(payload(p.protocol, 'dport'), p.port),
+    ];
+    if (p.net) {
+      if (familyOfAddr(p.net) !== family) continue;
+      expr.push(match(payload(family, netField), cidrExpr(p.net)));
+    }
+    out.push({ expr: [...expr, accept] });
+  }
+  return out;
+}
+
+/** Endpoints with a usable interface, one per interface (the first by key wins a clash). */
+function endpointsByIface(state: DataplaneState, kind: 'wep' | 'hep'): Map<string, EndpointState> {
+  const out = new Map<string, EndpointState>();
+  for (const key of Object.keys(state.endpoints).sort(byString)) {
+    const ep = state.endpoints[key]!;
+    if (ep.kind !== kind || !ep.interfaceName || ep.interfaceName === '*') continue;
+    if (!out.has(ep.interfaceName)) out.set(ep.interfaceName, ep);
+  }
+  return out;
+}
+
+function renderTable(
+  state: DataplaneState,
+  config: RulesConfig,
+  marks: MarkBits,
+  family: NftFamily,
+): NftTableDesired {
+  const t = new TableBuilder(family);
+  const hasPolicy = (id: string) => state.policies[id] !== undefined;
+  const hasProfile = (id: string) => state.profiles[id] !== undefined;
+  const ctx = { family, marks, logPrefix: config.logPrefix };
+
+  // IP sets.
+  for (const set of Object.values(state.ipSets)) {
+    const name = ipSetName(family, set.id);
+    if (set.type === 'ip-port') t.ipPortSet(name, set.members);
+    else t.netSet(name, set.members);
+  }
+  const pools = Object.values(state.pools);
+  t.netSet(
+    ipSetName(family, IPSET_ID_ALL_POOLS),
+    pools.map((p) => p.cidr),
+  );
+  const masqPools = pools.filter((p) => p.natOutgoing && !p.disabled && familyOfAddr(p.cidr) === family);
+  t.netSet(
+    ipSetName(family, IPSET_ID_MASQ_POOLS),
+    masqPools.map((p) => p.cidr),
+  );
+
+  // Policy and profile chains.
+  for (const p of Object.values(state.policies)) {
+    t.chain(FILTER + policyChainName(POLICY_INBOUND_PREFIX, p.id), renderPolicyRules(p.inbound, ctx));
+    t.chain(FILTER + policyChainName(POLICY_OUTBOUND_PREFIX, p.id), renderPolicyRules(p.outbound, ctx));
+  }
+  for (const p of Object.values(state.profiles)) {
+    t.chain(FILTER + profileChainName(PROFILE_INBOUND_PREFIX, p.id), renderPolicyRules(p.inbound, ctx));
+    t.chain(FILTER + profileChainName(PROFILE_OUTBOUND_PREFIX, p.id), renderPolicyRules(p.outbound, ctx));
+  }
+
+  // Workload endpoints and their dispatch maps.
+  const toWl = new Map<string, NftVerdict>();
+  const fromWl = new Map<string, NftVerdict>();
+  for (const [iface, ep] of endpointsByIface(state, 'wep')) {
+    const tw = FILTER + endpointChainName(TO_WORKLOAD_PREFIX, iface);
+    const fw = FILTER + endpointChainName(FROM_WORKLOAD_PREFIX, iface);
+    const common = { tiers: ep.tiers, profileIds: ep.profileIds, marks, hasPolicy, hasProfile };
+    t.chain(tw, renderEndpointChain({ ...common, direction: 'ingress' }));
+    t.chain(
+      fw,
+      renderEndpointChain({
+        ...common,
+        direction: 'egress',
+        ...(config.allowVXLANPacketsFromWorkloads ? {} : { dropVXLANPort: config.vxlanPort }),
+        dropIPIP: !config.allowIPIPPacketsFromWorkloads,
+      }),
+    );
+    toWl.set(iface, goto(tw));
+    fromWl.set(iface, goto(fw));
+  }
+  t.verdictMap(FILTER + CHAIN.toWlDispatch, toWl);
+  t.verdictMap(FILTER + CHAIN.fromWlDispatch, fromWl);
+
+  // Host endpoints.
+  const toHep = new Map<string, NftVerdict>();
+  const fromHep = new Map<string, NftVerdict>();
+  const toHepFwd = new Map<string, NftVerdict>();
+  const fromHepFwd = new Map<string, NftVerdict>();
+  for (const [iface, ep] of endpointsByIface(state, 'hep')) {
+    const th = FILTER + endpointChainName(TO_HOST_ENDPOINT_PREFIX, iface);
+    const fh = FILTER + endpointChainName(FROM_HOST_ENDPOINT_PREFIX, iface);
+    const thfw = FILTER + endpointChainName(TO_HOST_ENDPOINT_FORWARD_PREFIX, iface);
+    const fhfw = FILTER + endpointChainName(FROM_HOST_ENDPOINT_FORWARD_PREFIX, iface);
+    const common = { profileIds: ep.profileIds, marks, hasPolicy, hasProfile };
+    t.chain(
+      th,
+      renderEndpointChain({
+        ...common,
+        tiers: ep.tiers,
+        direction: 'egress',
+        failsafeChain: CHAIN.failsafeOut,
+      }),
+    );
+    t.chain(
+      fh,
+      renderEndpointChain({
+        ...common,
+        tiers: ep.tiers,
+        direction: 'ingress',
+        failsafeChain: CHAIN.failsafeIn,
+      }),
+    );
+    t.chain(
+      thfw,
+      renderEndpointChain({ ...common, tiers: ep.forwardTiers, direction: 'egress', forward: true }),
+    );
+    t.chain(
+      fhfw,
+      renderEndpointChain({ ...common, tiers: ep.forwardTiers, direction: 'ingress', forward: true }),
+    );
+    toHep.set(iface, goto(th));
+    fromHep.set(iface, goto(fh));
+    toHepFwd.set(iface, goto(thfw));
+    fromHepFwd.set(iface, goto(fhfw));
+  }
+  t.verdictMap(FILTER + CHAIN.toHostEndpoint, toHep);
+  t.verdictMap(FILTER + CHAIN.fromHostEndpoint, fromHep);
+  t.verdictMap(FILTER + CHAIN.toHepForward, toHepFwd);
+  t.verdictMap(FILTER + CHAIN.fromHepForward, fromHepFwd);
+
+  // Dispatch chains: look the interface up in its map; an unknown workload interface is dropped.
+  const iif = meta('iifname');
+  const oif = meta('oifname');
+  const vmap = (key: NftExpression, mapName: string): NftStatement => ({
+    vmap: { key, data: `@${mapName}` },
+  });
+  t.chain(FILTER + CHAIN.fromWlDispatch, [
+    { expr: [vmap(iif, FILTER + CHAIN.fromWlDispatch)] },
+    { expr: [drop], comment: 'Unknown interface' },
+  ]);
+  t.chain(FILTER + CHAIN.toWlDispatch, [
+    { expr: [vmap(oif, FILTER + CHAIN.toWlDispatch)] },
+    { expr: [drop], comment: 'Unknown interface' },
+  ]);
+  t.chain(FILTER + CHAIN.fromHostEndpoint, [{ expr: [vmap(iif, FILTER + CHAIN.fromHostEndpoint)] }]);
+  t.chain(FILTER + CHAIN.toHostEndpoint, [{ expr: [vmap(oif, FILTER + CHAIN.toHostEndpoint)] }]);
+  t.chain(FILTER + CHAIN.fromHepForward, [{ expr: [vmap(iif, FILTER + CHAIN.fromHepForward)] }]);
+  t.chain(FILTER + CHAIN.toHepForward, [{ expr: [vmap(oif, FILTER + CHAIN.toHepForward)] }]);
+
+  // Failsafes.
+  t.chain(FILTER + CHAIN.failsafeIn, failsafeRules(family, config.failsafeInboundHostPorts, 'saddr'));
+  t.chain(FILTER + CHAIN.failsafeOut, failsafeRules(family, config.failsafeOutboundHostPorts, 'daddr'));
+
+  // Static filter chains.
+  const wildcards = config.interfacePrefixes.map((p) => `${p}*`);
+  const policyMarks = marks.accept | marks.pass | marks.scratch0 | marks.scratch1;
+  const wlToHost: NftRuleDesired[] = [];
+  if (family === 'ip6') {
+    // Neighbour discovery and MLD must reach the host for IPv6 to work at all.
+    wlToHost.push({
+      expr: [
+        match(meta('l4proto'), 'ipv6-icmp'),
+        match(payload('icmpv6', 'type'), { set: [130, 131, 132, 133, 135, 136] }),
+        accept,
+      ],
+    });
+  }
+  wlToHost.push({ expr: [jump(FILTER + CHAIN.fromWlDispatch)] });
+  const toHostVerdict =
+    config.defaultEndpointToHostAction === 'Accept'
+      ? accept
+      : config.defaultEndpointToHostAction === 'Return'
+        ? ret
+        : drop;
+  wlToHost.push({ expr: [toHostVerdict], comment: 'Configured DefaultEndpointToHostAction' });
+  t.chain(FILTER + CHAIN.wlToHost, wlToHost);
+
+  t.chain(FILTER + CHAIN.input, [
+    ...wildcards.map((w) => ({ expr: [match(iif, w), goto(FILTER + CHAIN.wlToHost)] })),
+    { expr: [clearMarkBits(policyMarks)] },
+    { expr: [jump(FILTER + CHAIN.fromHostEndpoint)] },
+    { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
+  ]);
+  t.chain(FILTER + CHAIN.forward, [
+    { expr: [clearMarkBits(policyMarks)] },
+    { expr: [jump(FILTER + CHAIN.fromHepForward)] },
+    ...wildcards.map((w) => ({ expr: [match(iif, w), jump(FILTER + CHAIN.fromWlDispatch)] })),
+    ...wildcards.map((w) => ({ expr: [match(oif, w), jump(FILTER + CHAIN.toWlDispatch)] })),
+    { expr: [jump(FILTER + CHAIN.toHepForward)] },
+    { expr: [markSet(marks.accept), accept], comment: 'Policy explicitly accepted packet.' },
+  ]);
+  t.chain(FILTER + CHAIN.output, [
+    ...wildcards.map((w) => ({ expr: [match(oif, w), ret] })),
+    { expr: [clearMarkBits(policyMarks)] },
+    { expr: [jump(FILTER + CHAIN.toHostEndpoint)] },
+    { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
+  ]);
+
+  // NAT outgoing: masquerade traffic from a NAT pool to anywhere outside all pools.
+  const natRules: NftRuleDesired[] = [];
+  if (masqPools.length > 0) {
+    natRules.push({
+      expr: [
+        match(payload(family, 'saddr'), `@${ipSetName(family, IPSET_ID_MASQ_POOLS)}`),
+        match(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_POOLS)}`, '!='),
+        config.natOutgoingAddress && familyOfAddr(config.natOutgoingAddress) === family
+          ? { snat: { addr: config.natOutgoingAddress } }
+          : { masquerade: null },
+      ],
+    });
+  }
+  t.chain(NAT + CHAIN.natOutgoing, natRules);
+  t.chain(NAT + CHAIN.postrouting, [{ expr: [jump(NAT + CHAIN.natOutgoing)] }]);
+
+  // Base chains hooked into netfilter.
+  t.chain(FILTER + 'INPUT', [{ expr: [jump(FILTER + CHAIN.input)] }], {
+    type: 'filter',
+    hook: 'input',
+    prio: 0,
+    policy: 'accept',
+  });
+  t.chain(FILTER + 'FORWARD', [{ expr: [jump(FILTER + CHAIN.forward)] }], {
+    type: 'filter',
+    hook: 'forward',
+    prio: 0,
+    policy: 'accept',
+  });
+  t.chain(FILTER + 'OUTPUT', [{ expr: [jump(FILTER + CHAIN.output)] }], {
+    type: 'filter',
+    hook: 'output',
+    prio: 0,
+    policy: 'accept',
+  });
+  t.chain(NAT + 'POSTROUTING', [{ expr: [jump(NAT + CHAIN.postrouting)] }], {
+    type: 'nat',
+    hook: 'postrouting',
+    prio: 100,
+    policy: 'accept',
+  });
+  return t.build();
+}
+
+/** The full desired ruleset: table `calico` for `ip`, and for `ip6` when IPv6 is supported. */
+export function renderRuleset(state: DataplaneState, config: RulesConfig): NftDesired {
+  const marks = allocateMarks(config.markMask);
+  const families: NftFamily[] = config.ipv6Support ? ['ip', 'ip6'] : ['ip'];
+  return { tables: families.map((f) => renderTable(state, config, marks, f)) };
+}

@@ -1,0 +1,63 @@
+/**
+ * The desired nftables ruleset as typed objects: what `renderRuleset` produces and `diffRuleset`
+ * compares. One table per family; chains, sets and verdict maps keyed by name.
+ */
+import type {
+  NftChainType,
+  NftExpression,
+  NftFamily,
+  NftHook,
+  NftStatement,
+  NftVerdict,
+} from './nft-json.js';
+
+export interface NftBaseChain {
+  readonly type: NftChainType;
+  readonly hook: NftHook;
+  readonly prio: number;
+  readonly policy: 'accept' | 'drop';
+}
+
+export interface NftRuleDesired {
+  readonly expr: readonly NftStatement[];
+  readonly comment?: string;
+}
+
+export interface NftChainDesired {
+  readonly name: string;
+  readonly base?: NftBaseChain;
+  readonly rules: readonly NftRuleDesired[];
+}
+
+export interface NftSetDesired {
+  readonly name: string;
+  readonly type: string | readonly string[];
+  readonly flags: readonly string[];
+  /** Sorted by their JSON text, without duplicates. */
+  readonly elements: readonly NftExpression[];
+}
+
+export interface NftMapDesired {
+  readonly name: string;
+  readonly type: string;
+  readonly map: 'verdict';
+  /** Sorted by key. */
+  readonly elements: readonly (readonly [string, NftVerdict])[];
+}
+
+export interface NftTableDesired {
+  readonly family: NftFamily;
+  readonly name: string;
+  readonly chains: Readonly<Record<string, NftChainDesired>>;
+  readonly sets: Readonly<Record<string, NftSetDesired>>;
+  readonly maps: Readonly<Record<string, NftMapDesired>>;
+}
+
+/** The whole desired state: one table per family, IPv4 first. */
+export interface NftDesired {
+  readonly tables: readonly NftTableDesired[];
+}
+
+export function emptyRuleset(): NftDesired {
+  return { tables: [] };
+}

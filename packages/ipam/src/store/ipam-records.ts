@@ -1,0 +1,74 @@
+/**
+ * What the IPAM client needs from storage: the four IPAM record types with compare-and-swap.
+ * `adaptIpamStore` (ipam-store-adapter.ts) implements it over `@calico-ts/datastore`'s `IpamStore`.
+ *
+ * Semantics every implementation keeps:
+ * - reads return the value and the revision of its last write, or undefined when absent;
+ * - `create*` throws DatastoreError `already-exists` if present;
+ * - `update*` / `delete*` are compare-and-swap on the revision: `conflict` if it moved,
+ *   `not-found` if the record is gone;
+ * - block CIDRs are canonical text (`198.19.0.0/26`, `fd00:1::/122`).
+ */
+import type { AllocationBlock, IpamHandle } from '../block/types.js';
+
+export interface Versioned<T> {
+  value: T;
+  revision: string;
+}
+
+export type AffinityState = 'pending' | 'confirmed' | 'pendingDeletion';
+
+export interface AffinityValue {
+  /** One of `AffinityState`, or whatever a newer writer stored (treated as not confirmed). */
+  state: AffinityState | (string & {});
+  deleted: boolean;
+  /** Fields this version does not know, written back unchanged. */
+  extra?: Record<string, unknown>;
+}
+
+export interface AffinityEntry extends Versioned<AffinityValue> {
+  host: string;
+  cidr: string;
+}
+
+export interface IpamConfigValue {
+  strictAffinity: boolean;
+  autoAllocateBlocks: boolean;
+  /** 0 = no configured limit (the client then applies its safety limit of 20). */
+  maxBlocksPerHost: number;
+}
+
+export const DEFAULT_IPAM_CONFIG: IpamConfigValue = {
+  strictAffinity: false,
+  autoAllocateBlocks: true,
+  maxBlocksPerHost: 0,
+};
+
+export interface IpamRecords {
+  getBlock(cidr: string): Promise<Versioned<AllocationBlock> | undefined>;
+  listBlocks(family?: 4 | 6): Promise<Versioned<AllocationBlock>[]>;
+  createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>>;
+  updateBlock(block: AllocationBlock, revision: string): Promise<Versioned<AllocationBlock>>;
+  deleteBlock(cidr: string, revision: string): Promise<void>;
+
+  getAffinity(host: string, cidr: string): Promise<Versioned<AffinityValue> | undefined>;
+  /** Host affinities, of one host and/or family when given. */
+  listAffinities(opts?: { host?: string; family?: 4 | 6 }): Promise<AffinityEntry[]>;
+  createAffinity(host: string, cidr: string, value: AffinityValue): Promise<Versioned<AffinityValue>>;
+  updateAffinity(
+    host: string,
+    cidr: string,
+    value: AffinityValue,
+    revision: string,
+  ): Promise<Versioned<AffinityValue>>;
+  deleteAffinity(host: string, cidr: string, revision: string): Promise<void>;
+
+  getHandle(handleId: string): Promise<Versioned<IpamHandle> | undefined>;
+  listHandles(): Promise<Map<string, Versioned<IpamHandle>>>;
+  createHandle(handleId: string, handle: IpamHandle): Promise<Versioned<IpamHandle>>;
+  updateHandle(handleId: string, handle: IpamHandle, revision: string): Promise<Versioned<IpamHandle>>;
+  deleteHandle(handleId: string, revision: string): Promise<void>;
+
+  /** The global IPAM configuration; undefined when none is stored (defaults apply). */
+  getConfig(): Promise<IpamConfigValue | undefined>;
+}

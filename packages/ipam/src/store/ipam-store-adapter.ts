@@ -1,0 +1,82 @@
+/**
+ * `IpamRecords` over `@calico-ts/datastore`'s `IpamStore` (upstream's etcd keys and JSON). Only host
+ * affinities are used; fields this version does not know travel in `extra` both ways.
+ */
+import { parseCidr } from '@calico-ts/api';
+import type { IpamStore } from '@calico-ts/datastore';
+import type { IpamHandle } from '../block/types.js';
+import type { AffinityEntry, IpamRecords, Versioned } from './ipam-records.js';
+
+export function adaptIpamStore(store: IpamStore): IpamRecords {
+  const handle = (h: {
+    block: Record<string, number>;
+    deleted: boolean;
+    extra?: Record<string, unknown>;
+  }): IpamHandle =>
+    h.extra ? { block: h.block, deleted: h.deleted, extra: h.extra } : { block: h.block, deleted: h.deleted };
+  const versionedHandle = (v: Versioned<Parameters<typeof handle>[0]>): Versioned<IpamHandle> => ({
+    value: handle(v.value),
+    revision: v.revision,
+  });
+  const affinity = (a: { state: string; deleted: boolean; extra?: Record<string, unknown> }) =>
+    a.extra ? { state: a.state, deleted: a.deleted, extra: a.extra } : { state: a.state, deleted: a.deleted };
+
+  return {
+    getBlock: (cidr) => store.getBlock(cidr),
+    listBlocks: async (family) => (await store.listBlocks(family)).items,
+    createBlock: (block) => store.createBlock(block),
+    updateBlock: (block, revision) => store.updateBlock(block, revision),
+    deleteBlock: (cidr, revision) => store.deleteBlock(cidr, revision),
+
+    getAffinity: async (host, cidr) => {
+      const a = await store.getAffinity(host, cidr);
+      return a && { value: affinity(a.value), revision: a.revision };
+    },
+    listAffinities: async (opts = {}) => {
+      const list = await store.listAffinities(opts.host);
+      return list.items
+        .filter((a) => opts.family === undefined || parseCidr(a.value.cidr)?.family === opts.family)
+        .map(
+          (a): AffinityEntry => ({
+            host: a.value.host,
+            cidr: a.value.cidr,
+            value: affinity(a.value),
+            revision: a.revision,
+          }),
+        );
+    },
+    createAffinity: async (host, cidr, value) => {
+      const a = await store.createAffinity({ host, cidr, ...value });
+      return { value: affinity(a.value), revision: a.revision };
+    },
+    updateAffinity: async (host, cidr, value, revision) => {
+      const a = await store.updateAffinity({ host, cidr, ...value }, revision);
+      return { value: affinity(a.value), revision: a.revision };
+    },
+    deleteAffinity: (host, cidr, revision) => store.deleteAffinity(host, cidr, revision),
+
+    getHandle: async (handleId) => {
+      const h = await store.getHandle(handleId);
+      return h && versionedHandle(h);
+    },
+    listHandles: async () => {
+      const list = await store.listHandles();
+      return new Map(list.items.map((h) => [h.value.handleId, versionedHandle(h)]));
+    },
+    createHandle: async (handleId, h) => versionedHandle(await store.createHandle({ handleId, ...h })),
+    updateHandle: async (handleId, h, revision) =>
+      versionedHandle(await store.updateHandle({ handleId, ...h }, revision)),
+    deleteHandle: (handleId, revision) => store.deleteHandle(handleId, revision),
+
+    getConfig: async () => {
+      const c = await store.getConfig();
+      return (
+        c && {
+          strictAffinity: c.value.strict_affinity,
+          autoAllocateBlocks: c.value.auto_allocate_blocks,
+          maxBlocksPerHost: c.value.maxBlocksPerHost,
+        }
+      );
+    },
+  };
+}

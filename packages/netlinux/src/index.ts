@@ -1,0 +1,12 @@
+export * from './default-netlinux.js';
+export * from './errors.js';
+export * from './exec/command-runner.js';
+export * from './exec/process-runner.js';
+export * from './ip.js';
+export * from './ip-commands.js';
+export * from './mac.js';
+export * from './names.js';
+export * from './netlinux.js';
+export * from './parse.js';
+export * from './sysctl-key.js';
+export type * from './types.js';

@@ -1,0 +1,6 @@
+export {
+  type RecordedCall,
+  ScriptedCommandRunner,
+  type ScriptedReply,
+  type ScriptHandler,
+} from './scripted-runner.js';

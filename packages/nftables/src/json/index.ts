@@ -1,0 +1,4 @@
+export * from './builders.js';
+export * from './document.js';
+export * from './ruleset.js';
+export * from './types.js';

@@ -1,0 +1,22 @@
+import type { NftRuleset, NftTableState } from './json/ruleset.js';
+import type { NftCommand, NftFamily, NftResult, NftRunOptions } from './json/types.js';
+
+/**
+ * What Felix's dataplane needs from nftables: run a batch of commands as one transaction, read
+ * back what is programmed. {@link NftContext} is the real one (libnftables in a network
+ * namespace); `FakeNft` from `@calico-ts/nftables/testing` is the in-memory one.
+ */
+export interface NftClient {
+  /**
+   * Runs `commands` as one transaction: either all of them take effect or none does. Given as a
+   * string, the text is passed to nft as is (nft syntax or a JSON document).
+   * Throws an `NftablesError` classified from nft's error text.
+   */
+  run(commands: readonly NftCommand[] | string, opts?: NftRunOptions): Promise<NftResult>;
+  /** `list ruleset`, parsed. */
+  listRuleset(): Promise<NftRuleset>;
+  /** `list table <family> <name>`, parsed; `not-found` when there is no such table. */
+  listTable(family: NftFamily, name: string): Promise<NftTableState>;
+  /** Releases the context. Further calls fail with `failed`. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,1 @@
+export { FakeNft, type FakeNftOptions } from './fake-nft.js';
