@@ -92,10 +92,21 @@ describe.skipIf(missing.length > 0)('lab: a node stopped, a node crashed, then a
     const report = await lab.connectivity('tcp');
     expect(report.cells.filter((c) => !c.reachable)).toEqual([]);
     expect(report.cells).toHaveLength(12);
+    // A new pod is reachable at once through its own /32 (BIRD learns the route the CNI plugin
+    // adds); the block's /26 follows when the owner's BIRD has the block in its configuration.
+    const t = Date.now();
     for (const on of ['n1', 'n2']) {
-      for (const owner of ['n3', 'n4'])
+      for (const owner of ['n3', 'n4']) {
+        await until(
+          `${on}: routes to ${owner}'s blocks via ${owner}`,
+          () => JSON.stringify(routesTo(on, owner)) === JSON.stringify(viaOwner(owner)),
+          20_000,
+          100,
+        ).catch(() => undefined);
         expect(routesTo(on, owner), `${on} → ${owner}`).toEqual(viaOwner(owner));
+      }
     }
+    console.log(`block routes in place ${Date.now() - t} ms after the connectivity check`);
   }, 60_000);
 
   it("n3's calico-node stopped (SIGTERM) and n4's killed (SIGKILL) by their recorded PIDs: their BIRDs go too", async () => {

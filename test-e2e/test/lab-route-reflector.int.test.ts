@@ -195,7 +195,20 @@ describe.skipIf(missing.length > 0)('lab: route reflector topology, 4 nodes', ()
   }, 60_000);
 
   it('lab status names the route reflector, its clients and each session', async () => {
-    const { json, table } = await labStatus(lab);
+    // Readiness is what each calico-node last saw of its BGP sessions (checked every 2 s): after
+    // the switch to the reflector it follows the sessions, so wait for it.
+    const t = Date.now();
+    const status = await until(
+      'every node ready in lab status',
+      async () => {
+        const s = await labStatus(lab);
+        return s.json.nodes.every((n) => n.ready) ? s : undefined;
+      },
+      20_000,
+      500,
+    ).catch(() => labStatus(lab));
+    const { json, table } = status!;
+    console.log(`every node ready in lab status ${Date.now() - t} ms after the pods reached each other`);
     expect(json.nodes.map((n) => [n.name, n.ready, n.bgpRole])).toEqual([
       ['n1', true, 'route reflector (clients n2, n3, n4)'],
       ['n2', true, 'rr client of n1'],

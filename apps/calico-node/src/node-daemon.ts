@@ -130,7 +130,7 @@ export class CalicoNode {
       ipam: new IpamStore(this.#o.kv),
       nodeName: env.nodeName,
       targets: { 4: this.#supervisor },
-      affinityPollMs: 1000,
+      affinityPollMs: 5000,
       log: birdLog,
     });
     await this.#bridge.start();

@@ -38,7 +38,7 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-async function setup() {
+async function setup(affinityPollMs = 50) {
   const kv = new MemoryKVStore();
   const ds = new KVDatastore(kv, { backend: 'memory' });
   const ipam = new IpamStore(kv);
@@ -55,7 +55,7 @@ async function setup() {
     ipam,
     nodeName: 'node-a',
     targets: { 4: target },
-    affinityPollMs: 50,
+    affinityPollMs,
     debounceMs: 10,
     log: (level, msg) => logs.push(`${level} ${msg}`),
   });
@@ -85,6 +85,27 @@ describe('BirdBridge', () => {
     await until('mesh gone', () => !target.current.includes('Mesh_198_18_0_2'), 5000);
     expect(bridge.snapshot()?.nodes.map((n) => n.metadata.name)).toEqual(['node-a']);
     expect(bridge.stats().outcomes[4]).toEqual({ kind: 'reloaded' });
+  });
+
+  test('a new block reaches BIRD by the affinity watch, long before the next poll', async () => {
+    const { ipam, target, bridge } = await setup(60_000);
+    await bridge.start();
+    const t = Date.now();
+    await ipam.createAffinity({ host: 'node-a', cidr: '198.19.2.0/26', state: 'pending', deleted: false });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(target.current).not.toContain('198.19.2.0/26');
+    const pending = (await ipam.getAffinity('node-a', '198.19.2.0/26'))!;
+    await ipam.updateAffinity(
+      { host: 'node-a', cidr: '198.19.2.0/26', state: 'confirmed', deleted: false },
+      pending.revision,
+    );
+    await until('confirmed block', () => target.current.includes('route 198.19.2.0/26 blackhole;'), 2000);
+    expect(Date.now() - t).toBeLessThan(5000);
+    // Another host's affinity is no change for this node.
+    const before = target.applied.length;
+    await ipam.createAffinity({ host: 'node-b', cidr: '198.19.3.0/26', state: 'confirmed', deleted: false });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(target.applied).toHaveLength(before);
   });
 
   test('an unchanged world renders nothing new; stop stops the target', async () => {

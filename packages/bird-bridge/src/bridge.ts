@@ -5,7 +5,7 @@
  *                        ─ BGPConfiguration ┤ (cache by name)
  *                        ─ BGPPeer ─────────┼──► dirty ──(debounce)──► BgpInput snapshot
  *                        ─ IPPool ──────────┤                            │ renderBirdConfig (per family)
- *   IpamStore.listAffinities(node), polled ─┘                            ▼
+ *   IpamStore affinities(node), watched+polled ┘                          ▼
  *                                                              BirdSupervisor.apply (per family)
  *
  * API: `start()` lists everything, renders and applies once (resolves after the first apply), then
@@ -13,8 +13,9 @@
  * supervisors it was given. `snapshot()` is the input the last render used.
  * Design: every change only marks the state dirty; one render runs at a time, and a change made
  * while it runs triggers one more. A watch that ends or fails is re-listed and re-watched after a
- * short delay; a `resync` event replaces that kind's cache. Affinities have no watch in IpamStore,
- * so they are read every `affinityPollMs`; `pending` and deleted affinities are not routes yet.
+ * short delay; a `resync` event replaces that kind's cache. Affinities are re-read whenever their
+ * watch reports a change (a new block reaches BIRD within the debounce), and also every
+ * `affinityPollMs` as a safety net; `pending` and deleted affinities are not routes yet.
  */
 import type { BGPConfiguration, BGPPeer, IPPool, Kind, Node, ResourceOf } from '@calico-ts/api';
 import type { BlockAffinity, Datastore, VersionedList } from '@calico-ts/datastore';
@@ -32,6 +33,11 @@ export interface BirdConfigTarget {
 /** The part of `IpamStore` the bridge uses. */
 export interface AffinitySource {
   listAffinities(host?: string): Promise<VersionedList<BlockAffinity>>;
+  /** Revisions at which the host's affinities changed; without it the bridge only polls. */
+  watchAffinityChanges?(
+    host: string,
+    options: { fromRevision?: string; signal?: AbortSignal },
+  ): AsyncIterable<string>;
 }
 
 export interface BirdBridgeOptions {
@@ -40,7 +46,7 @@ export interface BirdBridgeOptions {
   nodeName: string;
   /** One BIRD per family; a family without a target is not rendered. */
   targets: Partial<Record<IPFamily, BirdConfigTarget>>;
-  /** Default 5000 ms. */
+  /** Affinities are re-read on every change the watch reports, and also every this often. Default 5000 ms. */
   affinityPollMs?: number;
   /** Quiet time after a change before rendering. Default 50 ms. */
   debounceMs?: number;
@@ -88,11 +94,12 @@ export class BirdBridge {
     if (this.started) return;
     this.started = true;
     const revisions = await Promise.all(WATCHED.map((k) => this.relist(k)));
-    await this.pollAffinities(false);
+    const affinityRevision = await this.pollAffinities(false);
     await this.renderNow();
     WATCHED.forEach((k, i) => {
       void this.follow(k, revisions[i]!);
     });
+    if (this.opts.ipam.watchAffinityChanges) void this.followAffinities(affinityRevision);
     this.schedulePoll();
   }
 
@@ -199,9 +206,33 @@ export class BirdBridge {
     }, this.opts.affinityPollMs ?? 5000);
   }
 
-  private async pollAffinities(markDirty: boolean): Promise<void> {
+  /** Follow the affinity watch, re-reading on each change; re-watch after a failure. */
+  private async followAffinities(revision: string | undefined): Promise<void> {
+    const watch = this.opts.ipam.watchAffinityChanges!.bind(this.opts.ipam);
+    let rev = revision;
+    while (!this.stopped) {
+      try {
+        const from = rev === undefined ? {} : { fromRevision: (BigInt(rev) + 1n).toString() };
+        for await (const changed of watch(this.opts.nodeName, { ...from, signal: this.abort.signal })) {
+          if (this.stopped) return;
+          rev = (await this.pollAffinities(true)) ?? changed;
+        }
+        if (this.stopped) return;
+        this.log('warn', 'watch of IPAM affinities ended; watching again');
+      } catch (e) {
+        if (this.stopped) return;
+        this.log('warn', 'watch of IPAM affinities failed; watching again', { error: (e as Error).message });
+      }
+      await this.delay(this.opts.rewatchDelayMs ?? 1000);
+      if (this.stopped) return;
+      rev = (await this.pollAffinities(true)) ?? rev;
+    }
+  }
+
+  /** Re-read this node's affinities; the store revision they were read at, or undefined on failure. */
+  private async pollAffinities(markDirty: boolean): Promise<string | undefined> {
     try {
-      const { items } = await this.opts.ipam.listAffinities(this.opts.nodeName);
+      const { items, revision } = await this.opts.ipam.listAffinities(this.opts.nodeName);
       const blocks = items
         .map((i) => i.value)
         .filter((a) => !a.deleted && a.state !== 'pending')
@@ -211,10 +242,12 @@ export class BirdBridge {
         this.blocks = blocks;
         if (markDirty) this.markDirty();
       }
+      return revision;
     } catch (e) {
       this.log('warn', 'reading IPAM affinities failed; keeping the last ones', {
         error: (e as Error).message,
       });
+      return undefined;
     }
   }
 

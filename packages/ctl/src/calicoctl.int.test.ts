@@ -4,18 +4,15 @@
  * leave etcd byte-identical, and datastore migration from one etcd to another, key by key.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { calicoctlExecutable } from './testing-internal/executable.js';
 import { MALFORMED } from './testing-internal/malformed.js';
 import { SAMPLE_DOCUMENTS, SAMPLE_RESOURCES } from './testing-internal/samples.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const EXE = calicoctlExecutable();
 
 interface Run {

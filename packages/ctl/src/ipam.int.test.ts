@@ -4,18 +4,15 @@
  * by deleting a handle record with etcdctl, found by `ipam check` and freed by `ipam release --ip`.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { IpamClient } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { calicoctlExecutable } from './testing-internal/executable.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const EXE = calicoctlExecutable();
 
 interface Run {

@@ -7,12 +7,10 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { calicoctlExecutable } from './testing-internal/executable.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const EXE = calicoctlExecutable();
 const BIRD = '/usr/sbin/bird';
 const canRun =

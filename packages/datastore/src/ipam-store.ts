@@ -438,6 +438,34 @@ export class IpamStore {
     return { items, revision: res.revision };
   }
 
+  /**
+   * The revisions at which one host's affinities (or every host's) changed, from `fromRevision`
+   * (inclusive; default: from now). A consumer re-lists on each: the events say only that
+   * something changed. A compacted start revision yields a change too, at the store's revision.
+   * Ends when `signal` aborts.
+   */
+  async *watchAffinityChanges(
+    host?: string,
+    options: { fromRevision?: string; signal?: AbortSignal; type?: AffinityType } = {},
+  ): AsyncIterable<string> {
+    if (host !== undefined) checkSegment('host', host);
+    const type = options.type ?? 'host';
+    const prefix = host === undefined ? `${IPAM_ROOT}${type}/` : `${IPAM_ROOT}${type}/${host}/`;
+    for await (const m of this.store.watch(prefix, {
+      ...(options.fromRevision !== undefined ? { fromRevision: options.fromRevision } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    })) {
+      if (
+        m.kind === 'events' &&
+        m.events.some((e) => AFFINITY_KEY_RE.test(e.kind === 'put' ? e.kv.key : e.key))
+      ) {
+        yield m.revision;
+      } else if (m.kind === 'resync') {
+        yield m.list.revision;
+      }
+    }
+  }
+
   async createAffinity(affinity: AffinityInput): Promise<Versioned<BlockAffinity>> {
     const key = affinityKey(affinity.host, affinity.cidr, affinity.type);
     const kv = await this.store

@@ -70,6 +70,7 @@ export class LinuxDataplane {
   #queue: Promise<unknown> = Promise.resolve();
   readonly #timers: NodeJS.Timeout[] = [];
   #routeSoon: NodeJS.Timeout | undefined;
+  #recheck: NodeJS.Timeout | undefined;
   #vxlanSoon: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -170,7 +171,7 @@ export class LinuxDataplane {
       this.#o.onNftApplied?.({ ...nft, ok: true, seconds: (performance.now() - t0) / 1000 });
       this.#applied = true;
       try {
-        return { nft, routes: await this.#routes.apply() };
+        return { nft, routes: this.#recheckLater(await this.#routes.apply()) };
       } catch (e) {
         this.#o.onError?.('routes', e);
         return { nft };
@@ -191,7 +192,9 @@ export class LinuxDataplane {
 
   /** Reads the workload routes back and repairs them. */
   resyncRoutes(): Promise<RouteApplyResult | undefined> {
-    return this.#serial(async () => (this.#applied ? this.#routes.apply() : undefined));
+    return this.#serial(async () =>
+      this.#applied ? this.#recheckLater(await this.#routes.apply()) : undefined,
+    );
   }
 
   start(): void {
@@ -220,8 +223,19 @@ export class LinuxDataplane {
     this.#vxlanSoon = undefined;
     for (const t of this.#timers.splice(0)) clearInterval(t);
     if (this.#routeSoon !== undefined) clearTimeout(this.#routeSoon);
+    clearTimeout(this.#recheck);
     this.#routeSoon = undefined;
     await this.#queue.catch(() => {});
+  }
+
+  /** Routes left in their grace period get another look when it ends. */
+  #recheckLater(r: RouteApplyResult): RouteApplyResult {
+    if (r.recheckInMs !== undefined && !this.#stopped) {
+      clearTimeout(this.#recheck);
+      this.#recheck = setTimeout(() => this.#scheduleRoutes(), r.recheckInMs + 10);
+      this.#recheck.unref?.();
+    }
+    return r;
   }
 
   #scheduleRoutes(): void {

@@ -85,7 +85,15 @@ describe('RouteManager', () => {
   beforeEach(() => {
     k = new ScriptedKernel();
     const net = new Netlinux({ runner: k.runner });
-    rm = new RouteManager({ net, netns: 'node1', interfacePrefixes: ['cali'], protocol: 3, ipv6: true });
+    // No grace period here; the test of the grace period sets its own.
+    rm = new RouteManager({
+      net,
+      netns: 'node1',
+      interfacePrefixes: ['cali'],
+      protocol: 3,
+      ipv6: true,
+      cleanupGraceMs: 0,
+    });
     mon = new InterfaceMonitor({
       listLinks: () => net.listLinks('node1'),
       interfacePrefixes: ['cali'],
@@ -102,7 +110,7 @@ describe('RouteManager', () => {
   it('routes a workload only once its interface exists and is up, and configures it once', async () => {
     rm.setEndpoints([ep('calia', ['198.19.0.1/32'], ['fd00:19::1/128'])]);
     await mon.poll();
-    expect(await rm.apply()).toEqual({ added: [], removed: [], configured: [] });
+    expect(await rm.apply()).toEqual({ added: [], removed: [], configured: [], deferred: [] });
     expect(k.routes).toEqual([]);
 
     k.links.push({ ...up('calia', 7), flags: ['BROADCAST', 'UP'], operstate: 'LOWERLAYERDOWN' });
@@ -130,7 +138,7 @@ describe('RouteManager', () => {
     );
     // Everything is in place: a second apply changes nothing and writes no sysctl again.
     const writes = k.sysctls.length;
-    expect(await rm.apply()).toEqual({ added: [], removed: [], configured: [] });
+    expect(await rm.apply()).toEqual({ added: [], removed: [], configured: [], deferred: [] });
     expect(k.sysctls).toHaveLength(writes);
     // Every command ran in the node's namespace.
     for (const line of k.runner.commandLines())
@@ -153,6 +161,44 @@ describe('RouteManager', () => {
       { dst: '198.19.9.9/32', dev: 'calib', protocol: 'bird', scope: 'link' },
       { dst: '198.19.0.1/32', dev: 'calia', scope: 'link' },
     ]);
+  });
+
+  it("leaves the CNI plugin's route to a new pod until its endpoint arrives, and cleans up after the grace period", async () => {
+    let clock = 1_000_000;
+    const net = new Netlinux({ runner: k.runner });
+    const graceful = new RouteManager({
+      net,
+      netns: 'node1',
+      interfacePrefixes: ['cali'],
+      protocol: 3,
+      ipv6: false,
+      now: () => clock,
+    });
+    const monitor = new InterfaceMonitor({
+      listLinks: () => net.listLinks('node1'),
+      interfacePrefixes: ['cali'],
+      onUpdate: (n, st) => graceful.onInterface(n, st),
+    });
+    // The CNI plugin made the interface and its route; Felix has not heard of the endpoint yet.
+    k.links.push(up('calinew', 9));
+    k.routes.push({ dst: '198.19.0.7/32', dev: 'calinew', scope: 'link' });
+    await monitor.poll();
+    clock += 2_000;
+    const first = await graceful.apply();
+    expect(first.removed).toEqual([]);
+    expect(first.deferred).toEqual(['198.19.0.7/32 dev calinew']);
+    expect(first.recheckInMs).toBe(8_000);
+    expect(k.routes).toEqual([{ dst: '198.19.0.7/32', dev: 'calinew', scope: 'link' }]);
+    // The endpoint arrives: the route is wanted and stays.
+    graceful.setEndpoints([ep('calinew', ['198.19.0.7/32'])]);
+    expect(await graceful.apply()).toMatchObject({ added: [], removed: [], deferred: [] });
+    // A stale route on an interface past its grace period goes.
+    graceful.setEndpoints([]);
+    clock += 8_000;
+    const later = await graceful.apply();
+    expect(later.removed).toEqual(['198.19.0.7/32 dev calinew']);
+    expect(later.recheckInMs).toBeUndefined();
+    expect(k.routes).toEqual([]);
   });
 
   it('takes over a route another protocol holds to a workload address', async () => {

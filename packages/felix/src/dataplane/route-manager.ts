@@ -8,7 +8,10 @@
  * right: adds what is missing (or held by another protocol), deletes routes it owns that are no
  * longer wanted. A route it owns is one on a workload interface with Felix's protocol
  * (DeviceRouteProtocol, upstream default 3 = `boot`); routes of other protocols are left alone.
- * A newly up interface gets its sysctls once (again after it reappears).
+ * As upstream, an unwanted route on an interface first seen less than `cleanupGraceMs` (10 s) ago
+ * is left for now: the CNI plugin routes a new pod before Felix hears of its endpoint, and taking
+ * that route away would cut the pod off until the endpoint arrives. `apply()` says when to look
+ * again (`recheckInMs`). A newly up interface gets its sysctls once (again after it reappears).
  *
  * Thread-safety: calls are serialised by the caller (the dataplane driver).
  */
@@ -55,6 +58,9 @@ export interface RouteManagerOptions {
   readonly protocol: number;
   readonly ipv6: boolean;
   readonly log?: Logger;
+  /** Unwanted routes on an interface younger than this stay. Default 10,000 ms (upstream). */
+  readonly cleanupGraceMs?: number;
+  readonly now?: () => number;
 }
 
 export interface RouteEndpoint {
@@ -67,7 +73,13 @@ export interface RouteApplyResult {
   readonly added: readonly string[];
   readonly removed: readonly string[];
   readonly configured: readonly string[];
+  /** Unwanted routes left in place because their interface is new. */
+  readonly deferred: readonly string[];
+  /** When `deferred` is not empty: apply again after this long to clean them up. */
+  readonly recheckInMs?: number;
 }
+
+export const ROUTE_CLEANUP_GRACE_MS = 10_000;
 
 function routeKey(dst: string, dev: string): string {
   return `${dst} dev ${dev}`;
@@ -81,6 +93,8 @@ export class RouteManager {
   readonly #ifaces = new Map<string, InterfaceState>();
   /** Up interfaces whose sysctls still need writing. */
   readonly #toConfigure = new Set<string>();
+  /** iface → when it was first seen (again after it reappeared with a new index). */
+  readonly #firstSeen = new Map<string, number>();
 
   constructor(opts: RouteManagerOptions) {
     this.#o = opts;
@@ -103,8 +117,10 @@ export class RouteManager {
     if (state === undefined) {
       this.#ifaces.delete(name);
       this.#toConfigure.delete(name);
+      this.#firstSeen.delete(name);
       return;
     }
+    if (!old || old.index !== state.index) this.#firstSeen.set(name, this.#now());
     this.#ifaces.set(name, state);
     if (state.up && (!old?.up || old.index !== state.index)) this.#toConfigure.add(name);
     if (!state.up) this.#toConfigure.delete(name);
@@ -133,6 +149,10 @@ export class RouteManager {
 
     const added: string[] = [];
     const removed: string[] = [];
+    const deferred: string[] = [];
+    let recheckInMs: number | undefined;
+    const grace = this.#o.cleanupGraceMs ?? ROUTE_CLEANUP_GRACE_MS;
+    const now = this.#now();
     const errors: string[] = [];
     for (const r of desired) {
       const k = routeKey(r.dst, r.dev);
@@ -151,6 +171,12 @@ export class RouteManager {
     for (const r of current) {
       const k = routeKey(r.dst, r.dev!);
       if (want.has(k) || !protocolMatches(r.proto, this.#o.protocol) || r.table !== undefined) continue;
+      const age = now - (this.#firstSeen.get(r.dev!) ?? Number.NEGATIVE_INFINITY);
+      if (age < grace) {
+        deferred.push(k);
+        recheckInMs = Math.min(recheckInMs ?? grace, grace - age);
+        continue;
+      }
       try {
         await this.#o.net.delRoute(
           { dst: r.dst, dev: r.dev!, proto: this.#o.protocol },
@@ -164,7 +190,11 @@ export class RouteManager {
     }
     if (added.length > 0 || removed.length > 0) this.#log.info({ added, removed }, 'workload routes updated');
     if (errors.length > 0) throw new Error(`route programming failed: ${errors.join('; ')}`);
-    return { added, removed, configured };
+    return { added, removed, configured, deferred, ...(recheckInMs !== undefined ? { recheckInMs } : {}) };
+  }
+
+  #now(): number {
+    return (this.#o.now ?? Date.now)();
   }
 
   async #configureInterfaces(): Promise<string[]> {
