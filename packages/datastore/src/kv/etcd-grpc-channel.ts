@@ -49,6 +49,8 @@ export interface GrpcStreamHandlers {
   end(error: Error | undefined): void;
 }
 
+/** Per-stream and connection flow-control window we grant etcd. */
+const WINDOW_BYTES = 16 << 20;
 const NGHTTP2_REFUSED_STREAM = 7;
 const NGHTTP2_CANCEL = 8;
 
@@ -224,7 +226,9 @@ export class GrpcChannel {
     const http2 = await this.http2;
     const host = this.options.hosts[index]!;
     const tls = this.options.tls;
-    const opts: SecureClientSessionOptions = {};
+    // Large flow-control windows: a big range reply (thousands of resources) then streams in
+    // without waiting for a window update every 64 KiB.
+    const opts: SecureClientSessionOptions = { settings: { initialWindowSize: WINDOW_BYTES } };
     if (host.startsWith('https://')) {
       if (tls?.ca) opts.ca = tls.ca;
       if (tls?.cert) {
@@ -244,6 +248,11 @@ export class GrpcChannel {
       session.once('connect', () => {
         connected = true;
         clearTimeout(timer);
+        try {
+          session.setLocalWindowSize(WINDOW_BYTES);
+        } catch {
+          // a runtime without connection-level window control keeps the default
+        }
         resolve(session);
       });
       session.on('error', (e) => {
