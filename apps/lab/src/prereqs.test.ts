@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isLabError } from './errors.js';
-import { checkArtifacts, checkSystemPrograms, missingPrograms } from './prereqs.js';
+import { artifacts, checkArtifacts, checkSystemPrograms, missingPrograms, REPO_ROOT } from './prereqs.js';
 
 describe('prerequisites', () => {
   it('names each missing program and the Debian package that brings it', () => {
@@ -23,6 +23,23 @@ describe('prerequisites', () => {
       );
     }
   });
+  it('runs the native CNI plugin and calicoctl when they are built, else the Node bundles', () => {
+    const rel = (p: string) => p.slice(REPO_ROOT.length).replace(/^\//, '');
+    const all = artifacts({}, () => true);
+    expect([rel(all.cniPlugin), rel(all.calicoctl)]).toEqual([
+      'packages/cni-plugin/bin/native/calico',
+      'packages/ctl/bin/native/calicoctl',
+    ]);
+    const bundles = artifacts({}, (p) => !p.includes('/native/'));
+    expect([rel(bundles.cniPlugin), rel(bundles.calicoctl)]).toEqual([
+      'packages/cni-plugin/bin/calico.mjs',
+      'packages/ctl/bin/calicoctl',
+    ]);
+    expect(artifacts({ CALICO_LAB_CALICOCTL_BIN: '/opt/calicoctl' }, () => true).calicoctl).toBe(
+      '/opt/calicoctl',
+    );
+  });
+
   it('asks for a build when an executable is missing', () => {
     const a = {
       calicoNode: '/x/calico-node',

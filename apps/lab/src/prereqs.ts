@@ -18,11 +18,25 @@ export interface Artifacts {
   readonly prober: string;
 }
 
-export function artifacts(env: Readonly<Record<string, string | undefined>> = process.env): Artifacts {
+/**
+ * The executables the lab runs. The CNI plugin and calicoctl are the native builds
+ * (`bin/native`, what a node or an operator runs) when they were built, else the Node bundles;
+ * `CALICO_LAB_*_BIN` picks another.
+ */
+export function artifacts(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  exists: (path: string) => boolean = existsSync,
+): Artifacts {
+  const nativeOr = (native: string, bundle: string) =>
+    exists(join(REPO_ROOT, native)) ? join(REPO_ROOT, native) : join(REPO_ROOT, bundle);
   return {
     calicoNode: env.CALICO_LAB_NODE_BIN || join(REPO_ROOT, 'apps/calico-node/bin/calico-node'),
-    cniPlugin: env.CALICO_LAB_CNI_BIN || join(REPO_ROOT, 'packages/cni-plugin/bin/calico.mjs'),
-    calicoctl: env.CALICO_LAB_CALICOCTL_BIN || join(REPO_ROOT, 'packages/ctl/bin/calicoctl'),
+    cniPlugin:
+      env.CALICO_LAB_CNI_BIN ||
+      nativeOr('packages/cni-plugin/bin/native/calico', 'packages/cni-plugin/bin/calico.mjs'),
+    calicoctl:
+      env.CALICO_LAB_CALICOCTL_BIN ||
+      nativeOr('packages/ctl/bin/native/calicoctl', 'packages/ctl/bin/calicoctl'),
     listener: join(REPO_ROOT, 'apps/lab/agents/listener.mjs'),
     prober: join(REPO_ROOT, 'apps/lab/agents/probe.mjs'),
   };

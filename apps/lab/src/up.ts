@@ -9,7 +9,7 @@
  * Each namespace and process is written to the state file as it is made; when a step fails,
  * everything made so far is removed again (tearDown) and the error is reported.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
 import { tearDown } from './down.js';
@@ -183,8 +183,9 @@ export class LabBuilder {
   files(): void {
     const { plan, arts } = this;
     mkdirSync(plan.cniBinDir, { recursive: true });
-    copyFileSync(arts.cniPlugin, join(plan.cniBinDir, 'calico.mjs'));
-    for (const name of ['calico', 'calico-ipam']) symlinkSync('calico.mjs', join(plan.cniBinDir, name));
+    // Both plugin names lead to the one executable (its name picks the plugin), as install-cni
+    // lays them out; linked, not copied (the native build is large).
+    for (const name of ['calico', 'calico-ipam']) symlinkSync(arts.cniPlugin, join(plan.cniBinDir, name));
     for (const node of plan.nodes) {
       for (const d of [node.libDir, node.runDir, node.birdDir, node.cniConfDir])
         mkdirSync(d, { recursive: true });
