@@ -253,13 +253,14 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       ) => {
         if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
         return withDatastore(o, (ds, conn) => {
-          const pools = conn.kv
+          const ipam = conn.kv ? ipamOf(ds, conn).ipam : undefined;
+          const deps = ipam
             ? {
-                releasePoolAffinities: (cidr: string) => ipamOf(ds, conn).ipam.releasePoolAffinities(cidr),
-                sleep,
+                pools: { releasePoolAffinities: (cidr: string) => ipam.releasePoolAffinities(cidr), sleep },
+                nodeIpam: ipam,
               }
-            : undefined;
-          return deleteCommand({ ...o, kind, names }, ds, ctx(), pools);
+            : {};
+          return deleteCommand({ ...o, kind, names }, ds, ctx(), deps);
         });
       },
     );

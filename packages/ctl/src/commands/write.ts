@@ -9,6 +9,7 @@ import { ensureInitialized } from '../cluster.js';
 import { CtlError } from '../errors.js';
 import { resolveCtlKind } from '../kinds.js';
 import type { Obj } from '../output/columns.js';
+import { deleteNode, type NodeIpam } from '../resources/node-deletion.js';
 import {
   applyResource,
   createResource,
@@ -182,15 +183,26 @@ function isNamespacedKind(kind: Kind): boolean {
   return KINDS[kind].namespaced;
 }
 
+/** What deleting some kinds needs besides the datastore; without it they are deleted like any resource. */
+export interface DeletionDeps {
+  /**
+   * How to release an IPPool's block affinities before deleting it (upstream's order: disable,
+   * pause, release, delete).
+   */
+  pools?: PoolDeletion;
+  /** IPAM for a Node's addresses and block affinities (see resources/node-deletion.ts). */
+  nodeIpam?: NodeIpam;
+}
+
 /**
- * `pools`: how to release an IPPool's block affinities before deleting it (upstream's order:
- * disable, pause, release, delete); without it a pool is deleted like any resource.
+ * A Node is deleted with what belongs to it (endpoints, addresses, affinities, node-scoped peers,
+ * configuration and host endpoints), as upstream's client does; see resources/node-deletion.ts.
  */
 export async function deleteCommand(
   args: DeleteArgs,
   ds: Datastore,
   ctx: CommandContext,
-  pools?: PoolDeletion,
+  deps: DeletionDeps = {},
 ): Promise<number> {
   const fromArgs = args.filename === undefined;
   const resources = fromArgs
@@ -203,7 +215,10 @@ export async function deleteCommand(
   }
   const t = await eachResource(
     resources,
-    (r) => deleteResource(ds, r.kind, r.resource, pools),
+    (r) =>
+      r.kind === 'Node'
+        ? deleteNodeResource(ds, r.resource, deps, ctx)
+        : deleteResource(ds, r.kind, r.resource, deps.pools),
     (e) => !!args.skipNotExists && e.code === 'not-found',
   );
   if (t.handled > 0) {
@@ -224,4 +239,14 @@ export async function deleteCommand(
     throw new CtlError(t.errors[0]!.code, text);
   }
   return 0;
+}
+
+function deleteNodeResource(ds: Datastore, r: Obj, deps: DeletionDeps, ctx: CommandContext): Promise<Obj> {
+  const meta = (r.metadata ?? {}) as Obj;
+  const rv = meta.resourceVersion;
+  return deleteNode(ds, String(meta.name ?? ''), {
+    ...(typeof rv === 'string' && rv !== '' ? { resourceVersion: rv } : {}),
+    ...(deps.nodeIpam ? { ipam: deps.nodeIpam } : {}),
+    warn: (m) => ctx.log.warn(m),
+  });
 }
