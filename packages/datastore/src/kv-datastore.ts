@@ -2,7 +2,8 @@
  * The typed client over any KVStore (etcd v3 or memory): upstream clientv3 semantics on upstream's
  * key layout and value JSON.
  *
- *   create/update/apply ──► validateResource (api) ──► prepareResource ──► KVStore CAS ──► result
+ *   create/update/apply ──► validateResource (api) ──► stored-state rules ──► prepareResource
+ *                                                        ──► KVStore CAS ──► result
  *   get/list/delete ──────────────────────────────────► KVStore ──────────────────────► decode
  *   watch ──► KVStore.watch(prefix, from rev+1) ──► typed WatchEvents (added/modified/deleted,
  *                                                   resync with decoded items, error, link state)
@@ -10,6 +11,10 @@
  * API: see `Datastore` in types.ts.
  * Design: every write is validated first and nothing is written when any rule is broken; the
  * `DatastoreError('invalid')` carries the api's `ValidationError` (every field error) as `cause`.
+ * Rules that compare with stored state (IPPool: no CIDR overlap with another pool on create; CIDR,
+ * block size and a LoadBalancer use immutable on update; see ippool-checks.ts) run after the
+ * resource is valid on its own and report the same way. The overlap check is not atomic with the
+ * write: two racing creates of overlapping pools can both succeed, as upstream's can.
  * Conflicts are the store's CAS failures. `apply` re-reads and retries on conflict.
  * Thread-safety: stateless apart from the store; any number of concurrent calls.
  */
@@ -17,6 +22,7 @@ import {
   API_VERSION,
   type FieldError,
   formatFieldError,
+  type IPPool,
   KINDS,
   type Kind,
   type Resource,
@@ -26,6 +32,7 @@ import {
   validateResource,
 } from '@calico-ts/api';
 import { DatastoreError, isDatastoreError } from './errors.js';
+import { ipPoolCreateProblems, ipPoolUpdateProblems } from './ippool-checks.js';
 import type { KV, KVEvent, KVStore, KVWatchMessage } from './kv/kv-store.js';
 import { parseRevision } from './kv/revision.js';
 import {
@@ -121,6 +128,7 @@ export class KVDatastore implements Datastore {
 
   async create<K extends Kind>(resource: ResourceOf<K> & { kind: K }): Promise<ResourceOf<K>> {
     const v = this.validate(resource, 'create');
+    await this.checkCreate(v);
     this.stamp(v.metadata);
     const parts = partsOf(v);
     const prepared = prepareResource(v);
@@ -137,6 +145,7 @@ export class KVDatastore implements Datastore {
     const v = this.validate(resource, 'update');
     const parts = partsOf(v);
     const rv = resource.metadata.resourceVersion!;
+    if (hasStoredStateRules(v)) await this.checkUpdate(v, rv);
     const prepared = prepareResource(v);
     const key = resourceKey(parts.kind, parts.name, parts.namespace);
     try {
@@ -161,6 +170,7 @@ export class KVDatastore implements Datastore {
       const found = await this.find(parts.kind, parts.name, parts.namespace);
       try {
         if (!found) {
+          await this.checkCreate(v);
           this.stamp(v.metadata);
           const prepared = prepareResource(v);
           const kv = await this.store.create(
@@ -171,6 +181,7 @@ export class KVDatastore implements Datastore {
         }
         // Keep what the store owns: identity and creation time of the existing object.
         const current = decodeResource(found.kv, found.parts);
+        throwIfProblems(v, storedStateProblems(v, current));
         const meta: Meta = {
           ...v.metadata,
           uid: current.metadata.uid ?? v.metadata.uid,
@@ -262,6 +273,32 @@ export class KVDatastore implements Datastore {
     return meta;
   }
 
+  /**
+   * Rules of a create that depend on other stored objects (an IPPool's CIDR must not overlap another
+   * pool's): one list of the kind, only for kinds that have such rules. Throws `invalid`.
+   */
+  private async checkCreate(v: Resource): Promise<void> {
+    if (v.kind !== 'IPPool') return;
+    const pools = await this.list('IPPool');
+    throwIfProblems(v, ipPoolCreateProblems(v, pools.items));
+  }
+
+  /**
+   * Rules of an update that compare with the stored version (an IPPool's CIDR and block size are
+   * immutable). The version compared is the one the update replaces: when the stored revision is not
+   * the given one, the update fails `conflict` here, as its compare-and-swap would.
+   */
+  private async checkUpdate(v: Resource, rv: string): Promise<void> {
+    const parts = partsOf(v);
+    const subject = subjectOf(parts.kind, parts.name, parts.namespace);
+    const found = await this.find(parts.kind, parts.name, parts.namespace);
+    if (!found) rethrow(new DatastoreError('not-found', `${subject} not found`), subject);
+    if (BigInt(found.kv.modRevision) !== BigInt(rv)) {
+      rethrow(new DatastoreError('conflict', `${subject} is at a different revision`), subject);
+    }
+    throwIfProblems(v, storedStateProblems(v, decodeResource(found.kv, found.parts)));
+  }
+
   /** Validate and default a write; throws `invalid` with every field error and writes nothing. */
   private validate(input: Resource, op: 'create' | 'update' | 'apply'): Resource {
     const doc = input as unknown as { kind?: unknown; metadata?: Partial<Meta> };
@@ -297,18 +334,36 @@ export class KVDatastore implements Datastore {
     const errors = [...(r.ok ? [] : r.errors), ...extra].sort((a, b) =>
       a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
     );
-    if (errors.length > 0 || !r.ok) {
-      const ve = new ValidationError(subject, errors);
-      throw new DatastoreError(
-        'invalid',
-        `${subject} was not written: ${errors.map(formatFieldError).join('; ')}`,
-        {
-          cause: ve,
-        },
-      );
-    }
+    if (errors.length > 0 || !r.ok) throw invalid(subject, errors);
     return r.value;
   }
+}
+
+/** `invalid` with every field error, as a rejected write reports it. */
+function invalid(subject: string, errors: readonly FieldError[]): DatastoreError {
+  return new DatastoreError(
+    'invalid',
+    `${subject} was not written: ${errors.map(formatFieldError).join('; ')}`,
+    {
+      cause: new ValidationError(subject, errors),
+    },
+  );
+}
+
+/** Kinds whose updates are checked against the stored version. */
+function hasStoredStateRules(v: Resource): v is IPPool {
+  return v.kind === 'IPPool';
+}
+
+/** What is wrong with replacing `stored` by the validated `v`, for kinds with such rules. */
+function storedStateProblems(v: Resource, stored: Resource): FieldError[] {
+  return hasStoredStateRules(v) ? ipPoolUpdateProblems(v, stored as IPPool) : [];
+}
+
+function throwIfProblems(v: Resource, problems: readonly FieldError[]): void {
+  if (problems.length === 0) return;
+  const parts = partsOf(v);
+  throw invalid(subjectOf(parts.kind, parts.name, parts.namespace), problems);
 }
 
 async function* mapWatch<K extends Kind>(

@@ -12,7 +12,9 @@ import type { Kind, ResourceOf } from '@calico-ts/api';
  * - `delete` is unconditional unless `resourceVersion` is given.
  * - `apply` creates or updates (last writer wins), retrying on conflict.
  * - Every write validates and defaults through `@calico-ts/api`; an invalid resource is rejected with
- *   every field error and nothing is written.
+ *   every field error and nothing is written. Some rules compare with stored state (upstream's
+ *   clientv3): an IPPool may not overlap another pool on create, and its CIDR, block size and a
+ *   LoadBalancer use may not change on update; they fail `invalid` the same way.
  * - Returned objects carry `resourceVersion` = the store revision of their last write.
  */
 export interface Datastore {
