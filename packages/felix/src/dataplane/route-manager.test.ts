@@ -189,6 +189,12 @@ describe('RouteManager', () => {
     expect(first.deferred).toEqual(['198.19.0.7/32 dev calinew']);
     expect(first.recheckInMs).toBe(8_000);
     expect(k.routes).toEqual([{ dst: '198.19.0.7/32', dev: 'calinew', scope: 'link' }]);
+    // A route on an interface the monitor has not reported yet is just as new: it stays too.
+    k.routes.push({ dst: '198.19.0.8/32', dev: 'caliunseen', scope: 'link' });
+    const unseen = await graceful.apply();
+    expect(unseen.removed).toEqual([]);
+    expect(unseen.deferred).toContain('198.19.0.8/32 dev caliunseen');
+    k.routes = k.routes.filter((r) => r.dev !== 'caliunseen');
     // The endpoint arrives: the route is wanted and stays.
     graceful.setEndpoints([ep('calinew', ['198.19.0.7/32'])]);
     expect(await graceful.apply()).toMatchObject({ added: [], removed: [], deferred: [] });

@@ -120,7 +120,8 @@ export class RouteManager {
       this.#firstSeen.delete(name);
       return;
     }
-    if (!old || old.index !== state.index) this.#firstSeen.set(name, this.#now());
+    // First seen now, unless an apply already met its routes (then its grace began then).
+    if (old ? old.index !== state.index : !this.#firstSeen.has(name)) this.#firstSeen.set(name, this.#now());
     this.#ifaces.set(name, state);
     if (state.up && (!old?.up || old.index !== state.index)) this.#toConfigure.add(name);
     if (!state.up) this.#toConfigure.delete(name);
@@ -171,7 +172,13 @@ export class RouteManager {
     for (const r of current) {
       const k = routeKey(r.dst, r.dev!);
       if (want.has(k) || !protocolMatches(r.proto, this.#o.protocol) || r.table !== undefined) continue;
-      const age = now - (this.#firstSeen.get(r.dev!) ?? Number.NEGATIVE_INFINITY);
+      // An interface the monitor has not reported yet is as new as it gets: its grace starts now.
+      let seen = this.#firstSeen.get(r.dev!);
+      if (seen === undefined) {
+        seen = now;
+        this.#firstSeen.set(r.dev!, now);
+      }
+      const age = now - seen;
       if (age < grace) {
         deferred.push(k);
         recheckInMs = Math.min(recheckInMs ?? grace, grace - age);
@@ -187,6 +194,11 @@ export class RouteManager {
       } catch (e) {
         errors.push(`${k}: ${errorMessage(e)}`);
       }
+    }
+    // Forget interfaces that are gone (met only in an apply, the monitor never reported them).
+    const devs = new Set(current.map((r) => r.dev));
+    for (const dev of this.#firstSeen.keys()) {
+      if (!this.#ifaces.has(dev) && !devs.has(dev)) this.#firstSeen.delete(dev);
     }
     if (added.length > 0 || removed.length > 0) this.#log.info({ added, removed }, 'workload routes updated');
     if (errors.length > 0) throw new Error(`route programming failed: ${errors.join('; ')}`);
