@@ -802,9 +802,15 @@ export class CalcGraph {
     const pols = [...(this.endpointPolicies.get(key) ?? [])]
       .map((id) => this.policies.get(id))
       .filter((p): p is PolicyInfo => p !== undefined);
-    // Untracked and pre-DNAT policies apply to host endpoints only, in their own tables.
+    // Untracked and pre-DNAT policies apply to host endpoints only, in their own stages; a
+    // workload endpoint ignores them. Pre-DNAT policy has no egress side.
     const normal = pols.filter((p) => !p.doNotTrack && !p.preDNAT);
-    const forward = info.kind === 'hep' ? normal.filter((p) => p.applyOnForward) : [];
+    const isHep = info.kind === 'hep';
+    const forward = isHep ? normal.filter((p) => p.applyOnForward) : [];
+    const untracked = isHep ? pols.filter((p) => p.doNotTrack) : [];
+    const preDNAT = isHep
+      ? pols.filter((p) => p.preDNAT && !p.doNotTrack).map((p) => ({ ...p, egress: false }))
+      : [];
     const v4: string[] = [];
     const v6: string[] = [];
     for (const n of info.nets) (n.includes(':') ? v6 : v4).push(n);
@@ -818,6 +824,8 @@ export class CalcGraph {
       ipv6Nets: v6,
       tiers: this.buildTiers(normal),
       forwardTiers: this.buildTiers(forward),
+      untrackedTiers: this.buildTiers(untracked),
+      preDNATTiers: this.buildTiers(preDNAT),
       profileIds: info.profiles.filter((p) => this.profileExists(p)),
     };
     return state;

@@ -45,6 +45,8 @@ function summarizeEndpoint(e: EndpointState): string[] {
   return [
     ...e.tiers.map(line('')),
     ...e.forwardTiers.map(line('fwd ')),
+    ...e.untrackedTiers.map(line('untracked ')),
+    ...e.preDNATTiers.map(line('preDNAT ')),
     `profiles:[${e.profileIds.join(',')}]`,
   ];
 }
@@ -270,13 +272,71 @@ const hostState: TestState = {
   },
 };
 
+const untrackedState: TestState = {
+  name: 'doNotTrack and preDNAT policies apply to host endpoints only, in their own tiers',
+  resources: [
+    tier('t', 5),
+    hep('h1', { labels: { host: 'yes' }, ips: ['198.18.0.1'] }),
+    wep('ns', 'w', { labels: { host: 'yes' }, ips: ['198.19.0.1/32'] }),
+    gnp('normal', { selector: 'has(host)', ingress: [allow] }),
+    gnp('dnt', {
+      selector: 'has(host)',
+      doNotTrack: true,
+      applyOnForward: true,
+      ingress: [allow],
+      egress: [deny],
+    }),
+    gnp('t.dnt', {
+      tier: 't',
+      selector: 'has(host)',
+      doNotTrack: true,
+      applyOnForward: true,
+      egress: [allow],
+    }),
+    gnp('pre', { selector: 'has(host)', preDNAT: true, applyOnForward: true, ingress: [deny] }),
+    // An egress type on a pre-DNAT policy (rejected by validation) is ignored.
+    gnp('pre-egress', {
+      selector: 'has(host)',
+      preDNAT: true,
+      applyOnForward: true,
+      types: ['Ingress', 'Egress'],
+      ingress: [allow],
+      egress: [deny],
+    }),
+  ],
+  expected: {
+    endpoints: {
+      'hep/h1': [
+        'default(Deny) in:[gnp/normal] out:[]',
+        'untracked t(Deny) in:[] out:[gnp/t.dnt]',
+        'untracked default(Deny) in:[gnp/dnt] out:[gnp/dnt]',
+        'preDNAT default(Deny) in:[gnp/pre-egress,gnp/pre] out:[]',
+        'profiles:[]',
+      ],
+      'wep/ns/w': ['default(Deny) in:[gnp/normal] out:[]', 'profiles:[]'],
+    },
+    policies: ['gnp/dnt', 'gnp/normal', 'gnp/pre', 'gnp/pre-egress', 'gnp/t.dnt'],
+    profiles: [],
+    ipSets: {},
+  },
+};
+
 const empty: TestState = {
   name: 'empty',
   resources: [],
   expected: { endpoints: {}, policies: [], profiles: [], ipSets: {} },
 };
 
-const states = [empty, ...tierStates, relabelled, namespaceState, passState, portsState, hostState];
+const states = [
+  empty,
+  ...tierStates,
+  relabelled,
+  namespaceState,
+  passState,
+  portsState,
+  hostState,
+  untrackedState,
+];
 
 function expectState(actual: DataplaneState, expected: Expected): void {
   const s = summarize(actual);

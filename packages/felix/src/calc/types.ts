@@ -159,6 +159,10 @@ export interface EndpointState {
   readonly tiers: readonly EndpointTier[];
   /** Host endpoints only: tiers of `applyOnForward` policies, for forwarded traffic. */
   readonly forwardTiers: readonly EndpointTier[];
+  /** Host endpoints only: tiers of `doNotTrack` policies, applied before conntrack (both directions). */
+  readonly untrackedTiers: readonly EndpointTier[];
+  /** Host endpoints only: tiers of `preDNAT` policies, applied to ingress before DNAT (no egress). */
+  readonly preDNATTiers: readonly EndpointTier[];
   /** Profiles that exist, in the endpoint's order. */
   readonly profileIds: readonly string[];
 }

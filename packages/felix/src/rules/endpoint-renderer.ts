@@ -15,6 +15,11 @@
  *
  * Profiles are reached only when no tier applied or the last tier passed. Forward chains of host
  * endpoints have no profiles and, with no policy, accept.
+ *
+ * Host endpoint chains of the earlier stages (upstream's raw and mangle tables) differ: they have
+ * no profiles, no end-of-tier drop and no final drop (a packet no policy decided falls through to
+ * the normal filter-stage policy); an untracked chain has no conntrack rules (conntrack has not run
+ * yet) and turns a policy's allow into `notrack` as well.
  */
 import type { EndpointTier } from '../calc/types.js';
 import type { MarkBits } from './config.js';
@@ -29,6 +34,7 @@ import {
   markSet,
   match,
   meta,
+  notrack,
   payload,
   ret,
   setMarkBits,
@@ -55,6 +61,13 @@ export interface EndpointChainOptions {
   readonly failsafeChain?: string;
   /** Forward chains of host endpoints: no profiles; no policy means allow. */
   readonly forward?: boolean;
+  /**
+   * Host endpoint chains of the untracked (raw) or pre-DNAT (mangle) stage; their policy and
+   * failsafe chains carry `layer`'s prefix.
+   */
+  readonly stage?: 'untracked' | 'preDNAT';
+  /** Prefix of the chains jumped to: `filter-` (default), `raw-` or `mangle-`. */
+  readonly layer?: string;
   readonly dropVXLANPort?: number;
   readonly dropIPIP?: boolean;
   /** Policy chains that exist; jumps to others are left out. */
@@ -64,11 +77,12 @@ export interface EndpointChainOptions {
 
 export function renderEndpointChain(o: EndpointChainOptions): NftRuleDesired[] {
   const { marks } = o;
-  const rules: NftRuleDesired[] = [
-    { expr: [ctState('established', 'related'), accept] },
-    { expr: [ctState('invalid'), drop] },
-  ];
-  if (o.failsafeChain) rules.push({ expr: [jump(FILTER + o.failsafeChain)] });
+  const layer = o.layer ?? FILTER;
+  const rules: NftRuleDesired[] = [];
+  if (o.stage !== 'untracked') {
+    rules.push({ expr: [ctState('established', 'related'), accept] }, { expr: [ctState('invalid'), drop] });
+  }
+  if (o.failsafeChain) rules.push({ expr: [jump(layer + o.failsafeChain)] });
   rules.push({ expr: [clearMarkBits(marks.accept | marks.pass)] });
   if (o.dropVXLANPort !== undefined) {
     rules.push({
@@ -91,13 +105,19 @@ export function renderEndpointChain(o: EndpointChainOptions): NftRuleDesired[] {
     tiersApplied++;
     rules.push({ expr: [clearMarkBits(marks.pass)], comment: `Start of tier ${tier.name}` });
     for (const id of pols) {
-      rules.push({ expr: [markClear(marks.pass), jump(FILTER + policyChainName(policyPrefix, id))] });
+      rules.push({ expr: [markClear(marks.pass), jump(layer + policyChainName(policyPrefix, id))] });
+      if (o.stage === 'untracked') {
+        rules.push({ expr: [markSet(marks.accept), notrack], comment: 'Untracked policy accepted packet' });
+      }
       rules.push({ expr: [markSet(marks.accept), ret], comment: 'Return if policy accepted' });
     }
+    // Earlier stages never drop at the end of a tier: normal policy still applies afterwards.
+    if (o.stage !== undefined) continue;
     if (tier.defaultAction !== 'Pass') {
       rules.push({ expr: [markClear(marks.pass), drop], comment: 'Drop if no policies passed packet' });
     }
   }
+  if (o.stage !== undefined) return rules;
   if (o.forward) {
     if (tiersApplied === 0) {
       rules.push({ expr: [setMarkBits(marks.accept), ret], comment: 'Allow forwarded traffic by default' });

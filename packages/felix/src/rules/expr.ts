@@ -45,6 +45,8 @@ export function ctState(...states: string[]): NftStatement {
 export const accept: NftVerdict = { accept: null };
 export const drop: NftVerdict = { drop: null };
 export const ret: NftVerdict = { return: null };
+/** `notrack`: the packet bypasses conntrack (valid before conntrack runs: raw priority). */
+export const notrack: NftStatement = { notrack: null };
 
 export function jump(target: string): NftVerdict {
   return { jump: { target } };

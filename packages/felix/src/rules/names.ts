@@ -15,11 +15,16 @@ export const MAX_SET_NAME_LENGTH = 31;
 /** Chains of the emulated `filter` table carry this prefix in the one `calico` table. */
 export const FILTER = 'filter-';
 export const NAT = 'nat-';
+/** Untracked (doNotTrack) policy: the emulated `raw` table, before conntrack. */
+export const RAW = 'raw-';
+/** Pre-DNAT policy: the emulated `mangle` table, before DNAT. */
+export const MANGLE = 'mangle-';
 
 export const CHAIN = {
   input: 'cali-INPUT',
   forward: 'cali-FORWARD',
   output: 'cali-OUTPUT',
+  prerouting: 'cali-PREROUTING',
   postrouting: 'cali-POSTROUTING',
   natOutgoing: 'cali-nat-outgoing',
   failsafeIn: 'cali-failsafe-in',

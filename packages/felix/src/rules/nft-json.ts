@@ -116,4 +116,5 @@ export type NftStatement =
   | { readonly log: { readonly prefix?: string; readonly level?: string } }
   | { readonly masquerade: null }
   | { readonly snat: { readonly addr: string } }
-  | { readonly counter: null };
+  | { readonly counter: null }
+  | { readonly notrack: null };

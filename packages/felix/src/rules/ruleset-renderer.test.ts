@@ -300,6 +300,198 @@ describe('renderRuleset', () => {
   });
 });
 
+describe('host endpoint untracked and pre-DNAT stages', () => {
+  const jumpTo = (target: string) => ({ jump: { target } });
+  const ACCEPT_MARK = 0x10000;
+  const t = renderRuleset(
+    stateOf([
+      hep('h1', { labels: { host: 'a' }, ips: ['198.18.0.1'], iface: 'eth0' }),
+      hep('h2', { labels: { other: 'b' }, ips: ['198.18.0.2'], iface: 'eth1' }),
+      gnp('normal', { selector: 'has(host) || has(other)', ingress: [{ action: 'Allow' }] }),
+      gnp('dnt', {
+        selector: 'has(host)',
+        doNotTrack: true,
+        applyOnForward: true,
+        ingress: [{ action: 'Allow', source: { nets: ['198.18.1.0/24'] } }],
+        egress: [{ action: 'Deny', destination: { nets: ['198.18.2.0/24'] } }],
+      }),
+      gnp('pre', {
+        selector: 'has(host)',
+        preDNAT: true,
+        applyOnForward: true,
+        ingress: [
+          { action: 'Deny', source: { nets: ['198.18.3.7/32'] } },
+          { action: 'Allow', protocol: 'TCP', destination: { ports: [443] } },
+        ],
+      }),
+    ]),
+    { ...DEFAULT_RULES_CONFIG, ipv6Support: false },
+  ).tables[0]!;
+
+  it('hooks raw at prerouting and output with priority raw, mangle at prerouting before dstnat', () => {
+    expect(t.chains['raw-PREROUTING']).toEqual({
+      name: 'raw-PREROUTING',
+      base: { type: 'filter', hook: 'prerouting', prio: -300, policy: 'accept' },
+      rules: [{ expr: [jumpTo('raw-cali-PREROUTING')] }],
+    });
+    expect(t.chains['raw-OUTPUT']).toEqual({
+      name: 'raw-OUTPUT',
+      base: { type: 'filter', hook: 'output', prio: -300, policy: 'accept' },
+      rules: [{ expr: [jumpTo('raw-cali-OUTPUT')] }],
+    });
+    expect(t.chains['mangle-PREROUTING']).toEqual({
+      name: 'mangle-PREROUTING',
+      base: { type: 'filter', hook: 'prerouting', prio: -150, policy: 'accept' },
+      rules: [{ expr: [jumpTo('mangle-cali-PREROUTING')] }],
+    });
+    // Priorities: raw < conntrack (-200) < mangle < dstnat (-100) < filter (0).
+    expect(t.chains['mangle-PREROUTING']!.base!.prio).toBeLessThan(-100);
+  });
+
+  it('renders the static raw and mangle chains: clear marks, dispatch, accept on the accept mark', () => {
+    expect(t.chains['raw-cali-PREROUTING']!.rules).toEqual([
+      { expr: [andMark(~(0x10000 | 0x20000 | 0x80000 | 0x100000) >>> 0)] },
+      {
+        expr: [{ match: { op: '==', left: { meta: { key: 'iifname' } }, right: 'cali*' } }, { return: null }],
+      },
+      { expr: [jumpTo('raw-cali-from-host-endpoint')] },
+      { expr: [markIsSet(ACCEPT_MARK), { accept: null }], comment: 'Untracked policy accepted packet.' },
+    ]);
+    expect(t.chains['raw-cali-OUTPUT']!.rules).toEqual([
+      { expr: [andMark(0xffe4ffff)] },
+      { expr: [jumpTo('raw-cali-to-host-endpoint')] },
+      { expr: [markIsSet(ACCEPT_MARK), { accept: null }], comment: 'Untracked policy accepted packet.' },
+    ]);
+    expect(t.chains['mangle-cali-PREROUTING']!.rules).toEqual([
+      {
+        expr: [
+          { match: { op: 'in', left: { ct: { key: 'state' } }, right: ['established', 'related'] } },
+          { accept: null },
+        ],
+      },
+      { expr: [markIsSet(ACCEPT_MARK), { accept: null }], comment: 'Accepted by untracked policy' },
+      { expr: [jumpTo('mangle-cali-from-host-endpoint')] },
+      { expr: [markIsSet(ACCEPT_MARK), { accept: null }], comment: 'Host endpoint policy accepted packet.' },
+    ]);
+  });
+
+  it('dispatches only host endpoints with such policies', () => {
+    expect(t.maps['raw-cali-from-host-endpoint']!.elements).toEqual([
+      ['eth0', { goto: { target: 'raw-cali-fh-eth0' } }],
+    ]);
+    expect(t.maps['raw-cali-to-host-endpoint']!.elements).toEqual([
+      ['eth0', { goto: { target: 'raw-cali-th-eth0' } }],
+    ]);
+    expect(t.maps['mangle-cali-from-host-endpoint']!.elements).toEqual([
+      ['eth0', { goto: { target: 'mangle-cali-fh-eth0' } }],
+    ]);
+    expect(t.chains['raw-cali-from-host-endpoint']!.rules).toEqual([
+      { expr: [{ vmap: { key: { meta: { key: 'iifname' } }, data: '@raw-cali-from-host-endpoint' } }] },
+    ]);
+    expect(t.chains['raw-cali-fh-eth1']).toBeUndefined();
+    expect(t.chains['mangle-cali-th-eth0']).toBeUndefined();
+    // The normal filter chains of eth0 see only the normal policy.
+    expect(JSON.stringify(t.chains['filter-cali-fh-eth0'])).not.toContain('gnp/dnt');
+    expect(JSON.stringify(t.chains['filter-cali-fh-eth0'])).not.toContain('gnp/pre');
+  });
+
+  it('untracked endpoint chains: no conntrack, raw failsafes, allow is notrack, no final drop', () => {
+    expect(t.chains['raw-cali-fh-eth0']!.rules).toEqual([
+      { expr: [jumpTo('raw-cali-failsafe-in')] },
+      { expr: [andMark(0xfffcffff)] },
+      { expr: [andMark(0xfffdffff)], comment: 'Start of tier default' },
+      { expr: [markClear(0x20000), jumpTo('raw-cali-pi-gnp/dnt')] },
+      { expr: [markIsSet(ACCEPT_MARK), { notrack: null }], comment: 'Untracked policy accepted packet' },
+      { expr: [markIsSet(ACCEPT_MARK), { return: null }], comment: 'Return if policy accepted' },
+    ]);
+    expect(t.chains['raw-cali-th-eth0']!.rules.map((r) => JSON.stringify(r.expr.at(-1)))).toEqual([
+      JSON.stringify(jumpTo('raw-cali-failsafe-out')),
+      JSON.stringify(andMark(0xfffcffff)),
+      JSON.stringify(andMark(0xfffdffff)),
+      JSON.stringify(jumpTo('raw-cali-po-gnp/dnt')),
+      '{"notrack":null}',
+      '{"return":null}',
+    ]);
+    // The policy chains of the raw stage: allow sets the accept mark, deny drops.
+    expect(t.chains['raw-cali-pi-gnp/dnt']!.rules).toEqual([
+      {
+        expr: [
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip', field: 'saddr' } },
+              right: { prefix: { addr: '198.18.1.0', len: 24 } },
+            },
+          },
+          orMark(ACCEPT_MARK),
+          { return: null },
+        ],
+      },
+    ]);
+    expect(t.chains['raw-cali-po-gnp/dnt']!.rules[0]!.expr.at(-1)).toEqual({ drop: null });
+    // Failsafes before conntrack also let the replies of failsafe connections through.
+    const fsIn = t.chains['raw-cali-failsafe-in']!.rules;
+    expect(fsIn).toHaveLength(18);
+    expect(fsIn[0]!.expr[1]).toEqual({
+      match: { op: '==', left: { payload: { protocol: 'tcp', field: 'dport' } }, right: 22 },
+    });
+    expect(fsIn[9]!.expr[1]).toEqual({
+      match: { op: '==', left: { payload: { protocol: 'udp', field: 'sport' } }, right: 53 },
+    });
+    expect(t.chains['raw-cali-failsafe-out']!.rules).toHaveLength(18);
+  });
+
+  it('pre-DNAT endpoint chain: conntrack, mangle failsafes, ingress policy only, no final drop', () => {
+    expect(t.chains['mangle-cali-fh-eth0']!.rules).toEqual([
+      {
+        expr: [
+          { match: { op: 'in', left: { ct: { key: 'state' } }, right: ['established', 'related'] } },
+          { accept: null },
+        ],
+      },
+      { expr: [{ match: { op: 'in', left: { ct: { key: 'state' } }, right: 'invalid' } }, { drop: null }] },
+      { expr: [jumpTo('mangle-cali-failsafe-in')] },
+      { expr: [andMark(0xfffcffff)] },
+      { expr: [andMark(0xfffdffff)], comment: 'Start of tier default' },
+      { expr: [markClear(0x20000), jumpTo('mangle-cali-pi-gnp/pre')] },
+      { expr: [markIsSet(ACCEPT_MARK), { return: null }], comment: 'Return if policy accepted' },
+    ]);
+    expect(t.chains['mangle-cali-pi-gnp/pre']!.rules.map((r) => r.expr.at(-1))).toEqual([
+      { drop: null },
+      { return: null },
+    ]);
+    expect(t.chains['mangle-cali-po-gnp/pre']).toBeUndefined();
+    expect(t.chains['mangle-cali-failsafe-in']!.rules).toEqual(t.chains['filter-cali-failsafe-in']!.rules);
+  });
+
+  it('lets the filter stage accept what an earlier stage accepted', () => {
+    const already = {
+      expr: [markIsSet(ACCEPT_MARK), { accept: null }],
+      comment: 'Accepted by untracked or pre-DNAT policy',
+    };
+    const input = t.chains['filter-cali-INPUT']!.rules;
+    expect(input[1]).toEqual(already);
+    expect(input[2]).toEqual({ expr: [andMark(0xffe4ffff)] });
+    expect(t.chains['filter-cali-OUTPUT']!.rules[0]).toEqual(already);
+    const fwd = t.chains['filter-cali-FORWARD']!.rules;
+    // The accept bit survives; the from-host-endpoint forward policy is skipped for it.
+    expect(fwd[0]).toEqual({ expr: [andMark(~(0x20000 | 0x80000 | 0x100000) >>> 0)] });
+    expect(fwd[1]).toEqual({ expr: [markClear(ACCEPT_MARK), jumpTo('filter-cali-from-hep-forward')] });
+    expect(fwd.at(-1)).toEqual({
+      expr: [markIsSet(ACCEPT_MARK), { accept: null }],
+      comment: 'Policy explicitly accepted packet.',
+    });
+  });
+
+  it('leaves the stages empty without such policies', () => {
+    const plain = renderRuleset(stateOf(small), DEFAULT_RULES_CONFIG).tables[0]!;
+    expect(plain.maps['raw-cali-from-host-endpoint']!.elements).toEqual([]);
+    expect(plain.maps['raw-cali-to-host-endpoint']!.elements).toEqual([]);
+    expect(plain.maps['mangle-cali-from-host-endpoint']!.elements).toEqual([]);
+    expect(Object.keys(plain.chains).filter((c) => /^(raw|mangle)-cali-p[io]-/.test(c))).toEqual([]);
+  });
+});
+
 describe('mark bits', () => {
   it('allocates accept, pass, drop, scratch0, scratch1 lowest first from the mask', () => {
     expect(allocateMarks(0xffff0000)).toEqual({

@@ -11,21 +11,38 @@
  *   filter-OUTPUT  ─► filter-cali-OUTPUT  ─► filter-cali-to-host-endpoint (oifname vmap → th-<if>)
  *   nat-POSTROUTING ─► nat-cali-POSTROUTING ─► nat-cali-nat-outgoing (masquerade pool → outside)
  *
+ * Host endpoints' doNotTrack and preDNAT policies run in earlier stages (upstream's raw and mangle
+ * tables), which pass their verdict on to the filter stage through the accept mark:
+ *
+ *   raw-PREROUTING (prio raw, -300)  ─► raw-cali-PREROUTING: clear marks; not a workload ─►
+ *                                        raw-cali-from-host-endpoint (iifname vmap → fh-<if>)
+ *   raw-OUTPUT (prio raw, -300)      ─► raw-cali-OUTPUT: clear marks ─►
+ *                                        raw-cali-to-host-endpoint (oifname vmap → th-<if>)
+ *     untracked Allow: notrack, accept mark, accept; Deny: drop; no verdict: on to conntrack
+ *   mangle-PREROUTING (prio mangle, -150, before dstnat) ─► mangle-cali-PREROUTING ─►
+ *                                        mangle-cali-from-host-endpoint (iifname vmap → fh-<if>)
+ *     pre-DNAT Allow: accept mark, accept; Deny: drop; no verdict: on to DNAT and normal policy
+ *
+ * filter-cali-INPUT and -OUTPUT accept a packet that already carries the accept mark, and
+ * filter-cali-FORWARD skips the from-host-endpoint forward policy for it.
+ *
  * Endpoint chains jump to policy chains `filter-cali-pi-<id>`/`-po-` and profile chains
  * `filter-cali-pri-<name>`/`-pro-`; rules match IP sets `cali40…`/`cali60…`.
  */
 
 import { IPSET_ID_ALL_POOLS, IPSET_ID_MASQ_POOLS } from '../calc/ids.js';
-import type { DataplaneState, EndpointState } from '../calc/types.js';
+import type { DataplaneState, EndpointState, EndpointTier } from '../calc/types.js';
 import { allocateMarks, type MarkBits, type ProtoPort, type RulesConfig } from './config.js';
 import { renderEndpointChain } from './endpoint-renderer.js';
 import {
   accept,
   cidrExpr,
   clearMarkBits,
+  ctState,
   drop,
   goto,
   jump,
+  markClear,
   markSet,
   match,
   meta,
@@ -40,6 +57,7 @@ import {
   FROM_HOST_ENDPOINT_PREFIX,
   FROM_WORKLOAD_PREFIX,
   ipSetName,
+  MANGLE,
   NAT,
   POLICY_INBOUND_PREFIX,
   POLICY_OUTBOUND_PREFIX,
@@ -47,6 +65,7 @@ import {
   PROFILE_OUTBOUND_PREFIX,
   policyChainName,
   profileChainName,
+  RAW,
   TABLE_NAME,
   TO_HOST_ENDPOINT_FORWARD_PREFIX,
   TO_HOST_ENDPOINT_PREFIX,
@@ -70,6 +89,10 @@ function sortedUniqueElements(elems: readonly NftExpression[]): NftExpression[] 
   for (const e of elems) byJson.set(JSON.stringify(e), e);
   return [...byJson.keys()].sort(byString).map((k) => byJson.get(k)!);
 }
+
+/** nftables' named priorities: `raw` runs before conntrack, `mangle` before `dstnat` (-100). */
+const PRIORITY_RAW = -300;
+const PRIORITY_MANGLE = -150;
 
 function familyOfAddr(a: string): NftFamily {
   return a.includes(':') ? 'ip6' : 'ip';
@@ -129,12 +152,13 @@ function failsafeRules(
   family: NftFamily,
   ports: readonly ProtoPort[],
   netField: 'saddr' | 'daddr',
+  portField: 'dport' | 'sport' = 'dport',
 ): NftRuleDesired[] {
   const out: NftRuleDesired[] = [];
   for (const p of ports) {
     const expr: NftStatement[] = [
       match(meta('l4proto'), p.protocol),
-      match(payload(p.protocol, 'dport'), p.port),
+      match(payload(p.protocol, portField), p.port),
     ];
     if (p.net) {
       if (familyOfAddr(p.net) !== family) continue;
@@ -264,6 +288,69 @@ function renderTable(
   t.verdictMap(FILTER + CHAIN.toHepForward, toHepFwd);
   t.verdictMap(FILTER + CHAIN.fromHepForward, fromHepFwd);
 
+  // Host endpoints' untracked (raw) and pre-DNAT (mangle) chains, for those with such policies;
+  // each stage has its own copies of the policy chains it jumps to.
+  const rawPolicies = new Set<string>();
+  const manglePolicies = new Set<string>();
+  const toHepRaw = new Map<string, NftVerdict>();
+  const fromHepRaw = new Map<string, NftVerdict>();
+  const fromHepMangle = new Map<string, NftVerdict>();
+  const inUse = (tiers: readonly EndpointTier[], dir: 'ingressPolicies' | 'egressPolicies') =>
+    tiers.flatMap((tr) => tr[dir]).filter(hasPolicy);
+  for (const [iface, ep] of endpointsByIface(state, 'hep')) {
+    const untracked = ep.untrackedTiers;
+    if (untracked.length > 0) {
+      const th = RAW + endpointChainName(TO_HOST_ENDPOINT_PREFIX, iface);
+      const fh = RAW + endpointChainName(FROM_HOST_ENDPOINT_PREFIX, iface);
+      const common = { tiers: untracked, profileIds: [], marks, hasPolicy, hasProfile } as const;
+      const stage = { stage: 'untracked', layer: RAW } as const;
+      t.chain(
+        th,
+        renderEndpointChain({ ...common, ...stage, direction: 'egress', failsafeChain: CHAIN.failsafeOut }),
+      );
+      t.chain(
+        fh,
+        renderEndpointChain({ ...common, ...stage, direction: 'ingress', failsafeChain: CHAIN.failsafeIn }),
+      );
+      toHepRaw.set(iface, goto(th));
+      fromHepRaw.set(iface, goto(fh));
+      for (const id of inUse(untracked, 'ingressPolicies')) rawPolicies.add(id);
+      for (const id of inUse(untracked, 'egressPolicies')) rawPolicies.add(id);
+    }
+    const preDNAT = ep.preDNATTiers.map((tr) => ({ ...tr, egressPolicies: [] }));
+    if (preDNAT.length > 0) {
+      const fh = MANGLE + endpointChainName(FROM_HOST_ENDPOINT_PREFIX, iface);
+      t.chain(
+        fh,
+        renderEndpointChain({
+          tiers: preDNAT,
+          profileIds: [],
+          marks,
+          hasPolicy,
+          hasProfile,
+          stage: 'preDNAT',
+          layer: MANGLE,
+          direction: 'ingress',
+          failsafeChain: CHAIN.failsafeIn,
+        }),
+      );
+      fromHepMangle.set(iface, goto(fh));
+      for (const id of inUse(preDNAT, 'ingressPolicies')) manglePolicies.add(id);
+    }
+  }
+  for (const id of [...rawPolicies].sort(byString)) {
+    const p = state.policies[id]!;
+    t.chain(RAW + policyChainName(POLICY_INBOUND_PREFIX, id), renderPolicyRules(p.inbound, ctx));
+    t.chain(RAW + policyChainName(POLICY_OUTBOUND_PREFIX, id), renderPolicyRules(p.outbound, ctx));
+  }
+  for (const id of [...manglePolicies].sort(byString)) {
+    const p = state.policies[id]!;
+    t.chain(MANGLE + policyChainName(POLICY_INBOUND_PREFIX, id), renderPolicyRules(p.inbound, ctx));
+  }
+  t.verdictMap(RAW + CHAIN.toHostEndpoint, toHepRaw);
+  t.verdictMap(RAW + CHAIN.fromHostEndpoint, fromHepRaw);
+  t.verdictMap(MANGLE + CHAIN.fromHostEndpoint, fromHepMangle);
+
   // Dispatch chains: look the interface up in its map; an unknown workload interface is dropped.
   const iif = meta('iifname');
   const oif = meta('oifname');
@@ -282,10 +369,24 @@ function renderTable(
   t.chain(FILTER + CHAIN.toHostEndpoint, [{ expr: [vmap(oif, FILTER + CHAIN.toHostEndpoint)] }]);
   t.chain(FILTER + CHAIN.fromHepForward, [{ expr: [vmap(iif, FILTER + CHAIN.fromHepForward)] }]);
   t.chain(FILTER + CHAIN.toHepForward, [{ expr: [vmap(oif, FILTER + CHAIN.toHepForward)] }]);
+  t.chain(RAW + CHAIN.fromHostEndpoint, [{ expr: [vmap(iif, RAW + CHAIN.fromHostEndpoint)] }]);
+  t.chain(RAW + CHAIN.toHostEndpoint, [{ expr: [vmap(oif, RAW + CHAIN.toHostEndpoint)] }]);
+  t.chain(MANGLE + CHAIN.fromHostEndpoint, [{ expr: [vmap(iif, MANGLE + CHAIN.fromHostEndpoint)] }]);
 
   // Failsafes.
   t.chain(FILTER + CHAIN.failsafeIn, failsafeRules(family, config.failsafeInboundHostPorts, 'saddr'));
   t.chain(FILTER + CHAIN.failsafeOut, failsafeRules(family, config.failsafeOutboundHostPorts, 'daddr'));
+  t.chain(MANGLE + CHAIN.failsafeIn, failsafeRules(family, config.failsafeInboundHostPorts, 'saddr'));
+  // Before conntrack, the replies of failsafe connections must be let through untouched too, or
+  // an untracked policy could catch one half of the connection.
+  t.chain(RAW + CHAIN.failsafeIn, [
+    ...failsafeRules(family, config.failsafeInboundHostPorts, 'saddr'),
+    ...failsafeRules(family, config.failsafeOutboundHostPorts, 'saddr', 'sport'),
+  ]);
+  t.chain(RAW + CHAIN.failsafeOut, [
+    ...failsafeRules(family, config.failsafeOutboundHostPorts, 'daddr'),
+    ...failsafeRules(family, config.failsafeInboundHostPorts, 'daddr', 'sport'),
+  ]);
 
   // Static filter chains.
   const wildcards = config.interfacePrefixes.map((p) => `${p}*`);
@@ -311,21 +412,28 @@ function renderTable(
   wlToHost.push({ expr: [toHostVerdict], comment: 'Configured DefaultEndpointToHostAction' });
   t.chain(FILTER + CHAIN.wlToHost, wlToHost);
 
+  const alreadyAccepted: NftRuleDesired = {
+    expr: [markSet(marks.accept), accept],
+    comment: 'Accepted by untracked or pre-DNAT policy',
+  };
   t.chain(FILTER + CHAIN.input, [
     ...wildcards.map((w) => ({ expr: [match(iif, w), goto(FILTER + CHAIN.wlToHost)] })),
+    alreadyAccepted,
     { expr: [clearMarkBits(policyMarks)] },
     { expr: [jump(FILTER + CHAIN.fromHostEndpoint)] },
     { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
   ]);
   t.chain(FILTER + CHAIN.forward, [
-    { expr: [clearMarkBits(policyMarks)] },
-    { expr: [jump(FILTER + CHAIN.fromHepForward)] },
+    // The accept bit stays: it carries the verdict of untracked and pre-DNAT policy.
+    { expr: [clearMarkBits(policyMarks & ~marks.accept)] },
+    { expr: [markClear(marks.accept), jump(FILTER + CHAIN.fromHepForward)] },
     ...wildcards.map((w) => ({ expr: [match(iif, w), jump(FILTER + CHAIN.fromWlDispatch)] })),
     ...wildcards.map((w) => ({ expr: [match(oif, w), jump(FILTER + CHAIN.toWlDispatch)] })),
     { expr: [jump(FILTER + CHAIN.toHepForward)] },
     { expr: [markSet(marks.accept), accept], comment: 'Policy explicitly accepted packet.' },
   ]);
   t.chain(FILTER + CHAIN.output, [
+    alreadyAccepted,
     ...wildcards.map((w) => ({ expr: [match(oif, w), ret] })),
     { expr: [clearMarkBits(policyMarks)] },
     { expr: [jump(FILTER + CHAIN.toHostEndpoint)] },
@@ -348,7 +456,44 @@ function renderTable(
   t.chain(NAT + CHAIN.natOutgoing, natRules);
   t.chain(NAT + CHAIN.postrouting, [{ expr: [jump(NAT + CHAIN.natOutgoing)] }]);
 
+  // Untracked and pre-DNAT stages.
+  t.chain(RAW + CHAIN.prerouting, [
+    { expr: [clearMarkBits(policyMarks)] },
+    ...wildcards.map((w) => ({ expr: [match(iif, w), ret] })),
+    { expr: [jump(RAW + CHAIN.fromHostEndpoint)] },
+    { expr: [markSet(marks.accept), accept], comment: 'Untracked policy accepted packet.' },
+  ]);
+  t.chain(RAW + CHAIN.output, [
+    { expr: [clearMarkBits(policyMarks)] },
+    { expr: [jump(RAW + CHAIN.toHostEndpoint)] },
+    { expr: [markSet(marks.accept), accept], comment: 'Untracked policy accepted packet.' },
+  ]);
+  t.chain(MANGLE + CHAIN.prerouting, [
+    { expr: [ctState('established', 'related'), accept] },
+    { expr: [markSet(marks.accept), accept], comment: 'Accepted by untracked policy' },
+    { expr: [jump(MANGLE + CHAIN.fromHostEndpoint)] },
+    { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
+  ]);
+
   // Base chains hooked into netfilter.
+  t.chain(RAW + 'PREROUTING', [{ expr: [jump(RAW + CHAIN.prerouting)] }], {
+    type: 'filter',
+    hook: 'prerouting',
+    prio: PRIORITY_RAW,
+    policy: 'accept',
+  });
+  t.chain(RAW + 'OUTPUT', [{ expr: [jump(RAW + CHAIN.output)] }], {
+    type: 'filter',
+    hook: 'output',
+    prio: PRIORITY_RAW,
+    policy: 'accept',
+  });
+  t.chain(MANGLE + 'PREROUTING', [{ expr: [jump(MANGLE + CHAIN.prerouting)] }], {
+    type: 'filter',
+    hook: 'prerouting',
+    prio: PRIORITY_MANGLE,
+    policy: 'accept',
+  });
   t.chain(FILTER + 'INPUT', [{ expr: [jump(FILTER + CHAIN.input)] }], {
     type: 'filter',
     hook: 'input',

@@ -99,6 +99,19 @@ const B = render([
     applyOnForward: true,
     ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [22] } }],
   }),
+  gnp('host-untracked', {
+    selector: 'has(host)',
+    doNotTrack: true,
+    applyOnForward: true,
+    ingress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }],
+    egress: [{ action: 'Allow', protocol: 'UDP', source: { ports: [53] } }],
+  }),
+  gnp('host-prednat', {
+    selector: 'has(host)',
+    preDNAT: true,
+    applyOnForward: true,
+    ingress: [{ action: 'Deny', source: { nets: ['198.18.9.0/24'] } }],
+  }),
   pool('p', '198.19.0.0/16', false),
 ]);
 
@@ -135,6 +148,11 @@ describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
     ]);
     expect(r.status).toBe(0);
     expect(r.out).toContain('chain filter-cali-fhfw-eth0');
+    expect(r.out).toContain('"eth0" : goto raw-cali-fh-eth0');
+    expect(r.out).toContain('"eth0" : goto mangle-cali-fh-eth0');
+    expect(r.out).toMatch(/type filter hook prerouting priority raw; policy accept;/);
+    expect(r.out).toMatch(/type filter hook prerouting priority mangle; policy accept;/);
+    expect(r.out).toMatch(/meta mark & 0x00010000 == 0x00010000 notrack/);
     expect(r.out).toContain('"eth0" : goto filter-cali-fh-eth0');
     expect(r.out).toContain('"calicache" : goto filter-cali-tw-calicache');
     expect(r.out).not.toContain('caliweb');
