@@ -32,7 +32,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A datastore client on the lab's etcd (loaded on demand: most commands never need one). */
 export async function withDatastore<T>(plan: LabPlan, fn: (ds: Datastore) => Promise<T>): Promise<T> {
   const { createDatastore } = await import('@calico-ts/datastore');
-  const ds = await createDatastore({ datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] });
+  // A one-shot command: etcd over node:http2, which loads far faster than etcd3.
+  const ds = await createDatastore(
+    { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] },
+    { transport: 'http2' },
+  );
   try {
     return await fn(ds);
   } finally {

@@ -10,7 +10,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EtcdKVStore, IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BirdControlClient } from './bird/bird-control-client.js';

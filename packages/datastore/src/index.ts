@@ -28,10 +28,11 @@ export {
   type Versioned,
   type VersionedList,
 } from './ipam-store.js';
-export { classifyEtcdError } from './kv/etcd-errors.js';
 export { classifyEtcdHttp2Error } from './kv/etcd-http2-errors.js';
 export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
-export { EtcdKVStore, type EtcdKVStoreOptions } from './kv/etcd-kv-store.js';
+// EtcdKVStore and classifyEtcdError (etcd3 + grpc-js, heavy to load) are in `@calico-ts/datastore/etcd3`,
+// so importing this module does not load them; `createKVStore`/`createDatastore` load them when asked.
+export type { EtcdKVStoreOptions } from './kv/etcd-kv-store.js';
 export type * from './kv/kv-store.js';
 export { type MemoryKVDump, MemoryKVStore, type MemoryKVStoreOptions } from './kv/memory-kv-store.js';
 export {
