@@ -1,0 +1,312 @@
+// Pod networking against the node network it rides on, on a real lab (root, network namespaces,
+// calico-node with Felix and BIRD), in bgp and in vxlan mode — the measurement Calico deployment
+// guides describe:
+//
+// - ping latency and iperf3 TCP throughput from a pod on n1 to a pod on n2, against the same from
+//   node n1 to node n2, in the same run; runs alternate, medians are compared. Ratios are "as good
+//   as the node network" = 1: node RTT / pod RTT, pod throughput / node throughput (aim: ≥ 0.95 in
+//   bgp mode, ≥ 0.8 in vxlan mode);
+// - the time from `lab pod create` returning (CNI ADD done, labels written, listener up) until a pod
+//   on another node gets its first ping reply from the new pod;
+// - the time from starting a pod on a node that has no block yet until its new block is routed in
+//   every other node's kernel (BGP in bgp mode, Felix's vxlan.calico routes in vxlan mode).
+//
+// Reported, never asserted (a busy machine is not a failure). Each mode gets its own lab (own name
+// and state directory), removed at the end, also on failure.
+//
+//   node bench/lab/lab.bench.mjs [--modes bgp,vxlan] [--rounds 3] [--seconds 3] [--pings 40] [--out file.json]
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values: args } = parseArgs({
+  options: {
+    modes: { type: 'string', default: 'bgp,vxlan' },
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '3' },
+    pings: { type: 'string', default: '40' },
+    out: { type: 'string' },
+  },
+});
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..', '..');
+const LAB = join(ROOT, 'apps', 'lab', 'scripts', 'lab.mjs');
+const OUT = args.out ?? join(HERE, '..', 'results', 'lab.json');
+const ROUNDS = Number(args.rounds);
+const SECONDS = Number(args.seconds);
+const PINGS = Number(args.pings);
+const GOAL = { bgp: 0.95, vxlan: 0.8 };
+
+function log(msg) {
+  process.stderr.write(`lab bench: ${msg}\n`);
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Run a command to completion; throws with its output when it fails. */
+function run(cmd, argv, what = `${cmd} ${argv.join(' ')}`) {
+  const r = spawnSync(cmd, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status !== 0)
+    throw new Error(`${what} exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).slice(-800)}`);
+  return r.stdout;
+}
+
+class Lab {
+  constructor(mode, stateDir) {
+    this.mode = mode;
+    this.name = `bl${mode[0]}${Math.random().toString(16).slice(2, 6)}`;
+    this.stateDir = stateDir;
+  }
+  cli(...argv) {
+    return run(
+      process.execPath,
+      [LAB, '--name', this.name, '--state-dir', this.stateDir, ...argv],
+      `lab ${argv.join(' ')}`,
+    );
+  }
+  status() {
+    return JSON.parse(this.cli('status', '-o', 'json'));
+  }
+}
+
+/** Average RTT in ms of `count` pings from netns `from` to `ip`. */
+function pingAvg(from, ip) {
+  const out = run('ip', [
+    'netns',
+    'exec',
+    from,
+    'ping',
+    '-q',
+    '-n',
+    '-c',
+    String(PINGS),
+    '-i',
+    '0.01',
+    '-W',
+    '1',
+    ip,
+  ]);
+  const m = /= [\d.]+\/([\d.]+)\//.exec(out);
+  if (!m) throw new Error(`ping ${from} → ${ip}: no summary in ${out}`);
+  return Number(m[1]);
+}
+
+/** TCP throughput in Gbit/s from netns `from` to an iperf3 server started in netns `to` at `ip`. */
+async function iperf(from, to, ip) {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const server = spawn('ip', ['netns', 'exec', to, 'iperf3', '-s', '-1', '-p', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let serverErr = '';
+  server.stderr.on('data', (d) => {
+    serverErr += d;
+  });
+  try {
+    for (let i = 0; i < 50; i++) {
+      const r = spawnSync('ip', ['netns', 'exec', to, 'ss', '-Htln', `sport = :${port}`], {
+        encoding: 'utf8',
+      });
+      if (r.stdout.trim() !== '') break;
+      await sleep(20);
+    }
+    const out = run('ip', [
+      'netns',
+      'exec',
+      from,
+      'iperf3',
+      '-c',
+      ip,
+      '-p',
+      String(port),
+      '-t',
+      String(SECONDS),
+      '-J',
+    ]);
+    const bps = JSON.parse(out).end?.sum_received?.bits_per_second;
+    if (typeof bps !== 'number')
+      throw new Error(`iperf3 ${from} → ${ip}: no result (${serverErr.slice(-300)})`);
+    return bps / 1e9;
+  } finally {
+    if (server.exitCode === null) server.kill('SIGTERM');
+  }
+}
+
+/** A node's blackhole routes: its own blocks, as its BIRD programs them. */
+function blackholes(netns) {
+  const routes = JSON.parse(run('ip', ['-n', netns, '-j', 'route', 'show']));
+  return new Set(routes.filter((r) => r.type === 'blackhole').map((r) => r.dst));
+}
+
+/** Routes to /26 blocks in a node's main table (not the node's own blackholes). */
+function blockRoutes(netns) {
+  const routes = JSON.parse(run('ip', ['-n', netns, '-j', 'route', 'show']));
+  return new Set(routes.filter((r) => /\/26$/.test(r.dst) && r.type !== 'blackhole').map((r) => r.dst));
+}
+
+async function measureMode(mode) {
+  const stateDir = await mkdtemp(join(tmpdir(), `calico-lab-bench-${mode}-`));
+  const lab = new Lab(mode, join(stateDir, 'state'));
+  try {
+    log(`${mode}: lab up (3 nodes)`);
+    lab.cli('up', '--nodes', '3', '--mode', mode);
+    lab.cli('ns', 'create', 'bench');
+    lab.cli('pod', 'create', 'bench/a', '--node', 'n1');
+    lab.cli('pod', 'create', 'bench/b', '--node', 'n2');
+    const s = lab.status();
+    const node = (n) => s.nodes.find((x) => x.name === n);
+    const pod = (n) => s.pods.find((p) => p.id === `bench/${n}`);
+    const a = pod('a');
+    const b = pod('b');
+    if (!a?.netns || !b?.ip) throw new Error(`pods not found in lab status: ${JSON.stringify(s.pods)}`);
+    const n1 = node('n1');
+    const n2 = node('n2');
+
+    log(`${mode}: ping and iperf3, ${ROUNDS} rounds, pod a (n1) → pod b (n2) and n1 → n2`);
+    pingAvg(a.netns, b.ip); // warm-up: neighbours, conntrack
+    pingAvg(n1.netns, n2.ip);
+    const ping = { pod: [], node: [] };
+    const tput = { pod: [], node: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const podFirst = r % 2 === 0;
+      for (const side of podFirst ? ['pod', 'node'] : ['node', 'pod']) {
+        ping[side].push(side === 'pod' ? pingAvg(a.netns, b.ip) : pingAvg(n1.netns, n2.ip));
+        tput[side].push(
+          side === 'pod' ? await iperf(a.netns, b.netns, b.ip) : await iperf(n1.netns, n2.netns, n2.ip),
+        );
+      }
+    }
+
+    // A new pod on n3 (which has no block yet in bgp mode; in vxlan mode its tunnel address already
+    // took one at start-up). Measured: the new block routed in n1's and n2's kernels, from the
+    // moment n3's own kernel has its blackhole (n3's BIRD has the block: BGP propagation), and from
+    // the start of `lab pod create`; and, from `lab pod create` returning, the first reply to a ping
+    // from pod b on n2. Polled every few ms, so each figure is good to about ±10 ms.
+    log(`${mode}: new pod on n3: block routed elsewhere, first reply`);
+    const n3 = node('n3');
+    const before = { n1: blockRoutes(n1.netns), n2: blockRoutes(n2.netns), n3: blackholes(n3.netns) };
+    const t0 = performance.now();
+    const seenAt = {};
+    let creating = true;
+    const watcher = (async () => {
+      while (creating || Object.keys(seenAt).length < (mode === 'bgp' ? 3 : 2)) {
+        if (seenAt.n3 === undefined && [...blackholes(n3.netns)].some((d) => !before.n3.has(d)))
+          seenAt.n3 = performance.now() - t0;
+        for (const n of ['n1', 'n2']) {
+          if (seenAt[n] !== undefined) continue;
+          if ([...blockRoutes(node(n).netns)].some((d) => !before[n].has(d)))
+            seenAt[n] = performance.now() - t0;
+        }
+        if (performance.now() - t0 > (creating ? 30_000 : createdAtMs() + 5_000)) break;
+        await sleep(2);
+      }
+    })();
+    let createdAt = 0;
+    const createdAtMs = () => createdAt - t0;
+    const created = lab.cli('pod', 'create', 'bench/c', '--node', 'n3');
+    createdAt = performance.now();
+    creating = false;
+    const ip = /: (\d+\.\d+\.\d+\.\d+) /.exec(created)?.[1];
+    if (!ip) throw new Error(`no address in: ${created}`);
+    let firstReplyMs = null;
+    while (performance.now() - createdAt < 10_000) {
+      const r = spawnSync('ip', ['netns', 'exec', b.netns, 'ping', '-n', '-c', '1', '-W', '0.2', ip]);
+      if (r.status === 0) {
+        firstReplyMs = performance.now() - createdAt;
+        break;
+      }
+    }
+    await watcher;
+    const routedEverywhere =
+      seenAt.n1 !== undefined && seenAt.n2 !== undefined ? Math.max(seenAt.n1, seenAt.n2) : null;
+    const blockRoutedMs =
+      routedEverywhere !== null && seenAt.n3 !== undefined ? routedEverywhere - seenAt.n3 : null;
+
+    const pm = { pod: median(ping.pod), node: median(ping.node) };
+    const tm = { pod: median(tput.pod), node: median(tput.node) };
+    return {
+      mode,
+      pingMs: { ...pm, samples: ping },
+      pingRatio: pm.node / pm.pod,
+      throughputGbps: { ...tm, samples: tput },
+      throughputRatio: tm.pod / tm.node,
+      goal: GOAL[mode],
+      podCreateCliMs: createdAt - t0,
+      firstReplyAfterCreateMs: firstReplyMs,
+      newBlockRoutedAfterOwnerMs: blockRoutedMs,
+      newBlockRoutedAfterCreateStartMs: routedEverywhere,
+    };
+  } finally {
+    if (existsSync(join(lab.stateDir, 'state.json'))) {
+      const r = spawnSync(process.execPath, [LAB, '--name', lab.name, '--state-dir', lab.stateDir, 'down'], {
+        encoding: 'utf8',
+      });
+      if (r.status !== 0) log(`lab down failed: ${r.stderr}`);
+    }
+    await rm(stateDir, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  if (process.getuid?.() !== 0) {
+    console.log('lab bench: needs root (network namespaces); skipped');
+    return;
+  }
+  const missing = ['iperf3', 'ping', 'ss'].filter(
+    (c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0,
+  );
+  if (missing.length > 0) {
+    console.log(`lab bench: missing ${missing.join(', ')} (./scripts/setup.sh installs them); skipped`);
+    return;
+  }
+  const started = new Date();
+  const results = [];
+  for (const mode of args.modes.split(',')) results.push(await measureMode(mode));
+
+  const f = (x, d = 2) => (x === null ? 'n/a' : x.toFixed(d));
+  const ms = (x, d = 0) => (x === null ? 'n/a' : `${x.toFixed(d)} ms`);
+  console.log(
+    `lab: 3 nodes; ${ROUNDS} rounds; iperf3 ${SECONDS} s; ${PINGS} pings; ${cpus().length} CPUs; load ${loadavg()[0].toFixed(2)}\n`,
+  );
+  console.log('| mode | measure | pod → pod (n1 → n2) | node → node | ratio | goal |');
+  console.log('| --- | --- | ---: | ---: | ---: | ---: |');
+  for (const r of results) {
+    console.log(
+      `| ${r.mode} | ping RTT, ms | ${f(r.pingMs.pod, 3)} | ${f(r.pingMs.node, 3)} | ${f(r.pingRatio)} | ≥ ${r.goal} |`,
+    );
+    console.log(
+      `| ${r.mode} | TCP throughput, Gbit/s | ${f(r.throughputGbps.pod)} | ${f(r.throughputGbps.node)} | ${f(r.throughputRatio)} | ≥ ${r.goal} |`,
+    );
+  }
+  console.log(
+    "\n| mode | `lab pod create` on n3 | first reply from n2 after it returned | n3's new block routed on n1 and n2: after its blackhole on n3 | … after the create began |",
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  for (const r of results) {
+    console.log(
+      `| ${r.mode} | ${ms(r.podCreateCliMs, 0)} | ${ms(r.firstReplyAfterCreateMs, 1)} | ${ms(r.newBlockRoutedAfterOwnerMs, 0)} | ${ms(r.newBlockRoutedAfterCreateStartMs, 0)} |`,
+    );
+  }
+  console.log(
+    '\nratios: node RTT / pod RTT and pod throughput / node throughput (1 = as good as the node network)',
+  );
+
+  await mkdir(dirname(OUT), { recursive: true });
+  await writeFile(
+    OUT,
+    `${JSON.stringify({ bench: 'lab', started: started.toISOString(), rounds: ROUNDS, seconds: SECONDS, pings: PINGS, cpus: cpus().length, loadavg1: loadavg()[0], results }, null, 2)}\n`,
+  );
+  log(`wrote ${OUT}`);
+}
+
+await main();
