@@ -1,51 +1,19 @@
-/**
- * The built executable (bin/calicoctl, an esbuild bundle) as a child process against real etcd:
- * the seed's commands with its calicoctl.cfg, a round trip of every kind, refused documents that
- * leave etcd byte-identical, and datastore migration from one etcd to another, key by key.
- */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { calicoctlExecutable } from './testing-internal/executable.js';
+import { type CalicoctlRun, calicoctlExecutable } from './testing-internal/executable.js';
 import { MALFORMED } from './testing-internal/malformed.js';
 import { SAMPLE_DOCUMENTS, SAMPLE_RESOURCES } from './testing-internal/samples.js';
 
 const EXE = calicoctlExecutable();
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function calicoctl(
   args: string[],
   opts: { stdin?: string; env?: Record<string, string> } = {},
-): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(EXE.command, [...EXE.prefix, ...args], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...opts.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(opts.stdin ?? '');
-  });
+): Promise<CalicoctlRun> {
+  return EXE.run(args, opts);
 }
 
 /** Every key and value under /calico, as etcdctl prints them. */

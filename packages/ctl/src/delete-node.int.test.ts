@@ -1,11 +1,3 @@
-/**
- * `calicoctl delete node` as the built executable against a real etcd: the Node goes with its
- * workload endpoints, addresses, block affinities, node-scoped BGPPeers, `node.<name>`
- * FelixConfiguration and BGPConfiguration and its HostEndpoints (upstream's clientv3 node delete),
- * and nothing of another node changes: checked key by key with etcdctl. The second node's name
- * (`node-1-b`) makes its endpoint names start with the first node's endpoint prefix (`node--1-`).
- */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,40 +5,14 @@ import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { type AssignmentAttrs, IpamClient } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { calicoctlExecutable } from './testing-internal/executable.js';
+import { type CalicoctlRun, calicoctlExecutable } from './testing-internal/executable.js';
 
 const EXE = calicoctlExecutable();
 const R = '/calico/resources/v3/projectcalico.org';
 const IPAM = '/calico/ipam/v2';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function calicoctl(args: string[], stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(EXE.command, [...EXE.prefix, ...args], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(stdin);
-  });
+function calicoctl(args: string[], stdin = ''): Promise<CalicoctlRun> {
+  return EXE.run(args, { stdin });
 }
 
 beforeAll(async () => {

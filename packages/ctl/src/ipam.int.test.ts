@@ -1,9 +1,3 @@
-/**
- * `calicoctl ipam …` and `delete ippool` as the built executable (bin/calicoctl) against a real
- * etcd: addresses assigned with IpamClient, the utilisation table, who holds an address, a leak made
- * by deleting a handle record with etcdctl, found by `ipam check` and freed by `ipam release --ip`.
- */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,38 +5,12 @@ import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { IpamClient } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { calicoctlExecutable } from './testing-internal/executable.js';
+import { type CalicoctlRun, calicoctlExecutable } from './testing-internal/executable.js';
 
 const EXE = calicoctlExecutable();
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function calicoctl(args: string[], stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(EXE.command, [...EXE.prefix, ...args], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(stdin);
-  });
+function calicoctl(args: string[], stdin = ''): Promise<CalicoctlRun> {
+  return EXE.run(args, { stdin });
 }
 
 beforeAll(async () => {

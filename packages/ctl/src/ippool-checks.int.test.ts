@@ -1,47 +1,14 @@
-/**
- * IPPool rules that compare with stored state, through the built calicoctl against a real etcd:
- * `create -f` / `apply -f` of a pool overlapping a stored one, and `apply -f` changing a stored
- * pool's CIDR or block size, fail with upstream's wording, exit 1 and leave every etcd key (value
- * and revision) as it was, as etcdctl shows it.
- */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { calicoctlExecutable } from './testing-internal/executable.js';
+import { type CalicoctlRun, calicoctlExecutable } from './testing-internal/executable.js';
 
 const EXE = calicoctlExecutable();
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function calicoctl(args: string[], stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(EXE.command, [...EXE.prefix, ...args], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(stdin);
-  });
+function calicoctl(args: string[], stdin = ''): Promise<CalicoctlRun> {
+  return EXE.run(args, { stdin });
 }
 
 function pool(name: string, spec: string): string {

@@ -4,6 +4,7 @@
  * CALICO_TEST_EXECUTABLE=native. Each is built if missing; the native one is compiled from a fresh
  * bundle in a temp dir, so test files building at the same time never read a half-written file.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,48 @@ export interface CalicoctlExecutable {
   readonly prefix: readonly string[];
   /** Build it if it is not there. */
   ensureBuilt(): Promise<void>;
+  /**
+   * Run it to completion with `args`, `stdin` and only PATH plus `env` in its environment (so no
+   * CALICO_/ETCD_ variable of the test runner leaks in); killed after 30 s.
+   */
+  run(
+    args: readonly string[],
+    opts?: { stdin?: string; env?: Record<string, string> },
+  ): Promise<CalicoctlRun>;
+}
+
+export interface CalicoctlRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runProgram(
+  command: string,
+  argv: readonly string[],
+  opts: { stdin?: string; env?: Record<string, string> } = {},
+): Promise<CalicoctlRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, argv, {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...opts.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(opts.stdin ?? '');
+  });
 }
 
 interface BundleScript {
@@ -36,6 +79,7 @@ export function calicoctlExecutable(): CalicoctlExecutable {
       name: 'bin/native/calicoctl',
       command: file,
       prefix: [],
+      run: (args, opts) => runProgram(file, args, opts),
       async ensureBuilt() {
         if (existsSync(file)) return;
         const dir = await mkdtemp(join(tmpdir(), 'calicoctl-bundle-'));
@@ -53,6 +97,7 @@ export function calicoctlExecutable(): CalicoctlExecutable {
     name: 'bin/calicoctl',
     command: process.execPath,
     prefix: [file],
+    run: (args, opts) => runProgram(process.execPath, [file, ...args], opts),
     async ensureBuilt() {
       if (!existsSync(file)) await (await script()).bundle();
     },
