@@ -64,6 +64,9 @@ describe('lab plan', () => {
       policy: { type: 'k8s' },
     });
     expect(calicoctlConfigText(p)).toContain('etcdEndpoints: http://198.18.0.2:2379');
+    // Pods in a vxlan lab fit inside the VXLAN device's 1450.
+    const v = planLab({ name: 'lab', nodes: 2, mode: 'vxlan', stateDir: '/s' });
+    expect(JSON.parse(pluginConfig(cniConflist(v, v.nodes[0]!))).mtu).toBe(1450);
   });
   it('refuses a node count outside 1…50', () => {
     expect(() => planLab({ name: 'lab', nodes: 0, mode: 'bgp', stateDir: '/s' })).toThrow(/1 to 50/);
