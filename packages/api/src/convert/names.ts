@@ -2,7 +2,6 @@
  * How upstream's v1→v3 upgrade turns v1 identifiers into v3 resource names
  * (`libcalico-go/lib/upgrade/converters/names.go`, `lib/names`).
  */
-import { createHash } from 'node:crypto';
 import { type Cidr, formatIP, type IPAddress } from '../net/cidr.js';
 
 /**
@@ -21,7 +20,12 @@ export function normalizeName(name: string): string {
 /** `final`, or `final-<first 8 hex of SHA-1(orig)>` when normalisation changed the name. */
 export function qualifiedName(orig: string, final: string): string {
   if (orig === final) return orig;
-  const digest = createHash('sha1').update(orig, 'utf8').digest('hex');
+  // node:crypto loaded on first use: a one-shot program that never converts a name does not pay for it.
+  const digest = process
+    .getBuiltinModule('node:crypto')
+    .createHash('sha1')
+    .update(orig, 'utf8')
+    .digest('hex');
   return `${final}-${digest.slice(0, 8)}`;
 }
 

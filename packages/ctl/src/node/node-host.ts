@@ -3,7 +3,6 @@
  * whether we are root, the command lines of running processes, and BIRD's control sockets.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 
 export interface NodeHost {
   isRoot(): boolean;
@@ -23,7 +22,8 @@ export function birdSocketDirs(env: Readonly<Record<string, string | undefined>>
 
 function query(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const sock = createConnection(path);
+    // node:net loaded here, when node status runs, not by every calicoctl command.
+    const sock = process.getBuiltinModule('node:net').createConnection(path);
     let buf = '';
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {

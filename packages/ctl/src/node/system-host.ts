@@ -5,9 +5,7 @@
  */
 import { constants } from 'node:fs';
 import { access, readdir, readFile } from 'node:fs/promises';
-import { release } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import type { SystemFacts } from './system-checks.js';
 
 export interface SystemHost {
@@ -19,7 +17,10 @@ export interface SystemHost {
 async function readText(path: string): Promise<string | undefined> {
   try {
     const buf = await readFile(path);
-    return path.endsWith('.gz') ? gunzipSync(buf).toString('utf8') : buf.toString('utf8');
+    // node:zlib and node:os are loaded when checksystem runs, not by every calicoctl command.
+    return path.endsWith('.gz')
+      ? process.getBuiltinModule('node:zlib').gunzipSync(buf).toString('utf8')
+      : buf.toString('utf8');
   } catch {
     return undefined;
   }
@@ -70,7 +71,7 @@ export function systemHost(env: Readonly<Record<string, string | undefined>>): S
   return {
     isRoot: () => process.getuid?.() === 0,
     async facts(kernelConfig) {
-      const rel = release();
+      const rel = process.getBuiltinModule('node:os').release();
       let config: string | undefined;
       for (const p of kernelConfig ? [kernelConfig] : kernelConfigPaths(rel)) {
         config = await readText(p);

@@ -2,7 +2,6 @@
  * The I/O half of client configuration: reading calicoctl.cfg, the process environment, TLS files
  * and etcd SRV records. All decisions are made by the pure functions beside this file.
  */
-import { resolveSrv as dnsResolveSrv } from 'node:dns/promises';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatastoreError } from '../errors.js';
@@ -143,7 +142,8 @@ export type SrvResolver = (name: string) => Promise<{ name: string; port: number
  */
 export async function discoverEtcdEndpoints(
   domain: string,
-  resolveSrv: SrvResolver = dnsResolveSrv,
+  // node:dns loaded only when SRV discovery is configured.
+  resolveSrv: SrvResolver = (name) => process.getBuiltinModule('node:dns/promises').resolveSrv(name),
 ): Promise<string[]> {
   const endpoints: string[] = [];
   for (const [service, scheme] of [
