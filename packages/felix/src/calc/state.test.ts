@@ -427,3 +427,37 @@ describe('CalcGraph state transitions', () => {
     expect(d.endpointsUpdated).toEqual([]);
   });
 });
+
+describe('all-interfaces ("*") host endpoints', () => {
+  it('keeps this node\'s "*" host endpoint, with its policies and profiles, and no other node\'s', () => {
+    const g = new CalcGraph({ hostname: 'node1' });
+    transition(
+      g,
+      [],
+      [
+        profile('projectcalico-default-allow', { ingress: [allow], egress: [allow] }),
+        hep('node1-auto-hep', {
+          labels: { auto: 'yes' },
+          ips: ['198.18.0.1'],
+          iface: '*',
+          profiles: ['projectcalico-default-allow'],
+        }),
+        hep('node2-auto-hep', { node: 'node2', labels: { auto: 'yes' }, ips: ['198.18.0.2'], iface: '*' }),
+        gnp('host', { selector: 'has(auto)', ingress: [deny] }),
+        gnp('fwd', { selector: 'has(auto)', applyOnForward: true, ingress: [allow] }),
+        gnp('pre', { selector: 'has(auto)', preDNAT: true, applyOnForward: true, ingress: [deny] }),
+      ],
+    );
+    g.flush();
+    const s = g.state();
+    expect(Object.keys(s.endpoints)).toEqual(['hep/node1-auto-hep']);
+    const ep = s.endpoints['hep/node1-auto-hep']!;
+    expect(ep.interfaceName).toBe('*');
+    expect(summarizeEndpoint(ep)).toEqual([
+      'default(Deny) in:[gnp/fwd,gnp/host] out:[]',
+      'fwd default(Deny) in:[gnp/fwd] out:[]',
+      'preDNAT default(Deny) in:[gnp/pre] out:[]',
+      'profiles:[projectcalico-default-allow]',
+    ]);
+  });
+});

@@ -38,6 +38,12 @@ export const CHAIN = {
   toHepForward: 'cali-to-hep-forward',
 } as const;
 
+/**
+ * The interface name the chains of an all-interfaces (`interfaceName: "*"`) host endpoint are named
+ * after, as upstream does: longer than IFNAMSIZ, so it can never be a real interface.
+ */
+export const ALL_INTERFACES = 'any-interface-at-all';
+
 export const POLICY_INBOUND_PREFIX = 'cali-pi-';
 export const POLICY_OUTBOUND_PREFIX = 'cali-po-';
 export const PROFILE_INBOUND_PREFIX = 'cali-pri-';

@@ -492,6 +492,171 @@ describe('host endpoint untracked and pre-DNAT stages', () => {
   });
 });
 
+describe('all-interfaces ("*") host endpoint', () => {
+  const IIF = { meta: { key: 'iifname' } };
+  const OIF = { meta: { key: 'oifname' } };
+  const gotoChain = (target: string) => ({ goto: { target } });
+  const isIface = (key: object, right: string) => ({ match: { op: '==', left: key, right } });
+  const skipWorkload = (key: object) => ({
+    expr: [isIface(key, 'cali*'), { return: null }],
+    comment: 'Workload interfaces skip the all-interfaces host endpoint',
+  });
+  const toAll = (chain: string) => ({ expr: [gotoChain(chain)], comment: 'All-interfaces host endpoint' });
+  const cfg = { ...DEFAULT_RULES_CONFIG, ipv6Support: false };
+  const resources: CalcResource[] = [
+    profile('projectcalico-default-allow', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
+    hep('node1-auto-hep', {
+      labels: { auto: 'yes' },
+      ips: ['198.18.0.1'],
+      iface: '*',
+      profiles: ['projectcalico-default-allow'],
+    }),
+    hep('named', { labels: { named: 'yes' }, ips: ['198.18.0.2'], iface: 'eth1' }),
+    wep('app', 'web', { ips: ['198.19.0.2/32'], iface: 'cali1234' }),
+    gnp('deny-src', {
+      selector: 'has(auto)',
+      ingress: [{ action: 'Deny', source: { nets: ['198.18.9.9/32'] } }],
+    }),
+    gnp('fwd', { selector: 'has(auto)', applyOnForward: true, ingress: [{ action: 'Allow' }] }),
+  ];
+  const t = renderRuleset(stateOf(resources), cfg).tables[0]!;
+
+  it('dispatches to the "*" endpoint after the map misses, skipping workload interfaces', () => {
+    expect(t.chains['filter-cali-from-host-endpoint']!.rules).toEqual([
+      { expr: [{ vmap: { key: IIF, data: '@filter-cali-from-host-endpoint' } }] },
+      skipWorkload(IIF),
+      toAll('filter-cali-fh-any-interface-at-all'),
+    ]);
+    expect(t.chains['filter-cali-to-host-endpoint']!.rules).toEqual([
+      { expr: [{ vmap: { key: OIF, data: '@filter-cali-to-host-endpoint' } }] },
+      skipWorkload(OIF),
+      toAll('filter-cali-th-any-interface-at-all'),
+    ]);
+    expect(t.chains['filter-cali-from-hep-forward']!.rules.slice(1)).toEqual([
+      skipWorkload(IIF),
+      toAll('filter-cali-fhfw-any-interface-at-all'),
+    ]);
+    expect(t.chains['filter-cali-to-hep-forward']!.rules.slice(1)).toEqual([
+      skipWorkload(OIF),
+      toAll('filter-cali-thfw-any-interface-at-all'),
+    ]);
+    // The workload interface prefixes are configurable; each gets its skip rule.
+    const t2 = renderRuleset(stateOf(resources), { ...cfg, interfacePrefixes: ['cali', 'tap'] }).tables[0]!;
+    expect(t2.chains['filter-cali-from-host-endpoint']!.rules.slice(1, 3)).toEqual([
+      skipWorkload(IIF),
+      { ...skipWorkload(IIF), expr: [isIface(IIF, 'tap*'), { return: null }] },
+    ]);
+  });
+
+  it('renders the "*" endpoint chains: failsafes, normal policies, then its profiles', () => {
+    const fh = t.chains['filter-cali-fh-any-interface-at-all']!.rules;
+    expect(fh[2]).toEqual({ expr: [{ jump: { target: 'filter-cali-failsafe-in' } }] });
+    const text = JSON.stringify(fh);
+    expect(text).toContain('filter-cali-pi-gnp/deny-src');
+    expect(text).toContain('filter-cali-pri-projectcalico-default-allow');
+    expect(fh.at(-1)).toEqual({ expr: [{ drop: null }], comment: 'Drop if no profiles matched' });
+    const th = t.chains['filter-cali-th-any-interface-at-all']!.rules;
+    expect(th[2]).toEqual({ expr: [{ jump: { target: 'filter-cali-failsafe-out' } }] });
+    expect(JSON.stringify(th)).toContain('filter-cali-pro-projectcalico-default-allow');
+    // Forward chains: only applyOnForward policy, no profiles.
+    const fhfw = JSON.stringify(t.chains['filter-cali-fhfw-any-interface-at-all']);
+    expect(fhfw).toContain('filter-cali-pi-gnp/fwd');
+    expect(fhfw).not.toContain('gnp/deny-src');
+    expect(fhfw).not.toContain('filter-cali-pri-');
+  });
+
+  it('lets a named host endpoint win: its interface stays in the maps, "*" is never a map key', () => {
+    for (const m of [
+      'filter-cali-from-host-endpoint',
+      'filter-cali-to-host-endpoint',
+      'filter-cali-from-hep-forward',
+      'filter-cali-to-hep-forward',
+    ]) {
+      expect(t.maps[m]!.elements.map(([k]) => k)).toEqual(['eth1']);
+    }
+    expect(t.maps['filter-cali-from-host-endpoint']!.elements[0]![1]).toEqual(
+      gotoChain('filter-cali-fh-eth1'),
+    );
+    // Workloads keep their own dispatch.
+    expect(t.maps['filter-cali-from-wl-dispatch']!.elements.map(([k]) => k)).toEqual(['cali1234']);
+    expect(Object.keys(t.chains).filter((c) => c.includes('*'))).toEqual([]);
+  });
+
+  it('dispatches pre-DNAT policy to "*" by default; a named endpoint without any returns', () => {
+    const withPre = renderRuleset(
+      stateOf([
+        ...resources,
+        gnp('pre', {
+          selector: 'has(auto)',
+          preDNAT: true,
+          applyOnForward: true,
+          ingress: [{ action: 'Deny', source: { nets: ['198.18.9.8/32'] } }],
+        }),
+      ]),
+      cfg,
+    ).tables[0]!;
+    expect(withPre.chains['mangle-cali-from-host-endpoint']!.rules).toEqual([
+      { expr: [{ vmap: { key: IIF, data: '@mangle-cali-from-host-endpoint' } }] },
+      skipWorkload(IIF),
+      toAll('mangle-cali-fh-any-interface-at-all'),
+    ]);
+    expect(withPre.maps['mangle-cali-from-host-endpoint']!.elements).toEqual([['eth1', { return: null }]]);
+    const fh = withPre.chains['mangle-cali-fh-any-interface-at-all']!.rules;
+    expect(fh[2]).toEqual({ expr: [{ jump: { target: 'mangle-cali-failsafe-in' } }] });
+    expect(JSON.stringify(fh)).toContain('mangle-cali-pi-gnp/pre');
+    // Without pre-DNAT policy on "*", the mangle dispatch has no default.
+    expect(t.chains['mangle-cali-from-host-endpoint']!.rules).toHaveLength(1);
+    expect(t.maps['mangle-cali-from-host-endpoint']!.elements).toEqual([]);
+  });
+
+  it('ignores doNotTrack policy on "*", as upstream does', () => {
+    const withDnt = renderRuleset(
+      stateOf([
+        ...resources,
+        gnp('dnt', {
+          selector: 'has(auto)',
+          doNotTrack: true,
+          applyOnForward: true,
+          ingress: [{ action: 'Deny', source: { nets: ['198.18.9.7/32'] } }],
+        }),
+      ]),
+      cfg,
+    ).tables[0]!;
+    expect(withDnt.chains['raw-cali-from-host-endpoint']!.rules).toHaveLength(1);
+    expect(withDnt.chains['raw-cali-to-host-endpoint']!.rules).toHaveLength(1);
+    expect(
+      Object.keys(withDnt.chains).filter((c) => c.startsWith('raw-cali-') && c.includes('any-interface')),
+    ).toEqual([]);
+  });
+
+  it('uses only this node\'s "*" endpoint, the first by name when there are several', () => {
+    const other = renderRuleset(
+      stateOf([hep('other-auto-hep', { node: 'node2', labels: { auto: 'yes' }, iface: '*' })]),
+      cfg,
+    ).tables[0]!;
+    expect(other.chains['filter-cali-fh-any-interface-at-all']).toBeUndefined();
+    expect(other.chains['filter-cali-from-host-endpoint']!.rules).toHaveLength(1);
+
+    const two = renderRuleset(
+      stateOf([
+        profile('p-b', { ingress: [{ action: 'Allow' }] }),
+        hep('b', { iface: '*', profiles: ['p-b'] }),
+        hep('a', { iface: '*' }),
+      ]),
+      cfg,
+    ).tables[0]!;
+    // "a" wins: no profile, so its chain ends in the plain drop without jumping to p-b.
+    expect(JSON.stringify(two.chains['filter-cali-fh-any-interface-at-all'])).not.toContain('p-b');
+  });
+
+  it('renders no default without a "*" endpoint', () => {
+    const plain = renderRuleset(stateOf(small), cfg).tables[0]!;
+    for (const c of ['from-host-endpoint', 'to-host-endpoint', 'from-hep-forward', 'to-hep-forward']) {
+      expect(plain.chains[`filter-cali-${c}`]!.rules).toHaveLength(1);
+    }
+  });
+});
+
 describe('mark bits', () => {
   it('allocates accept, pass, drop, scratch0, scratch1 lowest first from the mask', () => {
     expect(allocateMarks(0xffff0000)).toEqual({

@@ -26,6 +26,11 @@
  * filter-cali-INPUT and -OUTPUT accept a packet that already carries the accept mark, and
  * filter-cali-FORWARD skips the from-host-endpoint forward policy for it.
  *
+ * An all-interfaces host endpoint (`interfaceName: "*"`, upstream's "any-interface-at-all") has
+ * chains `cali-fh-any-interface-at-all` etc. and is the default of the filter host endpoint
+ * dispatch chains (and, with pre-DNAT policy, of the mangle one): after the map misses, a workload
+ * interface returns and any other interface goes to its chain. Named host endpoints win.
+ *
  * Endpoint chains jump to policy chains `filter-cali-pi-<id>`/`-po-` and profile chains
  * `filter-cali-pri-<name>`/`-pro-`; rules match IP sets `cali40…`/`cali60…`.
  */
@@ -50,6 +55,7 @@ import {
   ret,
 } from './expr.js';
 import {
+  ALL_INTERFACES,
   CHAIN,
   endpointChainName,
   FILTER,
@@ -180,6 +186,18 @@ function endpointsByIface(state: DataplaneState, kind: 'wep' | 'hep'): Map<strin
   return out;
 }
 
+/**
+ * The all-interfaces host endpoint (`interfaceName: "*"`) of this node, if any: the first by key,
+ * as upstream picks the alphabetically earliest one.
+ */
+function allInterfacesHostEndpoint(state: DataplaneState): EndpointState | undefined {
+  for (const key of Object.keys(state.endpoints).sort(byString)) {
+    const ep = state.endpoints[key]!;
+    if (ep.kind === 'hep' && ep.interfaceName === '*') return ep;
+  }
+  return undefined;
+}
+
 function renderTable(
   state: DataplaneState,
   config: RulesConfig,
@@ -241,12 +259,17 @@ function renderTable(
   t.verdictMap(FILTER + CHAIN.toWlDispatch, toWl);
   t.verdictMap(FILTER + CHAIN.fromWlDispatch, fromWl);
 
-  // Host endpoints.
+  // Host endpoints. Named ones are dispatched by interface; an all-interfaces ("*") one gets its
+  // chains under the name ALL_INTERFACES and is the default of the dispatch chains (below).
+  const namedHeps = endpointsByIface(state, 'hep');
+  const allIfacesHep = allInterfacesHostEndpoint(state);
+  const heps: [string, EndpointState][] = [...namedHeps];
+  if (allIfacesHep) heps.push([ALL_INTERFACES, allIfacesHep]);
   const toHep = new Map<string, NftVerdict>();
   const fromHep = new Map<string, NftVerdict>();
   const toHepFwd = new Map<string, NftVerdict>();
   const fromHepFwd = new Map<string, NftVerdict>();
-  for (const [iface, ep] of endpointsByIface(state, 'hep')) {
+  for (const [iface, ep] of heps) {
     const th = FILTER + endpointChainName(TO_HOST_ENDPOINT_PREFIX, iface);
     const fh = FILTER + endpointChainName(FROM_HOST_ENDPOINT_PREFIX, iface);
     const thfw = FILTER + endpointChainName(TO_HOST_ENDPOINT_FORWARD_PREFIX, iface);
@@ -278,6 +301,7 @@ function renderTable(
       fhfw,
       renderEndpointChain({ ...common, tiers: ep.forwardTiers, direction: 'ingress', forward: true }),
     );
+    if (iface === ALL_INTERFACES) continue;
     toHep.set(iface, goto(th));
     fromHep.set(iface, goto(fh));
     toHepFwd.set(iface, goto(thfw));
@@ -289,7 +313,9 @@ function renderTable(
   t.verdictMap(FILTER + CHAIN.fromHepForward, fromHepFwd);
 
   // Host endpoints' untracked (raw) and pre-DNAT (mangle) chains, for those with such policies;
-  // each stage has its own copies of the policy chains it jumps to.
+  // each stage has its own copies of the policy chains it jumps to. As upstream, untracked policy
+  // is not supported on the all-interfaces host endpoint (upstream logs and ignores it); its
+  // pre-DNAT policy is the default of the mangle dispatch.
   const rawPolicies = new Set<string>();
   const manglePolicies = new Set<string>();
   const toHepRaw = new Map<string, NftVerdict>();
@@ -297,9 +323,9 @@ function renderTable(
   const fromHepMangle = new Map<string, NftVerdict>();
   const inUse = (tiers: readonly EndpointTier[], dir: 'ingressPolicies' | 'egressPolicies') =>
     tiers.flatMap((tr) => tr[dir]).filter(hasPolicy);
-  for (const [iface, ep] of endpointsByIface(state, 'hep')) {
+  for (const [iface, ep] of heps) {
     const untracked = ep.untrackedTiers;
-    if (untracked.length > 0) {
+    if (untracked.length > 0 && iface !== ALL_INTERFACES) {
       const th = RAW + endpointChainName(TO_HOST_ENDPOINT_PREFIX, iface);
       const fh = RAW + endpointChainName(FROM_HOST_ENDPOINT_PREFIX, iface);
       const common = { tiers: untracked, profileIds: [], marks, hasPolicy, hasProfile } as const;
@@ -334,7 +360,7 @@ function renderTable(
           failsafeChain: CHAIN.failsafeIn,
         }),
       );
-      fromHepMangle.set(iface, goto(fh));
+      if (iface !== ALL_INTERFACES) fromHepMangle.set(iface, goto(fh));
       for (const id of inUse(preDNAT, 'ingressPolicies')) manglePolicies.add(id);
     }
   }
@@ -346,6 +372,11 @@ function renderTable(
   for (const id of [...manglePolicies].sort(byString)) {
     const p = state.policies[id]!;
     t.chain(MANGLE + policyChainName(POLICY_INBOUND_PREFIX, id), renderPolicyRules(p.inbound, ctx));
+  }
+  const allIfacesPreDNAT = allIfacesHep !== undefined && allIfacesHep.preDNATTiers.length > 0;
+  if (allIfacesPreDNAT) {
+    // A named host endpoint wins over the all-interfaces one even without pre-DNAT policy of its own.
+    for (const iface of namedHeps.keys()) if (!fromHepMangle.has(iface)) fromHepMangle.set(iface, ret);
   }
   t.verdictMap(RAW + CHAIN.toHostEndpoint, toHepRaw);
   t.verdictMap(RAW + CHAIN.fromHostEndpoint, fromHepRaw);
@@ -365,13 +396,39 @@ function renderTable(
     { expr: [vmap(oif, FILTER + CHAIN.toWlDispatch)] },
     { expr: [drop], comment: 'Unknown interface' },
   ]);
-  t.chain(FILTER + CHAIN.fromHostEndpoint, [{ expr: [vmap(iif, FILTER + CHAIN.fromHostEndpoint)] }]);
-  t.chain(FILTER + CHAIN.toHostEndpoint, [{ expr: [vmap(oif, FILTER + CHAIN.toHostEndpoint)] }]);
-  t.chain(FILTER + CHAIN.fromHepForward, [{ expr: [vmap(iif, FILTER + CHAIN.fromHepForward)] }]);
-  t.chain(FILTER + CHAIN.toHepForward, [{ expr: [vmap(oif, FILTER + CHAIN.toHepForward)] }]);
-  t.chain(RAW + CHAIN.fromHostEndpoint, [{ expr: [vmap(iif, RAW + CHAIN.fromHostEndpoint)] }]);
-  t.chain(RAW + CHAIN.toHostEndpoint, [{ expr: [vmap(oif, RAW + CHAIN.toHostEndpoint)] }]);
-  t.chain(MANGLE + CHAIN.fromHostEndpoint, [{ expr: [vmap(iif, MANGLE + CHAIN.fromHostEndpoint)] }]);
+  // Host endpoint dispatch: a miss in the map falls through; with an all-interfaces host endpoint,
+  // a non-workload interface then goes to its chain.
+  const wildcards = config.interfacePrefixes.map((p) => `${p}*`);
+  const hepDispatch = (
+    layer: string,
+    chain: string,
+    key: NftExpression,
+    prefix: string,
+    toAllIfaces: boolean,
+  ): void => {
+    const rules: NftRuleDesired[] = [{ expr: [vmap(key, layer + chain)] }];
+    if (toAllIfaces) {
+      for (const w of wildcards) {
+        rules.push({
+          expr: [match(key, w), ret],
+          comment: 'Workload interfaces skip the all-interfaces host endpoint',
+        });
+      }
+      rules.push({
+        expr: [goto(layer + endpointChainName(prefix, ALL_INTERFACES))],
+        comment: 'All-interfaces host endpoint',
+      });
+    }
+    t.chain(layer + chain, rules);
+  };
+  const hasAll = allIfacesHep !== undefined;
+  hepDispatch(FILTER, CHAIN.fromHostEndpoint, iif, FROM_HOST_ENDPOINT_PREFIX, hasAll);
+  hepDispatch(FILTER, CHAIN.toHostEndpoint, oif, TO_HOST_ENDPOINT_PREFIX, hasAll);
+  hepDispatch(FILTER, CHAIN.fromHepForward, iif, FROM_HOST_ENDPOINT_FORWARD_PREFIX, hasAll);
+  hepDispatch(FILTER, CHAIN.toHepForward, oif, TO_HOST_ENDPOINT_FORWARD_PREFIX, hasAll);
+  hepDispatch(RAW, CHAIN.fromHostEndpoint, iif, FROM_HOST_ENDPOINT_PREFIX, false);
+  hepDispatch(RAW, CHAIN.toHostEndpoint, oif, TO_HOST_ENDPOINT_PREFIX, false);
+  hepDispatch(MANGLE, CHAIN.fromHostEndpoint, iif, FROM_HOST_ENDPOINT_PREFIX, allIfacesPreDNAT);
 
   // Failsafes.
   t.chain(FILTER + CHAIN.failsafeIn, failsafeRules(family, config.failsafeInboundHostPorts, 'saddr'));
@@ -389,7 +446,6 @@ function renderTable(
   ]);
 
   // Static filter chains.
-  const wildcards = config.interfacePrefixes.map((p) => `${p}*`);
   const policyMarks = marks.accept | marks.pass | marks.scratch0 | marks.scratch1;
   const wlToHost: NftRuleDesired[] = [];
   if (family === 'ip6') {
