@@ -25,8 +25,10 @@ const NODE_BANNER =
  */
 export async function bundleExecutable(
   build,
-  { root, outfile, external = [], plugins = [], inject = [], define = {} },
+  { root, outfile, external = [], plugins = [], inject = [], define = {}, etcd3From },
 ) {
+  // `etcd3From` (packages/datastore): the program carries etcd3, with the fix-ups of withEtcd3.
+  const etcd3 = etcd3From === undefined ? undefined : await withEtcd3(etcd3From);
   await mkdir(dirname(outfile), { recursive: true });
   const tmp = tmpName(outfile);
   try {
@@ -40,12 +42,12 @@ export async function bundleExecutable(
       conditions: ['source', 'import', 'default'],
       mainFields: ['module', 'main'],
       external,
-      inject,
+      inject: [...inject, ...(etcd3?.inject ?? [])],
       minifyWhitespace: true,
       minifySyntax: true,
       legalComments: 'none',
       logLevel: 'warning',
-      plugins,
+      plugins: [...plugins, ...(etcd3?.plugins ?? [])],
       define,
       banner: { js: NODE_BANNER },
     });
@@ -54,6 +56,8 @@ export async function bundleExecutable(
   } catch (e) {
     await rm(tmp, { force: true });
     throw e;
+  } finally {
+    await etcd3?.cleanup();
   }
   return outfile;
 }
@@ -86,8 +90,8 @@ export function withoutEtcd3(program) {
 }
 
 /**
- * For programs that carry etcd3 (the daemons): `{ plugins, inject, cleanup }` to pass to
- * `bundleExecutable` (then call `cleanup`). `datastoreDir` is packages/datastore.
+ * For programs that carry etcd3 (the daemons; `bundleExecutable`'s `etcd3From`): the esbuild
+ * `{ plugins, inject }` and a `cleanup`. `datastoreDir` is packages/datastore.
  *
  * - etcd3 loads its gRPC service definitions from `${__dirname}/../proto/rpc.proto` at start-up; a
  *   single file has no such directory. The .proto files are parsed here, at build time (keepCase,
@@ -96,7 +100,7 @@ export function withoutEtcd3(program) {
  *   it, 64-bit fields (lease IDs, cluster IDs) are decoded through JS numbers and lose digits. A
  *   shim injected ahead of everything hands protobufjs the same `long` it would have loaded.
  */
-export async function withEtcd3(datastoreDir) {
+async function withEtcd3(datastoreDir) {
   const etcd3Entry = createRequire(join(datastoreDir, 'package.json')).resolve('etcd3');
   const protoLoader = createRequire(etcd3Entry).resolve('@grpc/proto-loader');
   const protobufMain = createRequire(protoLoader).resolve('protobufjs');

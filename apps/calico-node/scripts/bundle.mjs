@@ -6,25 +6,19 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { bundleExecutable, withEtcd3 } from '../../../scripts/bundle-lib.mjs';
+import { bundleExecutable } from '../../../scripts/bundle-lib.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export async function bundle(outDir = join(root, 'bin')) {
   const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
-  const etcd3 = await withEtcd3(join(root, '../../packages/datastore'));
-  try {
-    return await bundleExecutable(build, {
-      root,
-      outfile: join(outDir, 'calico-node'),
-      external: ['koffi'],
-      plugins: etcd3.plugins,
-      inject: etcd3.inject,
-      define: { __CALICO_TS_VERSION__: JSON.stringify(`v${pkg.version}`) },
-    });
-  } finally {
-    await etcd3.cleanup();
-  }
+  return bundleExecutable(build, {
+    root,
+    outfile: join(outDir, 'calico-node'),
+    external: ['koffi'],
+    etcd3From: join(root, '../../packages/datastore'),
+    define: { __CALICO_TS_VERSION__: JSON.stringify(`v${pkg.version}`) },
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
