@@ -9,32 +9,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { calicoctlExecutable } from './testing-internal/executable.js';
+import { type CalicoctlRun, calicoctlExecutable } from './testing-internal/executable.js';
 
 const EXE = calicoctlExecutable();
 const BIRD = '/usr/sbin/bird';
 const canRun =
   process.env.CI === 'true' || (process.getuid?.() === 0 && existsSync(BIRD) && existsSync('/usr/sbin/ip'));
 
-function runCtl(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(EXE.command, [...EXE.prefix, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function runCtl(args: string[], env: Record<string, string>): Promise<CalicoctlRun> {
+  return EXE.run(args, { env });
 }
 
 function until(check: () => boolean, ms: number): Promise<void> {
