@@ -6,47 +6,23 @@
  * one source; pings and TCP connections show what reaches the host, and a failsafe port stays
  * open. Needs root, ip, nft, ping and node.
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomInt } from 'node:crypto';
-import { NftContext } from '@calico-ts/nftables';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CalcGraph } from '../calc/calc-graph.js';
 import { gnp, hep, profile } from '../calc/testing-internal/resources.js';
 import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from '../rules/config.js';
-import { renderRuleset } from '../rules/ruleset-renderer.js';
-import { NftablesDataplane } from './nftables-dataplane.js';
+import { HostClientPair, hostEndpointTestPrerequisite } from './testing-internal/host-client-pair.js';
 
-function missing(): string | undefined {
-  if (process.getuid?.() !== 0) return 'root';
-  for (const t of ['ip', 'nft', 'ping']) {
-    if (spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0) return t;
-  }
-  return undefined;
-}
-const why = missing();
-if (why !== undefined && process.env.CI === 'true') {
-  throw new Error(`all-interfaces-host-endpoint.int.test needs ${why} (CI=true: prerequisites are required)`);
-}
-
-const tag = randomBytes(3).toString('hex');
-const hostNs = `fxah-${tag}-h`;
-const clientNs = `fxah-${tag}-c`;
-const subnet = `198.18.${randomInt(100, 250)}`;
-const HOST = `${subnet}.1`;
-const ALLOWED = `${subnet}.2`;
-const DENIED = `${subnet}.3`;
+const why = hostEndpointTestPrerequisite('all-interfaces-host-endpoint.int.test');
+const pair = new HostClientPair('fxah', 'eth0');
+const { hostNs, clientNs, host: HOST } = pair;
+const ALLOWED = pair.addr(2);
+const DENIED = pair.addr(3);
 /** A service port on the host; the namespace is new, so any port is free in it. */
 const SERVICE_PORT = randomInt(20_000, 60_000);
 /** In the default FailsafeInboundHostPorts. */
 const FAILSAFE_PORT = 22;
-
-function render(resources: CalcResource[], config = DEFAULT_RULES_CONFIG) {
-  const g = new CalcGraph({ hostname: 'node1' });
-  for (const r of resources) g.onUpdate({ kind: 'set', resource: r });
-  g.flush();
-  return renderRuleset(g.state(), { ...config, ipv6Support: false });
-}
 
 const allowAll = profile('projectcalico-default-allow', {
   ingress: [{ action: 'Allow' }],
@@ -65,12 +41,7 @@ const denySource = gnp('deny-source', {
   ingress: [{ action: 'Deny', source: { nets: [`${DENIED}/32`] } }, { action: 'Allow' }],
 });
 
-function ping(src: string): boolean {
-  const r = spawnSync('ip', ['netns', 'exec', clientNs, 'ping', '-c', '1', '-W', '1', '-I', src, HOST], {
-    encoding: 'utf8',
-  });
-  return r.status === 0;
-}
+const ping = (src: string) => pair.ping(src);
 
 /** Connects from `src` to HOST:`port`; true when the server's greeting arrives. */
 function tcp(src: string, port: number): boolean {
@@ -85,39 +56,17 @@ function tcp(src: string, port: number): boolean {
 }
 
 describe.skipIf(why !== undefined)('all-interfaces host endpoint in real namespaces', () => {
-  let ctx: NftContext | undefined;
-  let dp: NftablesDataplane;
   let server: ChildProcess | undefined;
+  const program = (resources: CalcResource[], config = DEFAULT_RULES_CONFIG) =>
+    pair.program(resources, config);
 
-  async function program(resources: CalcResource[], config = DEFAULT_RULES_CONFIG): Promise<void> {
-    const desired = render(resources, config);
-    await dp.apply(desired);
-    expect(await dp.resync(desired)).toEqual({ mode: 'resync', commands: 0 });
-  }
-
-  function cleanUp(): void {
+  function stopServer(): void {
     if (server?.pid !== undefined && server.exitCode === null) server.kill('SIGKILL');
-    spawnSync('ip', ['netns', 'del', hostNs]);
-    spawnSync('ip', ['netns', 'del', clientNs]);
   }
 
   beforeAll(async () => {
+    await pair.setUp([ALLOWED, DENIED]);
     try {
-      execFileSync('ip', ['netns', 'add', hostNs]);
-      execFileSync('ip', ['netns', 'add', clientNs]);
-      execFileSync('ip', ['-n', hostNs, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'cl0']);
-      execFileSync('ip', ['-n', hostNs, 'link', 'set', 'cl0', 'netns', clientNs]);
-      execFileSync('ip', ['-n', hostNs, 'addr', 'add', `${HOST}/24`, 'dev', 'eth0']);
-      for (const a of [ALLOWED, DENIED])
-        execFileSync('ip', ['-n', clientNs, 'addr', 'add', `${a}/24`, 'dev', 'cl0']);
-      for (const [ns, dev] of [
-        [hostNs, 'eth0'],
-        [hostNs, 'lo'],
-        [clientNs, 'cl0'],
-        [clientNs, 'lo'],
-      ] as const) {
-        execFileSync('ip', ['-n', ns, 'link', 'set', dev, 'up']);
-      }
       // A greeting server on the service and failsafe ports in the host namespace.
       const script = `
         const net = require('node:net');
@@ -140,19 +89,16 @@ describe.skipIf(why !== undefined)('all-interfaces host endpoint in real namespa
         });
         server!.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
       });
-      ctx = await NftContext.open({ netns: hostNs });
-      dp = new NftablesDataplane({ nft: ctx });
     } catch (e) {
-      await ctx?.close();
-      cleanUp();
+      stopServer();
+      await pair.tearDown();
       throw e;
     }
   }, 30_000);
 
   afterAll(async () => {
-    await ctx?.close();
-    // Deleting the namespaces removes the veth pair and the calico tables with them.
-    cleanUp();
+    stopServer();
+    await pair.tearDown();
   });
 
   it('without policy, the allow-all profile of the "*" endpoint lets every source in', async () => {
