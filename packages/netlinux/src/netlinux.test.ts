@@ -1,3 +1,4 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isNetlinuxError, NetlinuxBatchError, type NetlinuxError } from './errors.js';
 import { routeArgs } from './ip-commands.js';
 import { Netlinux } from './netlinux.js';
-import { type RecordedCall, ScriptedCommandRunner } from './testing/index.js';
+import { ScriptedCommandRunner } from './testing/index.js';
 
 async function failure(p: Promise<unknown>): Promise<NetlinuxError> {
   try {
@@ -71,19 +72,20 @@ describe('Netlinux with a scripted runner', () => {
       expect(runner.commandLines()).toEqual(['ip -json netns list']);
     });
 
-    it('netnsExists enters the namespace', async () => {
-      const replies: Record<string, ReturnType<typeof fail> | undefined> = {
-        '/run/netns/yes': undefined,
-        '/run/netns/no': fail('nsenter: cannot open /run/netns/no: No such file or directory'),
-        '/tmp/plain-file': fail("nsenter: reassociate to namespace 'ns/net' failed: Invalid argument"),
-        '/proc/1/ns/net': fail('nsenter: cannot open /proc/1/ns/net: Permission denied'),
-      };
-      runner.onCall((c: RecordedCall) => replies[c.argv[1]!.slice('--net='.length)]);
-      expect(await nl.netnsExists('yes')).toBe(true);
-      expect(await nl.netnsExists('no')).toBe(false);
-      expect(await nl.netnsExists('/tmp/plain-file')).toBe(false);
-      expect((await failure(nl.netnsExists('/proc/1/ns/net'))).code).toBe('permission');
-      expect(runner.calls[0]!.argv).toEqual(['nsenter', '--net=/run/netns/yes', 'true']);
+    it('netnsExists looks at the file without running anything', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'netlinux-netns-'));
+      try {
+        writeFileSync(join(dir, 'plain'), '');
+        const local = new Netlinux({ runner, netnsDir: dir });
+        expect(await local.netnsExists('plain')).toBe(false);
+        expect(await local.netnsExists('missing')).toBe(false);
+        expect(await local.netnsExists(join(dir, 'plain'))).toBe(false);
+        expect(await local.netnsExists('/proc/self/ns/net')).toBe(true);
+        expect(await local.netnsExists(`${join(dir, 'plain')}/below-a-file`)).toBe(false);
+        expect(runner.calls).toEqual([]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 

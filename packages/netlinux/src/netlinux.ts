@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, statfs } from 'node:fs/promises';
 import {
   classifyErrno,
   classifyStderr,
@@ -65,7 +65,12 @@ export interface NetlinuxOptions {
   runner?: CommandRunner;
   /** Root of the sysctl tree; default `/proc/sys`. Tests point it at a temp dir. */
   procSys?: string;
+  /** Where named namespaces live; default `/run/netns`. Tests point it at a temp dir. */
+  netnsDir?: string;
 }
+
+/** `f_type` of a namespace file (nsfs), from linux/magic.h. */
+const NSFS_MAGIC = 0x6e736673;
 
 /** Namespace argument of every operation: a name under /run/netns, or a path to a netns file. */
 export type Netns = string | undefined;
@@ -90,10 +95,12 @@ export type Netns = string | undefined;
 export class Netlinux {
   readonly #runner: CommandRunner;
   readonly #procSys: string;
+  readonly #netnsDir: string;
 
   constructor(options: NetlinuxOptions = {}) {
     this.#runner = options.runner ?? new ProcessCommandRunner();
     this.#procSys = options.procSys ?? PROC_SYS;
+    this.#netnsDir = options.netnsDir ?? '/run/netns';
   }
 
   // ---- running ---------------------------------------------------------------------------------
@@ -165,15 +172,21 @@ export class Netlinux {
     return parseNetnsList(await this.#ip(['-json', 'netns', 'list'], undefined)).map((n) => n.name);
   }
 
-  /** True when the name or path can be entered as a network namespace. */
+  /**
+   * True when the name (under /run/netns) or path is a namespace file: one statfs, no process
+   * (the nsfs magic, as the CNI libraries check it). A missing file, or a file that is not a
+   * namespace, is `false`; a file that cannot be examined (permission) is an error.
+   */
   async netnsExists(nameOrPath: string): Promise<boolean> {
     checkNetns(nameOrPath);
-    const r = await this.#runner.run('true', [], { netns: nameOrPath });
-    if (r.exitCode === 0) return true;
-    const code = classifyStderr(r.stderr);
-    // `invalid`: the file exists but is not a namespace ("reassociate … failed: Invalid argument").
-    if (code === 'not-found' || code === 'invalid') return false;
-    throw commandError(code, 'true', [], nameOrPath, r.stderr);
+    const path = nameOrPath.includes('/') ? nameOrPath : `${this.#netnsDir}/${nameOrPath}`;
+    try {
+      return (await statfs(path)).type === NSFS_MAGIC;
+    } catch (e) {
+      const errno = (e as NodeJS.ErrnoException).code;
+      if (errno === 'ENOENT' || errno === 'ENOTDIR') return false;
+      throw fileError(e, `open ${path}`);
+    }
   }
 
   // ---- links -----------------------------------------------------------------------------------

@@ -98,6 +98,12 @@ export class CalicoBackend implements PluginBackend {
     return op(`write WorkloadEndpoint ${wep.metadata.namespace}/${wep.metadata.name}`, async () => {
       const clean = structuredClone(wep);
       delete clean.metadata.resourceVersion;
+      // Usually new: one create. A re-ADD of the same pod finds it there and updates it.
+      try {
+        return (await this.#ds.create(structuredClone(clean))) as WorkloadEndpoint;
+      } catch (e) {
+        if (!isDatastoreError(e, 'already-exists')) throw e;
+      }
       return (await this.#ds.apply(clean)) as WorkloadEndpoint;
     });
   }

@@ -127,13 +127,15 @@ describe('LinuxDataplane.setUp', () => {
 
   it('the same host route already on our interface is fine', async () => {
     const { net, dp } = setup();
-    const orig = net.addRoute.bind(net);
-    // Felix may have programmed the route between our link-up and our route add.
-    net.addRoute = async (r, ns) => {
-      await orig(r, ns);
-      await orig(r, ns);
+    const orig = net.batch.bind(net);
+    // Felix may have programmed the route before our host-side request.
+    net.batch = async (commands, ns) => {
+      if (ns === undefined)
+        await net.addRoute({ dst: '198.19.0.4/32', dev: 'calic440f455693', scope: 'link' });
+      await orig(commands, ns);
     };
     await expect(dp.setUp(spec)).resolves.toMatchObject({ hostIfName: 'calic440f455693' });
+    expect(net.ns(undefined).routes.filter((r) => r.dst === '198.19.0.4/32')).toHaveLength(1);
   });
 
   it('undoes everything when any kernel operation fails', async () => {

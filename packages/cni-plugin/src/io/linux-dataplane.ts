@@ -13,12 +13,21 @@
  *  <ip>/32 dev cali<11> scope link
  * ```
  *
- * Set-up order: check the netns and that CNI_IFNAME is free there → delete a stale host end →
- * create the pair (pod end directly in the netns) → sysctls (DAD off before links come up) → pod
- * end up with its addresses and routes (one `ip -batch`) → host end up → host routes. Any failure
- * after the pair exists deletes the host end, which takes the pod end and every route with it.
+ * Set-up order: create the pair (pod end directly in the netns, with a MAC chosen here; when a name
+ * is taken, CNI_IFNAME in the pod is refused and a stale host end is deleted first) → sysctls (DAD
+ * off before links come up) → pod end up with its addresses and routes (one `ip -batch`) → host
+ * end up with its routes (one `ip -batch`). Any failure after the pair exists deletes the host end,
+ * which takes the pod end and every route with it. Three `ip` processes in the usual case.
  */
-import { addrAddArgs, isNetlinuxError, linkSetArgs, type Netlinux, routeArgs } from '@calico-ts/netlinux';
+import { randomBytes } from 'node:crypto';
+import {
+  addrAddArgs,
+  isNetlinuxError,
+  linkSetArgs,
+  type Netlinux,
+  NetlinuxBatchError,
+  routeArgs,
+} from '@calico-ts/netlinux';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
 import { isIPv4 } from '../spec/ip.js';
 import {
@@ -69,30 +78,47 @@ export class LinuxDataplane implements Dataplane {
   }
 
   async setUp(spec: WorkloadNetworkSpec): Promise<WorkloadNetwork> {
-    const net = this.#net;
     const { netns, containerIfName: cont, hostIfName: host } = spec;
     const v4 = spec.addresses.some((a) => isIPv4(a.split('/')[0]!));
     const v6 = spec.addresses.some((a) => !isIPv4(a.split('/')[0]!));
+    // The pod end's MAC is chosen here (as the kernel would: random, locally administered), so
+    // the result needs no read-back of the pod end.
+    const containerMac = randomMac();
+    const pair = {
+      name: host,
+      peerName: cont,
+      peerNetns: netns,
+      mac: HOST_VETH_MAC,
+      peerMac: containerMac,
+      ...(spec.mtu > 0 ? { mtu: spec.mtu } : {}),
+      ...(spec.numQueues > 1 ? { numQueues: spec.numQueues } : {}),
+    };
 
-    await this.preflight(netns, cont);
-    if (await step(`delete stale ${host}`, () => net.deleteLink(host, { ignoreMissing: true }))) {
-      this.#log(`deleted stale host interface ${host}`);
-    }
-    await step(`create veth ${host} <-> ${cont} in ${netns}`, () =>
-      net.createVethPair({
-        name: host,
-        peerName: cont,
-        peerNetns: netns,
-        mac: HOST_VETH_MAC,
-        ...(spec.mtu > 0 ? { mtu: spec.mtu } : {}),
-        ...(spec.numQueues > 1 ? { numQueues: spec.numQueues } : {}),
-      }),
-    );
+    await this.#requireNetns(netns);
     try {
-      return await this.#configure(spec, v4, v6);
+      await this.#net.createVethPair(pair);
+    } catch (e) {
+      if (!isNetlinuxError(e, 'exists'))
+        throw dataplaneError(`create veth ${host} <-> ${cont} in ${netns}`, e);
+      // Either CNI_IFNAME is taken in the pod (refuse, touching nothing) or a host end of this name
+      // is left from an earlier sandbox of the same pod (delete it and create the pair again).
+      await this.preflight(netns, cont);
+      if (await step(`delete stale ${host}`, () => this.#net.deleteLink(host, { ignoreMissing: true }))) {
+        this.#log(`deleted stale host interface ${host}`);
+      }
+      await step(`create veth ${host} <-> ${cont} in ${netns}`, () => this.#net.createVethPair(pair));
+    }
+    try {
+      await this.#configure(spec, v4, v6);
+      return {
+        hostIfName: host,
+        hostMac: HOST_VETH_MAC,
+        containerMac,
+        containerMtu: spec.mtu > 0 ? spec.mtu : DEFAULT_VETH_MTU,
+      };
     } catch (e) {
       try {
-        await net.deleteLink(host, { ignoreMissing: true });
+        await this.#net.deleteLink(host, { ignoreMissing: true });
       } catch (undoError) {
         this.#log(`failed to delete ${host} after a failed set-up: ${messageOf(undoError)}`);
       }
@@ -100,7 +126,7 @@ export class LinuxDataplane implements Dataplane {
     }
   }
 
-  async #configure(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<WorkloadNetwork> {
+  async #configure(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<void> {
     const net = this.#net;
     const { netns, containerIfName: cont, hostIfName: host } = spec;
 
@@ -163,13 +189,19 @@ export class LinuxDataplane implements Dataplane {
     }
     await step(`configure ${cont} in ${netns}`, () => net.batch(podCommands, netns));
 
-    const podLink = await step(`read ${cont} in ${netns}`, () => net.findLink(cont, netns));
-    if (!podLink) throw new CniPluginError('dataplane-failed', `interface ${cont} vanished from ${netns}`);
-
-    await step(`set ${host} up`, () => net.setLink(host, { up: true }));
-    for (const a of spec.addresses) await this.#addHostRoute(host, a);
-
-    return { hostIfName: host, hostMac: HOST_VETH_MAC, containerMac: podLink.mac, containerMtu: podLink.mtu };
+    // Host end: up, then the /32 (/128) routes to the pod, in one request.
+    const hostCommands: string[][] = [linkSetArgs(host, { up: true })];
+    for (const a of spec.addresses) hostCommands.push(routeArgs('add', { dst: a, dev: host, scope: 'link' }));
+    try {
+      await net.batch(hostCommands);
+    } catch (e) {
+      const failed = e instanceof NetlinuxBatchError ? e.index : undefined;
+      // A route already there (Felix may have programmed it first) is checked one by one below.
+      if (failed === undefined || failed === 0 || !isNetlinuxError(e, 'exists')) {
+        throw dataplaneError(failed === 0 ? `set ${host} up` : `add the routes to ${host}`, e);
+      }
+      for (const a of spec.addresses.slice(failed - 1)) await this.#addHostRoute(host, a);
+    }
   }
 
   /** `<ip>/32 dev <host> scope link`; already there on this device is fine, on another is an error. */
@@ -261,6 +293,16 @@ export class LinuxDataplane implements Dataplane {
     }
     if (!exists) throw new CniPluginError('invalid-netns', `CNI_NETNS ${netns} is not a network namespace`);
   }
+}
+
+/** What the kernel gives a veth without an MTU. */
+const DEFAULT_VETH_MTU = 1500;
+
+/** A random unicast, locally administered MAC (what the kernel's eth_random_addr makes). */
+function randomMac(): string {
+  const b = randomBytes(6);
+  b[0] = (b[0]! & 0xfe) | 0x02;
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
 }
 
 /** Runs one kernel operation; a netlinux failure becomes `dataplane-failed` saying what was being done. */
