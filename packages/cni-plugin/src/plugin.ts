@@ -7,6 +7,8 @@
  * (code 4), then the config on stdin (6, 1, 7), then the handler. Every failure becomes one CNI
  * error object on stdout and exit code 1; nothing else is printed on stdout.
  */
+
+import { writeStderr } from '@calico-ts/api/stdio';
 import { CniPluginError, messageOf } from './errors.js';
 import { cmdAdd } from './handlers/add.js';
 import { cmdCheck } from './handlers/check.js';
@@ -178,7 +180,7 @@ async function runFlags(
   const flag = args[0]!.replace(/^--?/, '-');
   if (flag === '-v' || flag === '-version') return { stdout: `${version}\n`, exitCode: 0 };
   if (flag === '-h' || flag === '-help') {
-    process.stderr.write(
+    writeStderr(
       `${program}: the ${program === 'calico' ? 'Calico CNI plugin' : 'Calico IPAM plugin'} ${version}\n` +
         `CNI protocol versions supported: ${SUPPORTED_VERSIONS.join(', ')}\n` +
         `  -v  print the version${program === 'calico' ? '\n  -t  test the datastore connection (network config on stdin)' : ''}\n`,

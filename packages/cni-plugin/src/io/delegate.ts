@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeStderr } from '@calico-ts/api/stdio';
 import { CniPluginError } from '../errors.js';
 import type { Env } from '../spec/env.js';
 import type { CniCommand } from '../spec/versions.js';
@@ -136,7 +137,7 @@ function runProcess(
     child.stderr.on('data', (b: Buffer) => {
       err.push(b);
       // The delegate's log lines belong in our log too.
-      process.stderr.write(b);
+      writeStderr(b);
     });
     child.stdin.on('error', () => {});
     child.stdin.end(stdin);

@@ -5,6 +5,7 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { writeStderr } from '@calico-ts/api/stdio';
 import type { LogLevel } from '../spec/netconf.js';
 
 export type LogFields = Record<string, unknown>;
@@ -28,10 +29,7 @@ interface Sink {
   write: (line: string) => void;
 }
 
-export function createLogger(
-  component: string,
-  write: (line: string) => void = (l) => process.stderr.write(l),
-): Logger {
+export function createLogger(component: string, write: (line: string) => void = writeStderr): Logger {
   const sink: Sink = { level: 'info', write };
   return makeLogger(component, sink, {});
 }
