@@ -92,6 +92,7 @@ import {
 import { IpamError } from './errors.js';
 import { poolForIp, poolSelectsNode, selectPools, type UsablePool, usablePools } from './pools.js';
 import {
+  type AffinityValue,
   DEFAULT_IPAM_CONFIG,
   type IpamConfigValue,
   type IpamRecords,
@@ -351,9 +352,11 @@ export class IpamClient {
       namespaceLabels: req.namespaceLabels,
       use: req.use,
     });
-    const hostBlocks = (await this.records.listAffinities({ host: req.host, family: req.family }))
-      .map((a) => parseStrictCidr(a.cidr))
-      .filter((c): c is Cidr => c !== undefined);
+    const listed = await this.records.listAffinities({ host: req.host, family: req.family });
+    // What the list returned is used as is for the first try at each block (one read fewer per
+    // allocation); a retry after a lost race reads the affinity again.
+    const listedAffinity = new Map(listed.map((a) => [a.cidr, { value: a.value, revision: a.revision }]));
+    const hostBlocks = listed.map((a) => parseStrictCidr(a.cidr)).filter((c): c is Cidr => c !== undefined);
     const affine = hostBlocks.filter((c) => pools.some((p) => cidrContains(p.cidr, c)));
     await this.releaseUnselectedBlocks(req.host, hostBlocks, env);
     let owned = affine.length;
@@ -362,7 +365,14 @@ export class IpamClient {
     let fruitless = 0;
 
     while (out.length < req.num) {
-      const found = await this.findOrClaimBlock(req, pools, env, remainingAffine, owned < maxBlocks);
+      const found = await this.findOrClaimBlock(
+        req,
+        pools,
+        env,
+        remainingAffine,
+        owned < maxBlocks,
+        listedAffinity,
+      );
       if (found.kind === 'no-free-blocks') break;
       if (found.kind === 'block-limit') {
         throw new IpamError(
@@ -424,21 +434,28 @@ export class IpamClient {
     env: AssignEnv,
     remainingAffine: Cidr[],
     allowNewClaim: boolean,
+    listedAffinity: Map<string, Versioned<AffinityValue>>,
   ): Promise<FoundBlock> {
     while (remainingAffine.length > 0) {
       const cidr = remainingAffine.shift() as Cidr;
       if (env.reserved.matchesWholeCidr(cidr)) continue;
       const text = formatCidr(cidr);
-      const block = await withRetries(`loading affine block ${text} of ${req.host}`, this.retry, async () => {
-        const aff = await this.records.getAffinity(req.host, text);
-        if (!aff) return undefined;
-        try {
-          return await getBlockFromAffinity(this.affinityCtx, req.host, cidr, aff);
-        } catch (e) {
-          if (e instanceof StaleAffinity || e instanceof BlockClaimConflict) return undefined;
-          throw e;
-        }
-      });
+      const block = await withRetries(
+        `loading affine block ${text} of ${req.host}`,
+        this.retry,
+        async (i) => {
+          const aff =
+            (i === 0 ? listedAffinity.get(text) : undefined) ??
+            (await this.records.getAffinity(req.host, text));
+          if (!aff) return undefined;
+          try {
+            return await getBlockFromAffinity(this.affinityCtx, req.host, cidr, aff);
+          } catch (e) {
+            if (e instanceof StaleAffinity || e instanceof BlockClaimConflict) return undefined;
+            throw e;
+          }
+        },
+      );
       if (block && countFree(block.value, env.reserved) > 0)
         return { kind: 'block', block, newlyClaimed: false };
     }
