@@ -5,9 +5,11 @@
  * 1. The WorkloadEndpoint: deleted when its `containerID` is this container's (with uid and
  *    resourceVersion preconditions, retried on conflict); kept when it belongs to a newer sandbox of
  *    the same pod; a read error other than "not found" fails the DEL before anything is removed.
- * 2. The pod interface CNI_IFNAME in CNI_NETNS (taking the host end and its routes with it). With
- *    no CNI_NETNS, the host end named in our own WorkloadEndpoint is deleted instead.
- * 3. The IPAM plugin's DEL, which releases the addresses.
+ * 2. The pod interface CNI_IFNAME in CNI_NETNS (taking the host end and its routes with it), started
+ *    as soon as step 1 has read the endpoint and run beside its deletion. With no CNI_NETNS, the
+ *    host end named in our own WorkloadEndpoint is deleted instead, after step 1.
+ * 3. The IPAM plugin's DEL, which releases the addresses: only once the interface (and the host
+ *    route to the address) is gone, so an address is never handed out while a route still uses it.
  *
  * Steps 2 and 3 run even when an earlier one failed, so as much as possible is cleaned up; the
  * first error is reported.
@@ -49,36 +51,49 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
     }
   };
 
+  // 2. The interface: CNI_IFNAME in CNI_NETNS is this container's whatever the endpoint says, so
+  // once the endpoint has been read its removal (the kernel takes ~20 ms for a veth) runs beside the
+  // endpoint's deletion. Without a netns, the host end is named by our own endpoint: after step 1.
+  const dp = ctx.dataplane();
+  let teardown: Promise<void> | undefined;
+  const removeInterface = () =>
+    attempt('remove the pod interface', async () => {
+      if (inv.netns !== '') {
+        const r = await dp.tearDown(inv.netns, inv.ifName);
+        log.info(r === 'removed' ? `deleted ${inv.ifName} in ${inv.netns}` : 'pod interface already gone');
+      } else if (ownHostIf) {
+        await dp.removeHostInterface(ownHostIf);
+      }
+    });
+
   // 1. The WorkloadEndpoint. A read failure stops here: we cannot tell whose endpoint it is.
   let ownHostIf: string | undefined;
-  await retryOnConflict(5, async () => {
-    const wep = await backend.getWorkloadEndpoint(id.namespace, wepName);
-    if (!wep) {
-      log.info('WorkloadEndpoint does not exist, nothing to delete');
-      return;
-    }
-    if (wep.spec.containerID && wep.spec.containerID !== inv.containerId) {
-      log.info('WorkloadEndpoint belongs to another container, keeping it', { Owner: wep.spec.containerID });
-      return;
-    }
-    ownHostIf = wep.spec.interfaceName;
-    const pre: { uid?: string; resourceVersion?: string } = {};
-    if (wep.metadata.uid) pre.uid = wep.metadata.uid;
-    if (wep.metadata.resourceVersion) pre.resourceVersion = wep.metadata.resourceVersion;
-    await backend.deleteWorkloadEndpoint(id.namespace, wepName, pre);
-    log.info('deleted the WorkloadEndpoint');
-  });
-
-  // 2. The interface.
-  await attempt('remove the pod interface', async () => {
-    const dp = ctx.dataplane();
-    if (inv.netns !== '') {
-      const r = await dp.tearDown(inv.netns, inv.ifName);
-      log.info(r === 'removed' ? `deleted ${inv.ifName} in ${inv.netns}` : 'pod interface already gone');
-    } else if (ownHostIf) {
-      await dp.removeHostInterface(ownHostIf);
-    }
-  });
+  try {
+    await retryOnConflict(5, async () => {
+      const wep = await backend.getWorkloadEndpoint(id.namespace, wepName);
+      if (inv.netns !== '') teardown ??= removeInterface();
+      if (!wep) {
+        log.info('WorkloadEndpoint does not exist, nothing to delete');
+        return;
+      }
+      if (wep.spec.containerID && wep.spec.containerID !== inv.containerId) {
+        log.info('WorkloadEndpoint belongs to another container, keeping it', {
+          Owner: wep.spec.containerID,
+        });
+        return;
+      }
+      ownHostIf = wep.spec.interfaceName;
+      const pre: { uid?: string; resourceVersion?: string } = {};
+      if (wep.metadata.uid) pre.uid = wep.metadata.uid;
+      if (wep.metadata.resourceVersion) pre.resourceVersion = wep.metadata.resourceVersion;
+      await backend.deleteWorkloadEndpoint(id.namespace, wepName, pre);
+      log.info('deleted the WorkloadEndpoint');
+    });
+  } finally {
+    // Started or not, the interface step is over before this handler returns or fails.
+    await teardown;
+  }
+  if (teardown === undefined) await removeInterface();
 
   // 3. The addresses.
   await attempt('release the addresses', async () => {
