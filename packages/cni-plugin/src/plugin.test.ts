@@ -352,6 +352,20 @@ describe('calico DEL', () => {
     expect([...h.backend.allocations.keys()]).toEqual(['198.19.0.0']);
   });
 
+  it('an endpoint delete failure fails the DEL after the interface step, keeping the allocation', async () => {
+    await h.run('calico', k8sEnv('ADD'), conf());
+    h.backend.failNext('deleteWorkloadEndpoint', new CniPluginError('try-again', 'etcd unreachable'), 5);
+    const r = await h.run('calico', k8sEnv('DEL'), conf());
+    expect(r.exitCode).toBe(1);
+    expect(r.json).toMatchObject({ msg: 'etcd unreachable' });
+    // The interface was removed beside the failed delete; the address waits for the retried DEL.
+    expect(h.net.ns(POD).links.has('eth0')).toBe(false);
+    expect([...h.backend.allocations.keys()]).toEqual(['198.19.0.0']);
+    expect((await h.run('calico', k8sEnv('DEL'), conf())).exitCode).toBe(0);
+    expect(h.backend.endpoints.size).toBe(0);
+    expect(h.backend.allocations.size).toBe(0);
+  });
+
   it('an IPAM release failure is reported, after the interface is gone', async () => {
     await h.run('calico', k8sEnv('ADD'), conf());
     h.backend.failNext('releaseByHandle', new CniPluginError('try-again', 'etcd unreachable'));
