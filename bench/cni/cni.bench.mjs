@@ -167,7 +167,7 @@ function invoke(program, env, stdin) {
 
 async function inner() {
   const { createDatastore } = await import('@calico-ts/datastore');
-  const { startEtcd } = await import('@calico-ts/datastore/testing');
+  const { clusterSeed, startEtcd } = await import('@calico-ts/datastore/testing');
   const id = args.id;
   const tmp = args.tmp;
   const started = new Date();
@@ -180,30 +180,7 @@ async function inner() {
   try {
     const ds = await createDatastore({ datastoreType: 'etcdv3', etcdEndpoints: etcd.endpoints });
     try {
-      await ds.create({
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'ClusterInformation',
-        metadata: { name: 'default' },
-        spec: {
-          clusterGUID: 'b7d4a1c0f3e24a6b9d1e2f3a4b5c6d7e',
-          clusterType: 'k8s,bgp',
-          calicoVersion: 'v3.32.1',
-          datastoreReady: true,
-        },
-      });
-      await ds.create({
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'IPPool',
-        metadata: { name: 'default-ipv4-ippool' },
-        spec: {
-          cidr: '198.19.0.0/16',
-          blockSize: 26,
-          ipipMode: 'Never',
-          vxlanMode: 'Never',
-          natOutgoing: false,
-          nodeSelector: 'all()',
-        },
-      });
+      for (const r of clusterSeed()) await ds.create(r);
       await ds.create({
         apiVersion: 'projectcalico.org/v3',
         kind: 'Node',

@@ -23,7 +23,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKVStore, type Datastore, IpamStore, KVDatastore } from '@calico-ts/datastore';
-import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
+import { clusterSeed, type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
 import { Netlinux } from '@calico-ts/netlinux';
 
 export const net = new Netlinux();
@@ -126,30 +126,7 @@ export class Lab {
 
   /** Cluster resources calico-node and calicoctl would have written. */
   async seed(): Promise<void> {
-    await this.ds.create({
-      apiVersion: 'projectcalico.org/v3',
-      kind: 'ClusterInformation',
-      metadata: { name: 'default' },
-      spec: {
-        clusterGUID: 'b7d4a1c0f3e24a6b9d1e2f3a4b5c6d7e',
-        clusterType: 'k8s,bgp',
-        calicoVersion: 'v3.32.1',
-        datastoreReady: true,
-      },
-    } as Parameters<Datastore['create']>[0]);
-    await this.ds.create({
-      apiVersion: 'projectcalico.org/v3',
-      kind: 'IPPool',
-      metadata: { name: 'default-ipv4-ippool' },
-      spec: {
-        cidr: '198.19.0.0/16',
-        blockSize: 26,
-        ipipMode: 'Never',
-        vxlanMode: 'Never',
-        natOutgoing: false,
-        nodeSelector: 'all()',
-      },
-    } as Parameters<Datastore['create']>[0]);
+    for (const r of clusterSeed()) await this.ds.create(r as Parameters<Datastore['create']>[0]);
     for (const n of this.nodes) {
       await this.ds.create({
         apiVersion: 'projectcalico.org/v3',

@@ -1,3 +1,4 @@
+export { type ClusterSeedOptions, clusterSeed } from './cluster-seed.js';
 export {
   type EtcdctlResult,
   type EtcdServer,

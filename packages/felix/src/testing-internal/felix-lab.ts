@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
 import { createKVStore, type Datastore, KVDatastore } from '@calico-ts/datastore';
-import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
+import { clusterSeed, type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
 
 const V3 = 'projectcalico.org/v3';
 
@@ -160,30 +160,9 @@ export class FelixLab {
 
   /** Cluster resources calico-node, calicoctl and kube-controllers would have written. */
   async seed(namespaces: Record<string, Record<string, string>>): Promise<void> {
-    await this.create({
-      apiVersion: V3,
-      kind: 'ClusterInformation',
-      metadata: { name: 'default' },
-      spec: {
-        clusterGUID: randomBytes(16).toString('hex'),
-        clusterType: 'k8s,bgp',
-        calicoVersion: 'v3.32.1',
-        datastoreReady: true,
-      },
-    });
-    await this.create({
-      apiVersion: V3,
-      kind: 'IPPool',
-      metadata: { name: 'default-ipv4-ippool' },
-      spec: {
-        cidr: '198.19.0.0/16',
-        blockSize: 26,
-        ipipMode: 'Never',
-        vxlanMode: 'Never',
-        natOutgoing: false,
-        nodeSelector: 'all()',
-      },
-    });
+    for (const r of clusterSeed({ clusterGUID: randomBytes(16).toString('hex') })) {
+      await this.ds.create(r as Resource & { kind: 'IPPool' });
+    }
     await this.create({
       apiVersion: V3,
       kind: 'Node',
