@@ -55,6 +55,7 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
   // once the endpoint has been read its removal (the kernel takes ~20 ms for a veth) runs beside the
   // endpoint's deletion. Without a netns, the host end is named by our own endpoint: after step 1.
   const dp = ctx.dataplane();
+  let ownHostIf: string | undefined;
   let teardown: Promise<void> | undefined;
   const removeInterface = () =>
     attempt('remove the pod interface', async () => {
@@ -67,7 +68,6 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
     });
 
   // 1. The WorkloadEndpoint. A read failure stops here: we cannot tell whose endpoint it is.
-  let ownHostIf: string | undefined;
   try {
     await retryOnConflict(5, async () => {
       const wep = await backend.getWorkloadEndpoint(id.namespace, wepName);

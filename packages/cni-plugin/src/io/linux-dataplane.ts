@@ -19,13 +19,13 @@
  * end up with its routes (one `ip -batch`). Any failure after the pair exists deletes the host end,
  * which takes the pod end and every route with it. Three `ip` processes in the usual case.
  */
-import { randomBytes } from 'node:crypto';
 import {
   addrAddArgs,
   isNetlinuxError,
   linkSetArgs,
   type Netlinux,
   NetlinuxBatchError,
+  randomMac,
   routeArgs,
 } from '@calico-ts/netlinux';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
@@ -297,13 +297,6 @@ export class LinuxDataplane implements Dataplane {
 
 /** What the kernel gives a veth without an MTU. */
 const DEFAULT_VETH_MTU = 1500;
-
-/** A random unicast, locally administered MAC (what the kernel's eth_random_addr makes). */
-function randomMac(): string {
-  const b = randomBytes(6);
-  b[0] = (b[0]! & 0xfe) | 0x02;
-  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
-}
 
 /** Runs one kernel operation; a netlinux failure becomes `dataplane-failed` saying what was being done. */
 async function step<T>(what: string, op: () => Promise<T>): Promise<T> {
