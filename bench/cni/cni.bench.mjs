@@ -43,7 +43,14 @@ const OUT = args.out ?? join(HERE, '..', 'results', 'cni.json');
 const PLUGIN_PKG = join(HERE, '..', '..', 'packages', 'cni-plugin', 'bin');
 const NATIVE_DIR = join(PLUGIN_PKG, 'native');
 const REF_DIR = '/usr/lib/cni';
-const SIDES = ['calico', 'ptp'];
+// calico: every invocation runs in its own process (`service_socket: ""`); service: the same
+// executables hand ADD/DEL to the plugin service (`calico --serve`), as on a node running calico-node.
+const SIDES = ['calico', 'service', 'ptp'];
+const LABELS = {
+  calico: 'calico + calico-ipam, direct',
+  service: 'calico + calico-ipam, via service',
+  ptp: 'ptp + host-local',
+};
 const PHASES = ['single', 'burst'];
 const GOAL = 2;
 
@@ -165,6 +172,26 @@ function invoke(program, env, stdin) {
   });
 }
 
+/** `calico --serve=SOCKET`, once its socket answers; stop() ends it (SIGTERM) and waits. */
+async function startService(program, socket) {
+  const child = spawn(program, [`--serve=${socket}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const deadline = Date.now() + 10_000;
+  while (!existsSync(socket)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the plugin service did not start on ${socket}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 async function inner() {
   const { createDatastore } = await import('@calico-ts/datastore');
   const { clusterSeed, startEtcd } = await import('@calico-ts/datastore/testing');
@@ -193,18 +220,21 @@ async function inner() {
     const nodenameFile = join(tmp, 'nodename');
     await writeFile(nodenameFile, id);
 
+    const calicoConf = {
+      cniVersion: '1.0.0',
+      name: 'k8s-pod-network',
+      type: 'calico',
+      log_level: 'warning',
+      ipam: { type: 'calico-ipam' },
+      policy: { type: 'k8s' },
+      nodename_file: nodenameFile,
+      ipam_lock_file: join(tmp, 'calico-ipam.lock'),
+      etcd_endpoints: etcd.clientUrl,
+    };
+    const serviceSocket = join(tmp, 'cni-plugin.sock');
     const confs = {
-      calico: JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'k8s-pod-network',
-        type: 'calico',
-        log_level: 'warning',
-        ipam: { type: 'calico-ipam' },
-        policy: { type: 'k8s' },
-        nodename_file: nodenameFile,
-        ipam_lock_file: join(tmp, 'calico-ipam.lock'),
-        etcd_endpoints: etcd.clientUrl,
-      }),
+      calico: JSON.stringify({ ...calicoConf, service_socket: '' }),
+      service: JSON.stringify({ ...calicoConf, service_socket: serviceSocket }),
       ptp: JSON.stringify({
         cniVersion: '1.0.0',
         name: 'bench-ptp',
@@ -217,8 +247,13 @@ async function inner() {
         },
       }),
     };
-    const programs = { calico: join(calicoDir, 'calico'), ptp: join(REF_DIR, 'ptp') };
-    const cniPath = { calico: calicoDir, ptp: REF_DIR };
+    const programs = {
+      calico: join(calicoDir, 'calico'),
+      service: join(calicoDir, 'calico'),
+      ptp: join(REF_DIR, 'ptp'),
+    };
+    const cniPath = { calico: calicoDir, service: calicoDir, ptp: REF_DIR };
+    const service = await startService(programs.calico, serviceSocket);
     const added = []; // [side, env] of every ADD not yet DELeted
 
     const env = (side, command, pod) => {
@@ -233,7 +268,7 @@ async function inner() {
       };
     };
     const failures = [];
-    const addresses = { calico: [], ptp: [] };
+    const addresses = { calico: [], service: [], ptp: [] };
     const check = (side, command, pod, r) => {
       if (r.code !== 0)
         failures.push(`${side} ${command} ${pod}: exit ${r.code}: ${(r.stdout + r.stderr).slice(-300)}`);
@@ -310,7 +345,7 @@ async function inner() {
             rows.push({
               phase,
               command,
-              side: side === 'calico' ? 'calico + calico-ipam' : 'ptp + host-local',
+              side: LABELS[side],
               n: xs.length,
               p50Ms: Number(percentile(xs, 50).toFixed(1)),
               p99Ms: Number(percentile(xs, 99).toFixed(1)),
@@ -335,7 +370,7 @@ async function inner() {
       console.log(`\nADDs that returned an address (of ${ITERATIONS + BURST + 1} per plugin): ${returned}`);
       console.log(`\nfailed invocations: ${failures.length}`);
       for (const f of failures.slice(0, 5)) console.log(`  ${f}`);
-      console.log(`goal: calico p50 ≤ ${GOAL} × ptp p50, single and burst`);
+      console.log(`goal: calico p50 ≤ ${GOAL} × ptp p50, single and burst (with the service, as deployed)`);
 
       await mkdir(dirname(OUT), { recursive: true });
       await writeFile(
@@ -380,6 +415,7 @@ async function inner() {
     } finally {
       // DEL whatever an error left added (DEL is idempotent for both plugins).
       for (const [side, pod] of [...added]) await del(side, pod).catch(() => undefined);
+      await service.stop();
     }
   } finally {
     await etcd.stop();

@@ -174,7 +174,19 @@ describe('the whole DaemonSet environment', () => {
       varLibDir: '/tmp/lab/n1/lib',
       varRunDir: '/tmp/lab/n1/run',
       birdConfigDir: '/etc/calico/confd/config',
+      cniServiceSocket: '/tmp/lab/n1/run/cni-plugin.sock',
     });
+  });
+  it('runs the CNI plugin service where CALICO_CNI_SERVICE_SOCKET says, or not at all with none', () => {
+    expect(parseNodeEnv({}, 'h').cniServiceSocket).toBe('/var/run/calico/cni-plugin.sock');
+    expect(parseNodeEnv({ CALICO_CNI_SERVICE_SOCKET: '/run/x.sock' }, 'h').cniServiceSocket).toBe(
+      '/run/x.sock',
+    );
+    expect(parseNodeEnv({ CALICO_CNI_SERVICE_SOCKET: 'none' }, 'h').cniServiceSocket).toBeUndefined();
+    configError(
+      () => parseNodeEnv({ CALICO_CNI_SERVICE_SOCKET: 'x.sock' }, 'h'),
+      /CALICO_CNI_SERVICE_SOCKET="x.sock" must be an absolute path or none/,
+    );
   });
   it('defaults the backend to bird and the directories to upstream paths', () => {
     const env = parseNodeEnv({}, 'host1');

@@ -18,6 +18,9 @@
  * calico-ts additions, so several nodes can share one host (the lab):
  *   CALICO_VAR_LIB_DIR (/var/lib/calico), CALICO_VAR_RUN_DIR (/var/run/calico),
  *   CALICO_BIRD_CONFIG_DIR (/etc/calico/confd/config), CALICO_BIRD_BIN (/usr/sbin/bird).
+ * calico-ts addition for the CNI plugin:
+ *   CALICO_CNI_SERVICE_SOCKET             where the plugin service listens (<run dir>/cni-plugin.sock);
+ *                                         `none`: do not run it (the plugin then works on its own)
  */
 import { parseCidr, parseCidrOrIP, parseIP, validateSelector } from '@calico-ts/api';
 import { NodeError } from './errors.js';
@@ -70,6 +73,8 @@ export interface NodeEnv {
   readonly varRunDir: string;
   readonly birdConfigDir: string;
   readonly birdPath: string;
+  /** The CNI plugin service's socket; undefined when it is not to run. */
+  readonly cniServiceSocket?: string;
 }
 
 export const DEFAULT_IPV4_POOL_CIDR = '192.168.0.0/16';
@@ -246,5 +251,15 @@ export function parseNodeEnv(env: Env, hostname: string): NodeEnv {
     varRunDir: env.CALICO_VAR_RUN_DIR || DEFAULT_VAR_RUN_DIR,
     birdConfigDir: env.CALICO_BIRD_CONFIG_DIR || DEFAULT_BIRD_CONFIG_DIR,
     birdPath: env.CALICO_BIRD_BIN || '/usr/sbin/bird',
+    ...cniServiceSocket(env),
   };
+}
+
+function cniServiceSocket(env: Env): { cniServiceSocket?: string } {
+  const v = (env.CALICO_CNI_SERVICE_SOCKET ?? '').trim();
+  if (v === 'none') return {};
+  if (v === '')
+    return { cniServiceSocket: `${env.CALICO_VAR_RUN_DIR || DEFAULT_VAR_RUN_DIR}/cni-plugin.sock` };
+  if (!v.startsWith('/')) fail(`CALICO_CNI_SERVICE_SOCKET="${v}" must be an absolute path or none`);
+  return { cniServiceSocket: v };
 }

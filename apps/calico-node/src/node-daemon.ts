@@ -3,6 +3,8 @@
  *
  *   Felix (FelixDaemon: datastore → nftables, routes; /liveness /readiness on FELIX_HEALTHPORT)
  *     health ◄── "bird" reporter ◄── every 2 s: BIRD `show protocols` ─► every BGP peer Established?
+ *   PluginService (CNI_SERVICE_SOCKET): runs the calico CNI plugin's ADD/DEL/... warm for the
+ *     executables the container runtime starts (see @calico-ts/cni-plugin/service)
  *   bird mode only:
  *   BirdBridge (Node, BGPConfiguration, BGPPeer, IPPool, affinities) ─► BirdSupervisor ─► bird
  *     <run dir>/bird.ctl  control socket;  <run dir>/bird.pid  BIRD's PID, rewritten when it restarts
@@ -14,6 +16,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BirdBridge, type BirdLogger, BirdSupervisor } from '@calico-ts/bird-bridge';
+import type { PluginService } from '@calico-ts/cni-plugin/service';
 import { type Datastore, IpamStore, type KVStore } from '@calico-ts/datastore';
 import { FelixDaemon, type LocalConfigSources, type Logger, type StatusStore } from '@calico-ts/felix';
 import type { Netlinux } from '@calico-ts/netlinux';
@@ -21,6 +24,7 @@ import type { NftClient } from '@calico-ts/nftables';
 import { bgpHealthReport, bgpPeersOf } from './bgp-health.js';
 import type { Env, NodeEnv } from './env.js';
 import { errorMessage } from './errors.js';
+import { CALICO_VERSION } from './node-resource.js';
 import { writeFileAtomic } from './startup.js';
 import { reconcileTunnelAddresses, type TunnelIpam } from './tunnel-address.js';
 
@@ -61,6 +65,7 @@ export class CalicoNode {
   #bgpTimer: NodeJS.Timeout | undefined;
   #tunnelTimer: NodeJS.Timeout | undefined;
   #birdPid: number | undefined;
+  #cniService: PluginService | undefined;
   #stopped = false;
 
   constructor(opts: CalicoNodeOptions) {
@@ -105,6 +110,7 @@ export class CalicoNode {
       });
     }
     await this.felix.start();
+    await this.#startCniService();
     const ipam = this.#o.ipam;
     if (ipam && env.networkingBackend !== 'none') {
       const log = this.#o.log.child?.({ component: 'tunnel-address' }) ?? this.#o.log;
@@ -143,11 +149,35 @@ export class CalicoNode {
     this.#stopped = true;
     if (this.#bgpTimer !== undefined) clearInterval(this.#bgpTimer);
     if (this.#tunnelTimer !== undefined) clearInterval(this.#tunnelTimer);
+    await this.#cniService
+      ?.close()
+      .catch((e: unknown) => this.#o.log.warn({ err: errorMessage(e) }, 'CNI plugin service stop failed'));
     await this.#bridge
       ?.stop()
       .catch((e: unknown) => this.#o.log.warn({ err: errorMessage(e) }, 'BIRD stop failed'));
     if (this.#birdPid !== undefined) await rm(this.birdPidFile, { force: true });
     await this.felix.stop();
+  }
+
+  /** The CNI plugin service, when configured. Not fatal: without it the plugin works on its own. */
+  async #startCniService(): Promise<void> {
+    const socketPath = this.#o.env.cniServiceSocket;
+    if (socketPath === undefined) return;
+    const log = this.#o.log.child?.({ component: 'cni-service' }) ?? this.#o.log;
+    try {
+      const { startPluginService } = await import('@calico-ts/cni-plugin/service');
+      this.#cniService = await startPluginService({
+        socketPath,
+        version: CALICO_VERSION,
+        log: (m) => log.warn({}, m),
+      });
+      log.info({ socket: socketPath }, 'CNI plugin service listening');
+    } catch (e) {
+      log.warn(
+        { socket: socketPath, err: errorMessage(e) },
+        'CNI plugin service not started; the plugin will run each invocation on its own',
+      );
+    }
   }
 
   async #checkBgp(): Promise<void> {

@@ -59,6 +59,7 @@ describe('lab plan', () => {
       etcd_endpoints: 'http://198.18.0.2:2379',
       nodename_file: '/s/nodes/n2/lib/nodename',
       ipam_lock_file: '/s/nodes/n2/ipam.lock',
+      service_socket: '/s/nodes/n2/run/cni-plugin.sock',
       mtu: 1500,
       ipam: { type: 'calico-ipam' },
       policy: { type: 'k8s' },

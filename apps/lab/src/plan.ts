@@ -156,6 +156,8 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         etcd_endpoints: plan.etcdUrl,
         nodename_file: join(node.libDir, 'nodename'),
         ipam_lock_file: join(node.dir, 'ipam.lock'),
+        // The node's calico-node serves the plugin here (its CALICO_VAR_RUN_DIR).
+        service_socket: join(node.runDir, 'cni-plugin.sock'),
         // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header). Named here
         // because the plugin's fallback, /var/lib/calico/mtu, is the host's, shared by every lab node.
         mtu: plan.mode === 'vxlan' ? 1450 : 1500,

@@ -27,6 +27,7 @@ import type { Dataplane } from './io/dataplane.js';
 import type { DelegateRunner } from './io/delegate.js';
 import type { HostLock } from './io/host-lock.js';
 import type { Logger } from './io/logger.js';
+import type { Program } from './program.js';
 import { type Env, type Invocation, parseCommand, parseInvocation } from './spec/env.js';
 import { formatJson, toCniErrorObject } from './spec/error.js';
 import {
@@ -43,7 +44,7 @@ import {
   SUPPORTED_VERSIONS,
 } from './spec/versions.js';
 
-export type Program = 'calico' | 'calico-ipam';
+export { type Program, programFromPath } from './program.js';
 
 export interface PluginEffects {
   log: Logger;
@@ -72,12 +73,6 @@ const HANDLERS: Record<Program, Record<Exclude<CniCommand, 'VERSION'>, Handler>>
     GC: cmdIpamGc,
   },
 };
-
-/** `calico-ipam` when the executable's name says so (`calico-ipam`, `calico-ipam.exe`), else `calico`. */
-export function programFromPath(argv1: string | undefined): Program {
-  const base = (argv1 ?? '').split('/').pop() ?? '';
-  return base.startsWith('calico-ipam') ? 'calico-ipam' : 'calico';
-}
 
 export async function runPlugin(
   program: Program,

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net, runIn } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile } from './plugin-executable.js';
+import { buildPlugins, pluginDir, pluginFile, VIA_SERVICE } from './plugin-executable.js';
 
 const bin = pluginDir;
 const CALICO = join(bin, 'calico');
@@ -41,14 +41,17 @@ const SEED_CID = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 
 describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
   const lab = new Lab();
+  let services: { stop(): Promise<string[]> } | undefined;
 
   beforeAll(async () => {
     await buildPlugins();
     await lab.start(3);
     await lab.seed();
+    if (VIA_SERVICE) services = await lab.startServices(pluginFile);
   }, 120_000);
 
   afterAll(async () => {
+    await services?.stop();
     await lab.close();
   }, 60_000);
 
@@ -63,6 +66,7 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
       ...lab.etcdConf(),
       nodename_file: node.nodenameFile,
       ipam_lock_file: node.lockFile,
+      service_socket: node.serviceSocket,
       ...extra,
     });
   }
@@ -77,6 +81,7 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
       policy: { type: 'k8s' },
       nodename_file: node.nodenameFile,
       ipam_lock_file: node.lockFile,
+      service_socket: node.serviceSocket,
       ...lab.etcdConf(),
       ...extra,
     });
@@ -586,5 +591,15 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
         }
       },
     );
+  });
+
+  // Last: with CALICO_TEST_SERVICE=1 every invocation above went to the node's service, not only
+  // succeeded. Stopping the services makes each report how many it answered.
+  it.runIf(VIA_SERVICE)('the node services answered the invocations', async () => {
+    const logs = await services!.stop();
+    services = undefined;
+    const counts = logs.map((l) => Number(/stopping after (\d+) invocations/.exec(l)?.[1] ?? -1));
+    for (const [i, n] of counts.entries()) expect(n, `node ${i + 1}: ${logs[i]}`).toBeGreaterThan(10);
+    expect(counts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60);
   });
 });

@@ -36,6 +36,8 @@ export interface NodeNs {
   nodenameFile: string;
   /** This node's `ipam_lock_file` (each node is a host of its own). */
   lockFile: string;
+  /** This node's `service_socket`: a plugin service listens there after `startServices()`. */
+  serviceSocket: string;
 }
 
 export interface CniRun {
@@ -120,6 +122,7 @@ export class Lab {
         ip,
         nodenameFile,
         lockFile: join(this.tmp, `${name}.ipam.lock`),
+        serviceSocket: join(this.tmp, `${name}.cni-plugin.sock`),
       });
     }
   }
@@ -208,6 +211,38 @@ export class Lab {
     });
   }
 
+  /**
+   * A plugin service (`<plugin> --serve=<socket>`) in every node namespace, as calico-node would run
+   * one; resolves once each answers. `stop()` ends them with SIGTERM and resolves each one's
+   * stderr (it reports how many invocations it served).
+   */
+  async startServices(plugin: string): Promise<{ stop(): Promise<string[]> }> {
+    const children = this.nodes.map((n) => {
+      const child = this.spawnIn(n.netns, plugin, [`--serve=${n.serviceSocket}`]);
+      const err: Buffer[] = [];
+      child.stderr!.on('data', (b: Buffer) => err.push(b));
+      const exited = new Promise<string>((resolve) =>
+        child.once('exit', () => resolve(Buffer.concat(err).toString('utf8'))),
+      );
+      return { child, node: n, exited };
+    });
+    for (const { child, node, exited } of children) {
+      const deadline = Date.now() + 15_000;
+      while (!(await answers(node.serviceSocket))) {
+        if (child.exitCode !== null)
+          throw new Error(`plugin service in ${node.name} exited: ${await exited}`);
+        if (Date.now() > deadline) throw new Error(`plugin service in ${node.name} did not start`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+    return {
+      stop: async () => {
+        for (const { child } of children) if (child.exitCode === null) child.kill('SIGTERM');
+        return Promise.all(children.map((c) => c.exited));
+      },
+    };
+  }
+
   /** Starts a long-running process in a namespace; killed by `close()`. */
   spawnIn(netnsPath: string, cmd: string, args: string[]): ChildProcess {
     const child = spawn('nsenter', [`--net=${netnsPath}`, cmd, ...args], {
@@ -216,6 +251,18 @@ export class Lab {
     this.#children.push(child);
     return child;
   }
+}
+
+/** Something accepts connections on the unix socket `path`. */
+export function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = createConnection(path);
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', () => resolve(false));
+  });
 }
 
 export function runIn(

@@ -1,7 +1,8 @@
 /**
  * Which built plugin the tests run: the Node bundle (bin/calico.mjs, with bin/calico and
  * bin/calico-ipam linked to it) by default, or the native executable (bin/native/calico, with
- * bin/native/calico-ipam) with CALICO_TEST_EXECUTABLE=native. `buildPlugins` builds it fresh, as
+ * bin/native/calico-ipam) with CALICO_TEST_EXECUTABLE=native; and either way, with
+ * CALICO_TEST_SERVICE=1, through a plugin service on each node (`calico --serve`). `buildPlugins` builds it fresh, as
  * `pnpm build` does; the native one from a bundle in a temp dir, so test files building at the
  * same time never read a half-written file.
  */
@@ -12,6 +13,8 @@ import { join } from 'node:path';
 import { bundle, native } from '../scripts/bundle.mjs';
 
 const NATIVE = process.env.CALICO_TEST_EXECUTABLE === 'native';
+/** With CALICO_TEST_SERVICE=1 each node runs a plugin service the executables hand their work to. */
+export const VIA_SERVICE = process.env.CALICO_TEST_SERVICE === '1';
 const bin = join(import.meta.dirname, '..', 'bin');
 
 /** The directory holding `calico` and `calico-ipam`, for CNI_PATH. */

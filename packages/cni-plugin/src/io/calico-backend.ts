@@ -11,6 +11,7 @@
  */
 import type { ResourceObject } from '@calico-ts/api';
 import {
+  type ClientConfig,
   createKVStore,
   type Datastore,
   IpamStore,
@@ -35,23 +36,39 @@ import type {
 import type { Logger } from './logger.js';
 
 export async function openCalicoBackend(conf: NetConf, env: Env, log: Logger): Promise<PluginBackend> {
-  let kv: KVStore;
-  let backendKind: 'etcdv3' | 'memory';
+  return openCalicoBackendWith(await loadBackendConfig(conf, env, log));
+}
+
+/**
+ * The datastore client configuration the network config and environment name (upstream's rules).
+ * Two invocations with equal configurations talk to the same datastore the same way, which is what
+ * lets the plugin service keep one open client per configuration.
+ */
+export async function loadBackendConfig(conf: NetConf, env: Env, log: Logger): Promise<ClientConfig> {
+  let cfg: ClientConfig;
   try {
-    const cfg = await loadCniClientConfig(conf.raw, { env: { ...env }, onWarning: (w) => log.warn(w) });
-    if (cfg.datastoreType === 'kubernetes') {
-      throw new CniPluginError(
-        'invalid-config',
-        'datastore_type: the Kubernetes datastore is not supported by this plugin yet; give etcd_endpoints (etcdv3)',
-      );
-    }
-    backendKind = cfg.datastoreType;
+    cfg = await loadCniClientConfig(conf.raw, { env: { ...env }, onWarning: (w) => log.warn(w) });
+  } catch (e) {
+    throw classify(e, 'open the datastore');
+  }
+  if (cfg.datastoreType === 'kubernetes') {
+    throw new CniPluginError(
+      'invalid-config',
+      'datastore_type: the Kubernetes datastore is not supported by this plugin yet; give etcd_endpoints (etcdv3)',
+    );
+  }
+  return cfg;
+}
+
+export async function openCalicoBackendWith(cfg: ClientConfig): Promise<PluginBackend> {
+  let kv: KVStore;
+  try {
     // Exec'd per pod: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js.
     kv = await createKVStore(cfg, { transport: 'http2' });
   } catch (e) {
     throw classify(e, 'open the datastore');
   }
-  const ds = new KVDatastore(kv, { backend: backendKind });
+  const ds = new KVDatastore(kv, { backend: cfg.datastoreType === 'memory' ? 'memory' : 'etcdv3' });
   const store = new IpamStore(kv);
   return new CalicoBackend(ds, new IpamClient(ds, store), store);
 }

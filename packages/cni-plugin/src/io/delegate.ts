@@ -32,6 +32,8 @@ export interface ExecDelegateOptions {
    * same input, same output, but one Node start-up and one datastore connection fewer per ADD.
    */
   self?: { realpath: string; run: DelegateHandler };
+  /** Where a delegate's log lines (its stderr) go. Default: this process's stderr. */
+  onStderr?: (chunk: Buffer) => void;
 }
 
 export class ExecDelegateRunner implements DelegateRunner {
@@ -39,12 +41,14 @@ export class ExecDelegateRunner implements DelegateRunner {
   readonly #path: string[];
   readonly #timeoutMs: number;
   readonly #self: ExecDelegateOptions['self'];
+  readonly #onStderr: (chunk: Buffer) => void;
 
   constructor(env: Env, path: string[], options: ExecDelegateOptions = {}) {
     this.#env = env;
     this.#path = path;
     this.#timeoutMs = options.timeoutMs ?? 300_000;
     this.#self = options.self;
+    this.#onStderr = options.onStderr ?? ((b) => writeStderr(b));
   }
 
   async find(type: string): Promise<string> {
@@ -76,7 +80,7 @@ export class ExecDelegateRunner implements DelegateRunner {
     for (const [k, v] of Object.entries(this.#env)) if (v !== undefined) env[k] = v;
     env.CNI_COMMAND = command;
     env.CNI_ARGS = this.#env.CNI_ARGS ? `IgnoreUnknown=1;${this.#env.CNI_ARGS}` : 'IgnoreUnknown=1';
-    const r = await runProcess(file, env, stdin, this.#timeoutMs);
+    const r = await runProcess(file, env, stdin, this.#timeoutMs, this.#onStderr);
     if (r.error) {
       throw new CniPluginError('delegate-failed', `${type}: cannot run ${file}: ${r.error.message}`);
     }
@@ -122,6 +126,7 @@ function runProcess(
   env: Record<string, string>,
   stdin: string,
   timeoutMs: number,
+  onStderr: (chunk: Buffer) => void,
 ): Promise<ProcessResult> {
   return new Promise((resolve) => {
     const child = spawn(file, [], {
@@ -137,7 +142,7 @@ function runProcess(
     child.stderr.on('data', (b: Buffer) => {
       err.push(b);
       // The delegate's log lines belong in our log too.
-      writeStderr(b);
+      onStderr(b);
     });
     child.stdin.on('error', () => {});
     child.stdin.end(stdin);

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileLock } from './host-lock.js';
+import { FileLock, QueuedLock } from './host-lock.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -58,5 +58,49 @@ describe('FileLock', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
     expect(logs[1]).toContain('was not released in time');
     expect(await readFile(held, 'utf8')).toBe(String(process.pid));
+  });
+});
+
+describe('QueuedLock', () => {
+  it('lets holders in this process in one at a time, in the order they asked, and still takes the file', async () => {
+    const lock = new QueuedLock(new FileLock());
+    const path = join(dir, 'ipam.lock');
+    const order: string[] = [];
+    const holder = async (name: string) => {
+      const release = await lock.acquire(path);
+      order.push(`${name} in:${await readFile(path, 'utf8')}`);
+      await new Promise((r) => setTimeout(r, 5));
+      order.push(`${name} out`);
+      await release();
+    };
+    await Promise.all(['a', 'b', 'c', 'd'].map(holder));
+    const me = String(process.pid);
+    expect(order).toEqual([
+      `a in:${me}`,
+      'a out',
+      `b in:${me}`,
+      'b out',
+      `c in:${me}`,
+      'c out',
+      `d in:${me}`,
+      'd out',
+    ]);
+    // Released: the next one gets it at once.
+    const release = await lock.acquire(path);
+    await release();
+  });
+
+  it('a holder whose inner lock fails does not block the queue', async () => {
+    let calls = 0;
+    const lock = new QueuedLock({
+      acquire: async () => {
+        if (++calls === 1) throw new Error('boom');
+        return async () => {};
+      },
+    });
+    await expect(lock.acquire('x')).rejects.toThrow('boom');
+    const release = await lock.acquire('x');
+    await release();
+    expect(calls).toBe(2);
   });
 });

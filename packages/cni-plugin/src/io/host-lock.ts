@@ -102,3 +102,42 @@ export class FileLock implements HostLock {
 
 /** A lock that never waits (tests, and embedders that serialise themselves). */
 export const NO_LOCK: HostLock = { acquire: async () => async () => {} };
+
+/**
+ * `inner`, with the holders inside this process queued first: many invocations run by one process
+ * (the plugin service) wait their turn in order instead of polling the lock file against each other.
+ */
+export class QueuedLock implements HostLock {
+  readonly #inner: HostLock;
+  readonly #tails = new Map<string, Promise<void>>();
+
+  constructor(inner: HostLock) {
+    this.#inner = inner;
+  }
+
+  async acquire(path: string): Promise<() => Promise<void>> {
+    const previous = this.#tails.get(path) ?? Promise.resolve();
+    let done!: () => void;
+    const mine = new Promise<void>((r) => {
+      done = r;
+    });
+    const tail = previous.then(() => mine);
+    this.#tails.set(path, tail);
+    await previous;
+    let release: () => Promise<void>;
+    try {
+      release = await this.#inner.acquire(path);
+    } catch (e) {
+      done();
+      throw e;
+    }
+    return async () => {
+      try {
+        await release();
+      } finally {
+        if (this.#tails.get(path) === tail) this.#tails.delete(path);
+        done();
+      }
+    };
+  }
+}

@@ -25,12 +25,18 @@ const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3
 
 interface Sink {
   level: LogLevel;
+  /** The PID each line names: this process's, or the plugin process a service runs on behalf of. */
+  pid: number;
   file?: string;
   write: (line: string) => void;
 }
 
-export function createLogger(component: string, write: (line: string) => void = writeStderr): Logger {
-  const sink: Sink = { level: 'info', write };
+export function createLogger(
+  component: string,
+  write: (line: string) => void = writeStderr,
+  pid: number = process.pid,
+): Logger {
+  const sink: Sink = { level: 'info', write, pid };
   return makeLogger(component, sink, {});
 }
 
@@ -45,7 +51,7 @@ function makeLogger(component: string, sink: Sink, base: LogFields): Logger {
           `${k}=${typeof v === 'string' ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`,
       )
       .join(' ');
-    const line = `${timestamp()} [${tag}][${process.pid}] ${component} ${msg}${kv ? ` ${kv}` : ''}\n`;
+    const line = `${timestamp()} [${tag}][${sink.pid}] ${component} ${msg}${kv ? ` ${kv}` : ''}\n`;
     sink.write(line);
     if (sink.file) {
       try {

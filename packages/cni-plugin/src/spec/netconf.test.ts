@@ -128,6 +128,7 @@ describe('parseNetConf', () => {
       'etcd_endpoints: must be a string, not a list',
     ],
     [conf({ nodename: 1 }), 'invalid-config', 'nodename: must be a string'],
+    [conf({ service_socket: 1 }), 'invalid-config', 'service_socket: must be a string'],
     [
       conf({ nodename_file_optional: 'true' }),
       'invalid-config',

@@ -192,6 +192,8 @@ export function netConfFromObject(raw: Record<string, unknown>, command: CniComm
     'etcd_key_file',
     'etcd_cert_file',
     'etcd_ca_cert_file',
+    // The plugin service's socket (read before this parse by the executable; see service/).
+    'service_socket',
   ]) {
     str(key);
   }

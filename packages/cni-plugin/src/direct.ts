@@ -1,0 +1,45 @@
+/**
+ * One invocation run in this process, start to finish: the path taken when there is no plugin
+ * service to hand it to (service/client.ts), and for flags and VERSION. The datastore client
+ * (etcd over node:http2) is loaded only by commands that use it, so `-v` and VERSION stay fast.
+ */
+import { readStdinSync, writeStdout } from '@calico-ts/api/stdio';
+import { openOnce, pluginEffects } from './effects.js';
+import { FileLock } from './io/host-lock.js';
+import { type PluginEffects, type Program, runPlugin } from './plugin.js';
+import type { Env } from './spec/env.js';
+
+export interface DirectRun {
+  program: Program;
+  args: readonly string[];
+  env: Env;
+  version: string;
+  selfPath: string | undefined;
+  /** The config, when the caller has already read stdin. */
+  stdin?: string;
+}
+
+export async function runDirect(r: DirectRun): Promise<number> {
+  const effects: PluginEffects = pluginEffects({
+    program: r.program,
+    version: r.version,
+    readStdin: async () => r.stdin ?? readStdinSync({ skipTerminal: true }),
+    selfPath: r.selfPath,
+    openBackend: openOnce(async (conf, env, log) => {
+      const t0 = performance.now();
+      const { openCalicoBackend } = await import('./io/calico-backend.js');
+      const t1 = performance.now();
+      const backend = await openCalicoBackend(conf, env, log);
+      log.debug('opened the datastore', {
+        loadMs: Math.round(t1 - t0),
+        connectMs: Math.round(performance.now() - t1),
+        sinceStartMs: Math.round(performance.now()),
+      });
+      return backend;
+    }),
+    lock: new FileLock({ log: (m) => effects.log.warn(m) }),
+  });
+  const out = await runPlugin(r.program, r.args, r.env, effects, r.version);
+  writeStdout(out.stdout);
+  return out.exitCode;
+}

@@ -1,0 +1,95 @@
+/**
+ * The real effects of one plugin invocation (logs, files, delegates, datastore, kernel, lock),
+ * assembled the same way whether the invocation runs in the executable the runtime started
+ * (direct.ts) or in the node-local plugin service on its behalf (service/server.ts). What differs
+ * is passed in: where log lines go, the config bytes, which executable counts as "this one" for
+ * in-process IPAM, how the datastore is opened, and the host lock.
+ */
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { Netlinux } from '@calico-ts/netlinux';
+import { borrowBackend, type PluginBackend } from './io/backend.js';
+import { type DelegateHandler, delegateError, ExecDelegateRunner } from './io/delegate.js';
+import type { HostLock } from './io/host-lock.js';
+import { LinuxDataplane } from './io/linux-dataplane.js';
+import { createLogger, type Logger } from './io/logger.js';
+import { type PluginEffects, type Program, runPlugin } from './plugin.js';
+import type { Env } from './spec/env.js';
+import type { NetConf } from './spec/netconf.js';
+
+export type OpenBackend = (conf: NetConf, env: Env, log: Logger) => Promise<PluginBackend>;
+
+export interface EffectsOptions {
+  program: Program;
+  version: string;
+  /** Where log lines go (the process's stderr when run directly). */
+  logSink?: (line: string) => void;
+  /** The PID log lines name (default: this process's). */
+  pid?: number;
+  readStdin(): Promise<string>;
+  /**
+   * The real path of the executable the runtime started: a delegated `calico-ipam` that is this
+   * file runs in process (same input and output, no second start-up or datastore connection).
+   */
+  selfPath: string | undefined;
+  openBackend: OpenBackend;
+  lock: HostLock;
+}
+
+export function pluginEffects(o: EffectsOptions): PluginEffects {
+  const logFor = (program: Program) => createLogger(program, o.logSink, o.pid);
+  const effects: PluginEffects = {
+    log: logFor(o.program),
+    host: {
+      async readFile(path) {
+        try {
+          return await readFile(path, 'utf8');
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+          throw e;
+        }
+      },
+      hostname: () => hostname(),
+      now: () => new Date(),
+    },
+    readStdin: () => o.readStdin(),
+    delegate: (inv, env) =>
+      new ExecDelegateRunner(env, inv.path, {
+        ...(o.selfPath ? { self: { realpath: o.selfPath, run: ipamInProcess(env) } } : {}),
+        ...(o.logSink ? { onStderr: (b: Buffer) => o.logSink?.(b.toString('utf8')) } : {}),
+      }),
+    openBackend: o.openBackend,
+    dataplane: (log) => new LinuxDataplane(new Netlinux(), { log: (m) => log.info(m) }),
+    lock: o.lock,
+  };
+
+  /** calico-ipam as this invocation runs it for its own ADD/DEL: what a child would get, in and out. */
+  function ipamInProcess(env: Env): DelegateHandler {
+    return async (command, stdin) => {
+      const ipamEnv: Env = {
+        ...env,
+        CNI_COMMAND: command,
+        CNI_ARGS: env.CNI_ARGS ? `IgnoreUnknown=1;${env.CNI_ARGS}` : 'IgnoreUnknown=1',
+      };
+      const inner: PluginEffects = { ...effects, log: logFor('calico-ipam'), readStdin: async () => stdin };
+      const out = await runPlugin('calico-ipam', [], ipamEnv, inner, o.version);
+      if (out.exitCode !== 0) throw delegateError('calico-ipam', command, out.exitCode, out.stdout, '');
+      return out.stdout;
+    };
+  }
+  return effects;
+}
+
+/**
+ * `open`, shared within one invocation: the first call opens a client (closed by whoever opened
+ * it); later calls (an in-process calico-ipam) borrow that one instead of connecting again.
+ */
+export function openOnce(open: OpenBackend): OpenBackend {
+  let opened: PluginBackend | undefined;
+  return async (conf, env, log) => {
+    if (opened) return borrowBackend(opened);
+    const b = await open(conf, env, log);
+    opened ??= b;
+    return b;
+  };
+}

@@ -1,0 +1,6 @@
+// The same integration tests with a plugin service on every node (`calico --serve`): the native
+// executables hand each ADD, DEL, CHECK, STATUS and GC to it. Each test file runs in its own
+// process, so the settings stay here.
+process.env.CALICO_TEST_EXECUTABLE = 'native';
+process.env.CALICO_TEST_SERVICE = '1';
+await import('./cni.int.test.js');
