@@ -23,18 +23,50 @@ const NODE_BANNER =
  * packages come from their TypeScript sources (`source` export condition), so nothing else needs
  * building first. `build` is esbuild's.
  */
-export async function bundleExecutable(
-  build,
-  { root, outfile, external = [], plugins = [], inject = [], define = {}, etcd3From },
-) {
-  // `etcd3From` (packages/datastore): the program carries etcd3, with the fix-ups of withEtcd3.
-  const etcd3 = etcd3From === undefined ? undefined : await withEtcd3(etcd3From);
+export async function bundleExecutable(build, options) {
+  const { outfile } = options;
   await mkdir(dirname(outfile), { recursive: true });
   const tmp = tmpName(outfile);
   try {
+    await esbuildProgram(build, options, { outfile: tmp });
+    await chmod(tmp, 0o755);
+    await rename(tmp, outfile);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+  return outfile;
+}
+
+/**
+ * As `bundleExecutable`, but split at dynamic imports: `outdir`/main.mjs plus the chunks it loads
+ * on demand (esbuild `splitting`). For `compileNative(…, { splitting: true })`: a native
+ * executable then parses only the code a run reaches, not the whole program.
+ */
+export async function bundleSplit(build, options) {
+  const { outdir } = options;
+  await rm(outdir, { recursive: true, force: true });
+  await mkdir(outdir, { recursive: true });
+  await esbuildProgram(build, options, {
+    outdir,
+    splitting: true,
+    entryNames: 'main',
+    outExtension: { '.js': '.mjs' },
+  });
+  return join(outdir, 'main.mjs');
+}
+
+async function esbuildProgram(
+  build,
+  { root, external = [], plugins = [], inject = [], define = {}, etcd3From },
+  output,
+) {
+  // `etcd3From` (packages/datastore): the program carries etcd3, with the fix-ups of withEtcd3.
+  const etcd3 = etcd3From === undefined ? undefined : await withEtcd3(etcd3From);
+  try {
     await build({
       entryPoints: [join(root, 'src/main.ts')],
-      outfile: tmp,
+      ...output,
       bundle: true,
       platform: 'node',
       format: 'esm',
@@ -51,15 +83,9 @@ export async function bundleExecutable(
       define,
       banner: { js: NODE_BANNER },
     });
-    await chmod(tmp, 0o755);
-    await rename(tmp, outfile);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw e;
   } finally {
     await etcd3?.cleanup();
   }
-  return outfile;
 }
 
 /**
@@ -154,18 +180,30 @@ function bunBinary(root) {
 
 /**
  * `bundleFile` as a native single-file executable `outfile` (`bun build --compile`, JavaScriptCore
- * bytecode included): the same code, started in a fraction of Node's start-up time.
+ * bytecode included): the same code, started in a fraction of Node's start-up time. With
+ * `splitting`, `bundleFile` is the main.mjs of `bundleSplit` and its chunks stay separate inside
+ * the executable, loaded when first imported.
  */
-export async function compileNative(root, bundleFile, outfile) {
+export async function compileNative(root, bundleFile, outfile, { splitting = false } = {}) {
   await mkdir(dirname(outfile), { recursive: true });
   const tmp = tmpName(outfile);
   // bun tells an ES module by its file name, and a bundle may have no extension.
-  const entry = `${tmp}.mjs`;
-  await copyFile(bundleFile, entry);
+  const entry = splitting ? bundleFile : `${tmp}.mjs`;
+  if (!splitting) await copyFile(bundleFile, entry);
   try {
     execFileSync(
       bunBinary(root),
-      ['build', '--compile', '--minify', '--bytecode', '--format=esm', entry, '--outfile', tmp],
+      [
+        'build',
+        '--compile',
+        '--minify',
+        '--bytecode',
+        '--format=esm',
+        ...(splitting ? ['--splitting'] : []),
+        entry,
+        '--outfile',
+        tmp,
+      ],
       { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 },
     );
   } catch (e) {
@@ -174,7 +212,7 @@ export async function compileNative(root, bundleFile, outfile) {
       `bun build --compile ${bundleFile} failed: ${String(e.stderr ?? e.message).slice(-2000)}`,
     );
   } finally {
-    await rm(entry, { force: true });
+    if (!splitting) await rm(entry, { force: true });
   }
   await rename(tmp, outfile);
   return outfile;

@@ -595,11 +595,13 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
 
   // Last: with CALICO_TEST_SERVICE=1 every invocation above went to the node's service, not only
   // succeeded. Stopping the services makes each report how many it answered.
-  it.runIf(VIA_SERVICE)('the node services answered the invocations', async () => {
-    const logs = await services!.stop();
-    services = undefined;
-    const counts = logs.map((l) => Number(/stopping after (\d+) invocations/.exec(l)?.[1] ?? -1));
-    for (const [i, n] of counts.entries()) expect(n, `node ${i + 1}: ${logs[i]}`).toBeGreaterThan(10);
-    expect(counts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60);
-  });
+  if (VIA_SERVICE) {
+    it('the node services answered the invocations', async () => {
+      const logs = await services!.stop();
+      services = undefined;
+      const counts = logs.map((l) => Number(/stopping after (\d+) invocations/.exec(l)?.[1] ?? -1));
+      for (const [i, n] of counts.entries()) expect(n, `node ${i + 1}: ${logs[i]}`).toBeGreaterThan(10);
+      expect(counts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60);
+    });
+  }
 });

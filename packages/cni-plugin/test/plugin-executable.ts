@@ -3,11 +3,9 @@
  * bin/calico-ipam linked to it) by default, or the native executable (bin/native/calico, with
  * bin/native/calico-ipam) with CALICO_TEST_EXECUTABLE=native; and either way, with
  * CALICO_TEST_SERVICE=1, through a plugin service on each node (`calico --serve`). `buildPlugins` builds it fresh, as
- * `pnpm build` does; the native one from a bundle in a temp dir, so test files building at the
+ * `pnpm build` does; the native one from a split bundle in a temp dir, so test files building at the
  * same time never read a half-written file.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { bundle, native } from '../scripts/bundle.mjs';
@@ -27,10 +25,5 @@ export async function buildPlugins(): Promise<void> {
     await bundle(bin);
     return;
   }
-  const dir = await mkdtemp(join(tmpdir(), 'calico-cni-bundle-'));
-  try {
-    await native(pluginDir, await bundle(dir));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  await native(pluginDir);
 }

@@ -2,12 +2,13 @@
  * `calico` ADD (upstream `cmdAdd` / `CmdAddK8s`).
  *
  * ```
- * nodename ─► ClusterInformation ready? ─► IPAM plugin ADD ─► veth, addresses, routes ─► WorkloadEndpoint ─► profile
- *                                          undo: IPAM DEL     undo: delete host end     undo: delete/restore
+ * nodename ─► ClusterInformation ready? ─► veth pair ─► IPAM plugin ADD ─► addresses, routes ─► WorkloadEndpoint ─► profile
+ *             + existing endpoint          undo: delete  undo: IPAM DEL                          undo: delete/restore
  * ```
  *
- * Any failure after IPAM assigned addresses undoes the earlier steps, newest first, and reports
- * the original error.
+ * The pair comes first: when CNI_IFNAME already exists in the pod (a duplicate ADD), that fails
+ * before IPAM, whose undo would release the running pod's address. Any later failure undoes the
+ * earlier steps, newest first, and reports the original error.
  */
 import { CniPluginError, isCniPluginError } from '../errors.js';
 import { hostVethName, interfacePrefix, workloadEndpointName } from '../naming.js';
@@ -47,14 +48,26 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
   });
 
   const backend = await ctx.backend();
-  await requireReady(backend);
-  const existing = await backend.getWorkloadEndpoint(id.namespace, wepName);
+  const [, existing] = await Promise.all([
+    requireReady(backend),
+    backend.getWorkloadEndpoint(id.namespace, wepName),
+  ]);
   const dp = ctx.dataplane();
-  await dp.preflight(inv.netns, inv.ifName);
+  const pair = {
+    netns: inv.netns,
+    containerIfName: inv.ifName,
+    hostIfName: hostIf,
+    mtu,
+    numQueues: conf.numQueues,
+  };
 
   const undo = new UndoStack(log);
   try {
-    // 1. Addresses from the IPAM plugin.
+    // 1. The veth pair.
+    const { containerMac } = await dp.createPair(pair);
+    undo.push(`delete ${hostIf}`, () => dp.removeHostInterface(hostIf));
+
+    // 2. Addresses from the IPAM plugin.
     const ipamOut = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin);
     undo.push(`release addresses (${ipam.type} DEL)`, () => ctx.delegate.run(ipam.type, 'DEL', ctx.stdin));
     const ipamResult = decodeDelegateResult(ipamOut, ipam.type, conf.cniVersion);
@@ -65,21 +78,14 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     const routes = podRouteDestinations(addresses, ipam.routes, conf.includeDefaultRoutes);
     log.info('IPAM assigned addresses', { addresses: addresses.join(',') });
 
-    // 2. The veth, its addresses, routes and sysctls.
-    const wl = await dp.setUp({
-      netns: inv.netns,
-      containerIfName: inv.ifName,
-      hostIfName: hostIf,
-      mtu,
-      numQueues: conf.numQueues,
-      addresses,
-      routes,
-      allowIpForwarding: conf.allowIpForwarding,
-    });
-    undo.push(`delete ${hostIf}`, () => dp.removeHostInterface(hostIf));
+    // 3. Its addresses, routes and sysctls.
+    const wl = await dp.configure(
+      { ...pair, addresses, routes, allowIpForwarding: conf.allowIpForwarding },
+      containerMac,
+    );
     log.info('networked the namespace', { HostVeth: hostIf, ContainerMAC: wl.containerMac });
 
-    // 3. The WorkloadEndpoint.
+    // 4. The WorkloadEndpoint.
     const wep = buildWorkloadEndpoint({
       name: wepName,
       namespace: id.namespace,
@@ -104,7 +110,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     }
     log.info('wrote the WorkloadEndpoint');
 
-    // 4. Without a policy plugin, the network's profile (upstream creates it when missing).
+    // 5. Without a policy plugin, the network's profile (upstream creates it when missing).
     if (conf.policyType === '') await backend.ensureNetworkProfile(conf.name, id.orchestrator);
 
     const result = buildAddResult({

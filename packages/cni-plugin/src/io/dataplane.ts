@@ -14,7 +14,7 @@ export const IPV4_GATEWAY = '169.254.1.1';
 /** The host end's IPv6 link-local address (EUI-64 of ee:ee:ee:ee:ee:ee), the pod's IPv6 next hop. */
 export const IPV6_GATEWAY = 'fe80::ecee:eeff:feee:eeee';
 
-export interface WorkloadNetworkSpec {
+export interface VethPairSpec {
   /** CNI_NETNS: a path (or a name under /run/netns). */
   netns: string;
   /** CNI_IFNAME. */
@@ -23,6 +23,9 @@ export interface WorkloadNetworkSpec {
   /** 0 = kernel default. */
   mtu: number;
   numQueues: number;
+}
+
+export interface WorkloadNetworkSpec extends VethPairSpec {
   /** Single-address CIDRs (/32, /128) for the pod end. */
   addresses: string[];
   /** Destinations routed in the pod via the gateway of their family. */
@@ -67,9 +70,17 @@ export interface Dataplane {
    */
   preflight(netns: string, ifName: string): Promise<void>;
   /**
-   * Creates the veth (deleting a stale host end of the same name first), addresses, routes and
-   * sysctls. On failure undoes what it did before throwing, so no device is left behind.
+   * Creates the veth pair, the pod end in the netns (deleting a stale host end of the same name
+   * first). Fails like `preflight` when the netns is missing or already has CNI_IFNAME, touching
+   * nothing. Undo: `removeHostInterface`.
    */
+  createPair(spec: VethPairSpec): Promise<{ containerMac: string }>;
+  /**
+   * Addresses, routes and sysctls of a pair `createPair` made. On failure deletes the pair before
+   * throwing, so no device is left behind.
+   */
+  configure(spec: WorkloadNetworkSpec, containerMac: string): Promise<WorkloadNetwork>;
+  /** `createPair` then `configure`. */
   setUp(spec: WorkloadNetworkSpec): Promise<WorkloadNetwork>;
   /** Deletes a host end (and so its peer and routes); `false` when it was not there. */
   removeHostInterface(name: string): Promise<boolean>;

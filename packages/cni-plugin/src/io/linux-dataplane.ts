@@ -13,11 +13,13 @@
  *  <ip>/32 dev cali<11> scope link
  * ```
  *
- * Set-up order: create the pair (pod end directly in the netns, with a MAC chosen here; when a name
- * is taken, CNI_IFNAME in the pod is refused and a stale host end is deleted first) → sysctls (DAD
- * off before links come up) → pod end up with its addresses and routes (one `ip -batch`) → host
- * end up with its routes (one `ip -batch`). Any failure after the pair exists deletes the host end,
- * which takes the pod end and every route with it. Three `ip` processes in the usual case.
+ * Set-up: `createPair` (pod end directly in the netns, with a MAC chosen here; when a name is taken,
+ * CNI_IFNAME in the pod is refused and a stale host end is deleted first): the ADD does this before
+ * IPAM, so a duplicate ADD fails having touched nothing. Then `configure`, both ends at once: the pod
+ * end's sysctls (DAD off before the link comes up), then it comes up with its addresses and routes
+ * (one `ip -batch` in the netns); the host end's sysctls, then it comes up with its routes (one
+ * `ip -batch`). A failed `configure` deletes the host end, which takes the pod end and every route
+ * with it. Three `ip` processes in the usual case, the last two side by side.
  */
 import {
   addrAddArgs,
@@ -37,6 +39,7 @@ import {
   IPV6_GATEWAY,
   type ObservedInterface,
   type ObservedWorkload,
+  type VethPairSpec,
   type WorkloadNetwork,
   type WorkloadNetworkSpec,
 } from './dataplane.js';
@@ -77,10 +80,8 @@ export class LinuxDataplane implements Dataplane {
     }
   }
 
-  async setUp(spec: WorkloadNetworkSpec): Promise<WorkloadNetwork> {
-    const { netns, containerIfName: cont, hostIfName: host } = spec;
-    const v4 = spec.addresses.some((a) => isIPv4(a.split('/')[0]!));
-    const v6 = spec.addresses.some((a) => !isIPv4(a.split('/')[0]!));
+  async createPair(p: VethPairSpec): Promise<{ containerMac: string }> {
+    const { netns, containerIfName: cont, hostIfName: host } = p;
     // The pod end's MAC is chosen here (as the kernel would: random, locally administered), so
     // the result needs no read-back of the pod end.
     const containerMac = randomMac();
@@ -90,8 +91,8 @@ export class LinuxDataplane implements Dataplane {
       peerNetns: netns,
       mac: HOST_VETH_MAC,
       peerMac: containerMac,
-      ...(spec.mtu > 0 ? { mtu: spec.mtu } : {}),
-      ...(spec.numQueues > 1 ? { numQueues: spec.numQueues } : {}),
+      ...(p.mtu > 0 ? { mtu: p.mtu } : {}),
+      ...(p.numQueues > 1 ? { numQueues: p.numQueues } : {}),
     };
 
     await this.#requireNetns(netns);
@@ -108,54 +109,48 @@ export class LinuxDataplane implements Dataplane {
       }
       await step(`create veth ${host} <-> ${cont} in ${netns}`, () => this.#net.createVethPair(pair));
     }
+    return { containerMac };
+  }
+
+  async configure(spec: WorkloadNetworkSpec, containerMac: string): Promise<WorkloadNetwork> {
+    const v4 = spec.addresses.some((a) => isIPv4(a.split('/')[0]!));
+    const v6 = spec.addresses.some((a) => !isIPv4(a.split('/')[0]!));
     try {
       await this.#configure(spec, v4, v6);
       return {
-        hostIfName: host,
+        hostIfName: spec.hostIfName,
         hostMac: HOST_VETH_MAC,
         containerMac,
         containerMtu: spec.mtu > 0 ? spec.mtu : DEFAULT_VETH_MTU,
       };
     } catch (e) {
       try {
-        await this.#net.deleteLink(host, { ignoreMissing: true });
+        await this.#net.deleteLink(spec.hostIfName, { ignoreMissing: true });
       } catch (undoError) {
-        this.#log(`failed to delete ${host} after a failed set-up: ${messageOf(undoError)}`);
+        this.#log(`failed to delete ${spec.hostIfName} after a failed set-up: ${messageOf(undoError)}`);
       }
       throw e;
     }
   }
 
+  async setUp(spec: WorkloadNetworkSpec): Promise<WorkloadNetwork> {
+    const { containerMac } = await this.createPair(spec);
+    return this.configure(spec, containerMac);
+  }
+
+  /** The two ends are independent from here: each is configured by its own `ip`, at the same time. */
   async #configure(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<void> {
+    const [pod, host] = await Promise.allSettled([
+      this.#configurePodEnd(spec, v4, v6),
+      this.#configureHostEnd(spec, v4, v6),
+    ]);
+    if (pod.status === 'rejected') throw pod.reason;
+    if (host.status === 'rejected') throw host.reason;
+  }
+
+  async #configurePodEnd(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<void> {
     const net = this.#net;
-    const { netns, containerIfName: cont, hostIfName: host } = spec;
-
-    // Host end sysctls. DAD must be off before the link comes up.
-    const hostSysctls: [string, string][] = [];
-    if (v4) {
-      hostSysctls.push(
-        [`net.ipv4.conf.${host}.route_localnet`, '1'],
-        [`net.ipv4.neigh.${host}.proxy_delay`, '0'],
-        [`net.ipv4.conf.${host}.proxy_arp`, '1'],
-        [`net.ipv4.conf.${host}.forwarding`, '1'],
-      );
-    }
-    if (v6) {
-      hostSysctls.push(
-        [`net.ipv6.conf.${host}.disable_ipv6`, '0'],
-        [`net.ipv6.conf.${host}.accept_dad`, '0'],
-        [`net.ipv6.conf.${host}.proxy_ndp`, '1'],
-        [`net.ipv6.conf.${host}.forwarding`, '1'],
-      );
-    }
-    await step(`set sysctls of ${host}`, () => net.writeSysctls(hostSysctls));
-    // Router advertisements from a pod must never configure the host; absent when IPv6 is off.
-    try {
-      await net.writeSysctls([[`net.ipv6.conf.${host}.accept_ra`, '0']]);
-    } catch (e) {
-      if (!isNetlinuxError(e, 'not-found')) throw dataplaneError(`set net.ipv6.conf.${host}.accept_ra=0`, e);
-    }
-
+    const { netns, containerIfName: cont } = spec;
     // Pod end sysctls. A new netns starts with forwarding off; only turn it on when allowed.
     const podSysctls: [string, string][] = [];
     if (v6) {
@@ -188,6 +183,36 @@ export class LinuxDataplane implements Dataplane {
       podCommands.push(routeArgs('add', { dst, gateway: isV4 ? IPV4_GATEWAY : IPV6_GATEWAY, dev: cont }));
     }
     await step(`configure ${cont} in ${netns}`, () => net.batch(podCommands, netns));
+  }
+
+  async #configureHostEnd(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<void> {
+    const net = this.#net;
+    const host = spec.hostIfName;
+    // Host end sysctls. DAD must be off before the link comes up.
+    const hostSysctls: [string, string][] = [];
+    if (v4) {
+      hostSysctls.push(
+        [`net.ipv4.conf.${host}.route_localnet`, '1'],
+        [`net.ipv4.neigh.${host}.proxy_delay`, '0'],
+        [`net.ipv4.conf.${host}.proxy_arp`, '1'],
+        [`net.ipv4.conf.${host}.forwarding`, '1'],
+      );
+    }
+    if (v6) {
+      hostSysctls.push(
+        [`net.ipv6.conf.${host}.disable_ipv6`, '0'],
+        [`net.ipv6.conf.${host}.accept_dad`, '0'],
+        [`net.ipv6.conf.${host}.proxy_ndp`, '1'],
+        [`net.ipv6.conf.${host}.forwarding`, '1'],
+      );
+    }
+    await step(`set sysctls of ${host}`, () => net.writeSysctls(hostSysctls));
+    // Router advertisements from a pod must never configure the host; absent when IPv6 is off.
+    try {
+      await net.writeSysctls([[`net.ipv6.conf.${host}.accept_ra`, '0']]);
+    } catch (e) {
+      if (!isNetlinuxError(e, 'not-found')) throw dataplaneError(`set net.ipv6.conf.${host}.accept_ra=0`, e);
+    }
 
     // Host end: up, then the /32 (/128) routes to the pod, in one request.
     const hostCommands: string[][] = [linkSetArgs(host, { up: true })];
