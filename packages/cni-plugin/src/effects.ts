@@ -59,7 +59,8 @@ export function pluginEffects(o: EffectsOptions): PluginEffects {
         ...(o.logSink ? { onStderr: (b: Buffer) => o.logSink?.(b.toString('utf8')) } : {}),
       }),
     openBackend: o.openBackend,
-    dataplane: (log) => new LinuxDataplane(new Netlinux(), { log: (m) => log.info(m) }),
+    // rtnetlink from this process where the runtime allows (no `ip` process per change).
+    dataplane: (log) => new LinuxDataplane(new Netlinux({ netlink: true }), { log: (m) => log.info(m) }),
     lock: o.lock,
   };
 

@@ -12,6 +12,7 @@ import type {
   BridgeSpec,
   FdbSpec,
   IpFamily,
+  LinkOp,
   NeighbourSpec,
   RouteSpec,
   VethSpec,
@@ -259,4 +260,21 @@ export function batchInput(commands: readonly (readonly string[])[]): string {
 export function failedBatchIndex(stderr: string): number | undefined {
   const m = /Command failed -:(\d+)/.exec(stderr);
   return m ? Number(m[1]) - 1 : undefined;
+}
+
+/** The `ip` arguments of one {@link LinkOp}. */
+export function linkOpArgs(op: LinkOp): string[] {
+  switch (op.op) {
+    case 'up':
+      return linkSetArgs(op.dev, { up: true });
+    case 'addr-add':
+      return addrAddArgs(op.dev, op.cidr, op.noDad ? { noDad: true } : {});
+    case 'route-add':
+      return routeArgs('add', {
+        dst: op.dst,
+        dev: op.dev,
+        ...(op.gateway !== undefined ? { gateway: op.gateway } : {}),
+        ...(op.scope !== undefined ? { scope: op.scope } : {}),
+      });
+  }
 }

@@ -21,6 +21,7 @@ import {
   fdbArgs,
   type LinkChanges,
   linkDelArgs,
+  linkOpArgs,
   linkSetArgs,
   neighDelArgs,
   neighSetArgs,
@@ -29,6 +30,8 @@ import {
   vxlanAddArgs,
 } from './ip-commands.js';
 import { checkIfName, checkNetns } from './names.js';
+import { loadLibc } from './netlink/libc.js';
+import { Rtnetlink } from './netlink/rtnetlink.js';
 import {
   parseAddrs,
   parseFdb,
@@ -50,6 +53,7 @@ import type {
   IgnoreMissing,
   IpFamily,
   Link,
+  LinkOp,
   Neighbour,
   NeighbourFilter,
   NeighbourSpec,
@@ -67,6 +71,14 @@ export interface NetlinuxOptions {
   procSys?: string;
   /** Where named namespaces live; default `/run/netns`. Tests point it at a temp dir. */
   netnsDir?: string;
+  /**
+   * Make veth pairs and link, address and route changes ({@link Netlinux.apply}) over rtnetlink
+   * from this process when the runtime can call libc (Bun, or Node with koffi), instead of starting
+   * `ip`: same results and error codes, about 2 ms less each. The requests are synchronous (the
+   * kernel answers within the call), so this suits changes the kernel makes quickly; deletions stay
+   * with `ip`. Default: off.
+   */
+  netlink?: boolean;
 }
 
 /** `f_type` of a namespace file (nsfs), from linux/magic.h. */
@@ -96,11 +108,36 @@ export class Netlinux {
   readonly #runner: CommandRunner;
   readonly #procSys: string;
   readonly #netnsDir: string;
+  #rtnetlink: Promise<Rtnetlink | undefined> | undefined;
 
   constructor(options: NetlinuxOptions = {}) {
     this.#runner = options.runner ?? new ProcessCommandRunner();
     this.#procSys = options.procSys ?? PROC_SYS;
     this.#netnsDir = options.netnsDir ?? '/run/netns';
+    if (options.netlink !== true) this.#rtnetlink = Promise.resolve(undefined);
+  }
+
+  /** The rtnetlink path when enabled and available, loaded on first use. */
+  #netlink(): Promise<Rtnetlink | undefined> {
+    this.#rtnetlink ??= loadLibc().then((libc) => (libc ? new Rtnetlink(libc) : undefined));
+    return this.#rtnetlink;
+  }
+
+  /** A namespace argument as a path. */
+  #netnsPath(ns: string): string {
+    checkNetns(ns);
+    return ns.includes('/') ? ns : `${this.#netnsDir}/${ns}`;
+  }
+
+  /**
+   * The changes in order, stopping at the first failure, as {@link Netlinux.batch} does (one `ip
+   * -batch`, or rtnetlink requests when enabled): a {@link NetlinuxBatchError} names the index.
+   */
+  async apply(ops: readonly LinkOp[], ns?: string): Promise<void> {
+    if (ops.length === 0) return;
+    const nl = await this.#netlink();
+    if (nl) return nl.apply(ops, ns === undefined ? undefined : this.#netnsPath(ns));
+    return this.batch(ops.map(linkOpArgs), ns);
   }
 
   // ---- running ---------------------------------------------------------------------------------
@@ -218,6 +255,16 @@ export class Netlinux {
    * directly, so it never clashes with a device here). Both ends stay down.
    */
   async createVethPair(spec: VethSpec, ns?: string): Promise<void> {
+    const nl = await this.#netlink();
+    if (nl) {
+      vethAddArgs(spec); // the same checks of names and values
+      nl.createVeth(
+        spec,
+        spec.peerNetns === undefined ? undefined : this.#netnsPath(spec.peerNetns),
+        ns === undefined ? undefined : this.#netnsPath(ns),
+      );
+      return;
+    }
     await this.#ip(vethAddArgs(spec), ns);
   }
 
@@ -267,6 +314,8 @@ export class Netlinux {
 
   /** Deletes a device (a veth takes its peer with it). */
   deleteLink(name: string, opts?: IgnoreMissing, ns?: string): Promise<boolean> {
+    // Always `ip`, also with rtnetlink on: the kernel takes 10-30 ms to delete a veth, inside the
+    // request, and a process keeps that wait off this one's event loop.
     return this.#ignoringMissing(opts, () => this.#ip(linkDelArgs(name), ns));
   }
 

@@ -225,3 +225,9 @@ export interface IgnoreMissing {
   /** Succeed when the object (or the namespace) is already gone. */
   ignoreMissing?: boolean;
 }
+
+/** One change to an interface, for `Netlinux.apply` (a typed subset of what `batch` runs). */
+export type LinkOp =
+  | { op: 'up'; dev: string }
+  | { op: 'addr-add'; dev: string; cidr: string; noDad?: boolean }
+  | { op: 'route-add'; dev: string; dst: string; gateway?: string; scope?: 'link' | 'host' | 'global' };

@@ -16,8 +16,17 @@
  */
 
 import { isIPv4 } from 'node:net';
-import type { Addr, IgnoreMissing, Link, LinkChanges, Route, RouteSpec, VethSpec } from '@calico-ts/netlinux';
-import { NetlinuxBatchError, NetlinuxError } from '@calico-ts/netlinux';
+import type {
+  Addr,
+  IgnoreMissing,
+  Link,
+  LinkChanges,
+  LinkOp,
+  Route,
+  RouteSpec,
+  VethSpec,
+} from '@calico-ts/netlinux';
+import { linkOpArgs, NetlinuxBatchError, NetlinuxError } from '@calico-ts/netlinux';
 import type { NetOps } from './linux-dataplane.js';
 
 interface FakeLink {
@@ -236,6 +245,11 @@ export class FakeNetOps implements NetOps {
     const m = /^net\.ipv[46]\.(?:conf|neigh)\.([^.]+)\./.exec(key);
     if (!m) return false;
     return m[1] === 'all' || m[1] === 'default' || n.links.has(m[1]!);
+  }
+
+  /** As the real one without rtnetlink: the ops' `ip` arguments, batched. */
+  apply(ops: readonly LinkOp[], ns?: string): Promise<void> {
+    return this.batch(ops.map(linkOpArgs), ns);
   }
 
   async batch(commands: readonly (readonly string[])[], ns?: string): Promise<void> {

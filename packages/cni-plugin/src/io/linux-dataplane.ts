@@ -16,19 +16,17 @@
  * Set-up: `createPair` (pod end directly in the netns, with a MAC chosen here; when a name is taken,
  * CNI_IFNAME in the pod is refused and a stale host end is deleted first): the ADD does this before
  * IPAM, so a duplicate ADD fails having touched nothing. Then `configure`, both ends at once: the pod
- * end's sysctls (DAD off before the link comes up), then it comes up with its addresses and routes
- * (one `ip -batch` in the netns); the host end's sysctls, then it comes up with its routes (one
- * `ip -batch`). A failed `configure` deletes the host end, which takes the pod end and every route
- * with it. Three `ip` processes in the usual case, the last two side by side.
+ * end's sysctls (DAD off before the link comes up), then it comes up with its addresses and routes;
+ * the host end's sysctls, then it comes up with its routes. A failed `configure` deletes the host
+ * end, which takes the pod end and every route with it. With netlinux's rtnetlink path (the
+ * plugin's), no process is started; otherwise three `ip` processes, the last two side by side.
  */
 import {
-  addrAddArgs,
   isNetlinuxError,
-  linkSetArgs,
+  type LinkOp,
   type Netlinux,
   NetlinuxBatchError,
   randomMac,
-  routeArgs,
 } from '@calico-ts/netlinux';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
 import { isIPv4 } from '../spec/ip.js';
@@ -57,7 +55,7 @@ export type NetOps = Pick<
   | 'listRoutes'
   | 'writeSysctls'
   | 'readSysctl'
-  | 'batch'
+  | 'apply'
 >;
 
 export interface LinuxDataplaneOptions {
@@ -169,20 +167,23 @@ export class LinuxDataplane implements Dataplane {
       await step(`set sysctls in ${netns}`, () => net.writeSysctls(podSysctls, netns));
 
     // Pod end: up, addresses, routes via the host end.
-    const podCommands: string[][] = [linkSetArgs(cont, { up: true })];
+    const podOps: LinkOp[] = [{ op: 'up', dev: cont }];
     for (const a of spec.addresses) {
-      podCommands.push(addrAddArgs(cont, a, isIPv4(a.split('/')[0]!) ? {} : { noDad: true }));
+      podOps.push({
+        op: 'addr-add',
+        dev: cont,
+        cidr: a,
+        ...(isIPv4(a.split('/')[0]!) ? {} : { noDad: true }),
+      });
     }
-    if (v4) {
-      podCommands.push(routeArgs('add', { dst: `${IPV4_GATEWAY}/32`, dev: cont, scope: 'link' }));
-    }
+    if (v4) podOps.push({ op: 'route-add', dev: cont, dst: `${IPV4_GATEWAY}/32`, scope: 'link' });
     for (const dst of spec.routes) {
       const isV4 = isIPv4(dst.split('/')[0]!);
       if (isV4 && !v4) continue;
       if (!isV4 && !v6) continue;
-      podCommands.push(routeArgs('add', { dst, gateway: isV4 ? IPV4_GATEWAY : IPV6_GATEWAY, dev: cont }));
+      podOps.push({ op: 'route-add', dev: cont, dst, gateway: isV4 ? IPV4_GATEWAY : IPV6_GATEWAY });
     }
-    await step(`configure ${cont} in ${netns}`, () => net.batch(podCommands, netns));
+    await step(`configure ${cont} in ${netns}`, () => net.apply(podOps, netns));
   }
 
   async #configureHostEnd(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<void> {
@@ -215,10 +216,10 @@ export class LinuxDataplane implements Dataplane {
     }
 
     // Host end: up, then the /32 (/128) routes to the pod, in one request.
-    const hostCommands: string[][] = [linkSetArgs(host, { up: true })];
-    for (const a of spec.addresses) hostCommands.push(routeArgs('add', { dst: a, dev: host, scope: 'link' }));
+    const hostOps: LinkOp[] = [{ op: 'up', dev: host }];
+    for (const a of spec.addresses) hostOps.push({ op: 'route-add', dev: host, dst: a, scope: 'link' });
     try {
-      await net.batch(hostCommands);
+      await net.apply(hostOps);
     } catch (e) {
       const failed = e instanceof NetlinuxBatchError ? e.index : undefined;
       // A route already there (Felix may have programmed it first) is checked one by one below.
