@@ -2,13 +2,17 @@
  * `calico` ADD (upstream `cmdAdd` / `CmdAddK8s`).
  *
  * ```
- * nodename ─► ClusterInformation ready? ─► veth pair ─► IPAM plugin ADD ─► addresses, routes ─► WorkloadEndpoint ─► profile
- *             + existing endpoint          undo: delete  undo: IPAM DEL                          undo: delete/restore
+ * nodename ─► ClusterInformation ready? ┐                                       ┌─► addresses, routes ┐
+ *             existing endpoint         ├─► IPAM plugin ADD ─► result ──────────┤                     ├─► profile
+ *             veth pair (undo: delete)  ┘   (undo: IPAM DEL)                     └─► WorkloadEndpoint ─┘
+ *                                                                                   (undo: delete/restore)
  * ```
  *
- * The pair comes first: when CNI_IFNAME already exists in the pod (a duplicate ADD), that fails
- * before IPAM, whose undo would release the running pod's address. Any later failure undoes the
- * earlier steps, newest first, and reports the original error.
+ * Steps on one line run side by side: they need nothing from each other (the pod end's MAC is
+ * chosen when the pair is made). The pair comes before IPAM: when CNI_IFNAME already exists in the
+ * pod (a duplicate ADD), that fails before IPAM, whose undo would release the running pod's
+ * address. Any failure undoes what succeeded, newest first, and reports the first error in the
+ * order above (readiness before the rest).
  */
 import { CniPluginError, isCniPluginError } from '../errors.js';
 import { hostVethName, interfacePrefix, workloadEndpointName } from '../naming.js';
@@ -48,10 +52,6 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
   });
 
   const backend = await ctx.backend();
-  const [, existing] = await Promise.all([
-    requireReady(backend),
-    backend.getWorkloadEndpoint(id.namespace, wepName),
-  ]);
   const dp = ctx.dataplane();
   const pair = {
     netns: inv.netns,
@@ -63,9 +63,18 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
 
   const undo = new UndoStack(log);
   try {
-    // 1. The veth pair.
-    const { containerMac } = await dp.createPair(pair);
-    undo.push(`delete ${hostIf}`, () => dp.removeHostInterface(hostIf));
+    // 1. Readiness, the endpoint as it is, and the veth pair.
+    const [ready, existingRead, made] = await Promise.allSettled([
+      requireReady(backend),
+      backend.getWorkloadEndpoint(id.namespace, wepName),
+      dp.createPair(pair),
+    ]);
+    if (made.status === 'fulfilled') undo.push(`delete ${hostIf}`, () => dp.removeHostInterface(hostIf));
+    if (ready.status === 'rejected') throw ready.reason;
+    if (existingRead.status === 'rejected') throw existingRead.reason;
+    if (made.status === 'rejected') throw made.reason;
+    const existing = existingRead.value;
+    const { containerMac } = made.value;
 
     // 2. Addresses from the IPAM plugin.
     const ipamOut = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin);
@@ -78,14 +87,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     const routes = podRouteDestinations(addresses, ipam.routes, conf.includeDefaultRoutes);
     log.info('IPAM assigned addresses', { addresses: addresses.join(',') });
 
-    // 3. Its addresses, routes and sysctls.
-    const wl = await dp.configure(
-      { ...pair, addresses, routes, allowIpForwarding: conf.allowIpForwarding },
-      containerMac,
-    );
-    log.info('networked the namespace', { HostVeth: hostIf, ContainerMAC: wl.containerMac });
-
-    // 4. The WorkloadEndpoint.
+    // 3. The pair's addresses, routes and sysctls, and the WorkloadEndpoint.
     const wep = buildWorkloadEndpoint({
       name: wepName,
       namespace: id.namespace,
@@ -96,21 +98,32 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       endpoint: inv.ifName,
       addresses,
       hostIfName: hostIf,
-      mac: wl.containerMac,
+      mac: containerMac,
       networkName: conf.name,
       policyType: conf.policyType,
     });
-    await backend.writeWorkloadEndpoint(wep);
-    if (existing) {
-      const previous = structuredClone(existing);
-      delete previous.metadata.resourceVersion;
-      undo.push('restore the previous WorkloadEndpoint', () => backend.writeWorkloadEndpoint(previous));
-    } else {
-      undo.push('delete the WorkloadEndpoint', () => backend.deleteWorkloadEndpoint(id.namespace, wepName));
+    const [configured, written] = await Promise.allSettled([
+      dp.configure({ ...pair, addresses, routes, allowIpForwarding: conf.allowIpForwarding }, containerMac),
+      backend.writeWorkloadEndpoint(wep),
+    ]);
+    if (written.status === 'fulfilled') {
+      if (existing) {
+        const previous = structuredClone(existing);
+        delete previous.metadata.resourceVersion;
+        undo.push('restore the previous WorkloadEndpoint', () => backend.writeWorkloadEndpoint(previous));
+      } else {
+        undo.push('delete the WorkloadEndpoint', () => backend.deleteWorkloadEndpoint(id.namespace, wepName));
+      }
     }
-    log.info('wrote the WorkloadEndpoint');
+    if (configured.status === 'rejected') throw configured.reason;
+    if (written.status === 'rejected') throw written.reason;
+    const wl = configured.value;
+    log.info('networked the namespace and wrote the WorkloadEndpoint', {
+      HostVeth: hostIf,
+      ContainerMAC: wl.containerMac,
+    });
 
-    // 5. Without a policy plugin, the network's profile (upstream creates it when missing).
+    // 4. Without a policy plugin, the network's profile (upstream creates it when missing).
     if (conf.policyType === '') await backend.ensureNetworkProfile(conf.name, id.orchestrator);
 
     const result = buildAddResult({

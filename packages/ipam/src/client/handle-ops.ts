@@ -16,7 +16,17 @@ export async function incrementHandleRecord(
   await withRetries(
     `recording ${n} address(es) of block ${blockCidr} on handle ${handleId}`,
     retry,
-    async () => {
+    async (attempt) => {
+      // Usually a new pod's handle: one create. One that exists already (a second family, a
+      // retried ADD) fails it atomically, and is then read and updated.
+      if (attempt === 0) {
+        try {
+          await records.createHandle(handleId, incrementHandle(undefined, blockCidr, n));
+          return;
+        } catch (e) {
+          if (!isAlreadyExists(e)) throw e;
+        }
+      }
       const cur = await records.getHandle(handleId);
       const next = incrementHandle(cur?.value, blockCidr, n);
       if (cur) await records.updateHandle(handleId, next, cur.revision);
