@@ -180,7 +180,8 @@ function bunBinary(root) {
 
 /**
  * `bundleFile` as a native single-file executable `outfile` (`bun build --compile`, JavaScriptCore
- * bytecode included): the same code, started in a fraction of Node's start-up time. With
+ * bytecode included): the same code, started in a fraction of Node's start-up time, reading no
+ * .env or bunfig.toml from the working directory. With
  * `splitting`, `bundleFile` is the main.mjs of `bundleSplit` and its chunks stay separate inside
  * the executable, loaded when first imported.
  */
@@ -199,6 +200,10 @@ export async function compileNative(root, bundleFile, outfile, { splitting = fal
         '--minify',
         '--bytecode',
         '--format=esm',
+        // A program's environment is its caller's: never a .env or bunfig.toml that happens to be
+        // in the working directory (bun's default for compiled programs).
+        '--no-compile-autoload-dotenv',
+        '--no-compile-autoload-bunfig',
         ...(splitting ? ['--splitting'] : []),
         entry,
         '--outfile',

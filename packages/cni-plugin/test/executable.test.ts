@@ -4,6 +4,8 @@
  * The bundle is built first, as `pnpm build` builds it.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildPlugins, pluginDir } from './plugin-executable.js';
@@ -381,10 +383,22 @@ const cases: Case[] = [
   },
 ];
 
-function run(program: string, args: string[], env: Record<string, string | undefined>, stdin: string) {
+function run(
+  program: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  stdin: string,
+  cwd?: string,
+) {
   const clean: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) clean[k] = v;
-  return spawnSync(join(bin, program), args, { env: clean, input: stdin, encoding: 'utf8', timeout: 30_000 });
+  return spawnSync(join(bin, program), args, {
+    env: clean,
+    input: stdin,
+    encoding: 'utf8',
+    timeout: 30_000,
+    ...(cwd ? { cwd } : {}),
+  });
 }
 
 describe('malformed input → one CNI error object, non-zero exit', () => {
@@ -421,6 +435,22 @@ describe('well-formed requests that need no datastore', () => {
       const r = run(p, ['-v'], {}, '');
       expect(r.status).toBe(0);
       expect(r.stdout).toMatch(/^v\d+\.\d+\.\d+\n$/);
+    }
+  });
+
+  it('the environment is the runtime’s alone: a .env or bunfig.toml in the working directory is not read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-dotenv-'));
+    try {
+      writeFileSync(join(dir, '.env'), 'CNI_COMMAND=VERSION\n');
+      writeFileSync(join(dir, 'bunfig.toml'), 'preload = ["./nothing-here.ts"]\n');
+      const r = run('calico', [], { ...base }, conf({}), dir);
+      expect(r.status).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        code: 4,
+        msg: 'required env variables [CNI_COMMAND] missing',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
