@@ -5,7 +5,7 @@
  * is passed in: where log lines go, the config bytes, which executable counts as "this one" for
  * in-process IPAM, how the datastore is opened, and the host lock.
  */
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Netlinux } from '@calico-ts/netlinux';
 import { borrowBackend, type PluginBackend } from './io/backend.js';
@@ -41,9 +41,10 @@ export function pluginEffects(o: EffectsOptions): PluginEffects {
   const effects: PluginEffects = {
     log: logFor(o.program),
     host: {
+      // Small local files (the nodename, the MTU): read synchronously, faster than a thread-pool trip.
       async readFile(path) {
         try {
-          return await readFile(path, 'utf8');
+          return readFileSync(path, 'utf8');
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
           throw e;

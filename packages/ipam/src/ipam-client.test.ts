@@ -1,5 +1,5 @@
 import { MemoryKVStore } from '@calico-ts/datastore';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { newGcState } from './check/gc-plan.js';
 import type { AutoAssignRequest } from './ipam-client.js';
 import { type IpamFixture, ipamFixture } from './testing-internal/ipam-fixture.js';
@@ -544,5 +544,111 @@ describe('check and gc', () => {
     expect(await f.raw('/calico/ipam/v2/handle/gone')).toBeUndefined();
     expect(await f.raw('/calico/ipam/v2/handle/alive')).toBeDefined();
     expect(state.firstSeen.size).toBe(0);
+  });
+});
+
+describe('prefetchAssignEnv', () => {
+  /** Counts the pool lists the client's datastore serves. */
+  function countPoolLists(f: IpamFixture): () => number {
+    let n = 0;
+    const list = f.kv.list.bind(f.kv);
+    f.kv.list = async (prefix: string) => {
+      if (prefix.includes('/ippools/')) n++;
+      return list(prefix);
+    };
+    return () => n;
+  }
+
+  it('the next autoAssign for that host uses the reads it started, once', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    const lists = countPoolLists(f);
+    f.client.prefetchAssignEnv('node-1');
+    expect(lists()).toBe(1);
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.p1'))).ipv4)).toEqual(['198.19.0.0']);
+    expect(lists()).toBe(1);
+    // Used up: the next one reads again.
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.p2'))).ipv4)).toEqual(['198.19.0.1']);
+    expect(lists()).toBe(2);
+  });
+
+  it('serves only the host it was made for', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.node('node-2');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    f.client.prefetchAssignEnv('node-1');
+    const lists = countPoolLists(f);
+    await f.client.autoAssign(req('k8s-pod-network.q1', 'node-2'));
+    expect(lists()).toBe(1);
+    await f.client.autoAssign(req('k8s-pod-network.q2', 'node-1'));
+    expect(lists()).toBe(1);
+  });
+
+  it('goes stale after a second: a later autoAssign reads afresh', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    const lists = countPoolLists(f);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      f.client.prefetchAssignEnv('node-1');
+      vi.setSystemTime(Date.now() + 1500);
+      await f.client.autoAssign(req('k8s-pod-network.s1'));
+      expect(lists()).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a failed prefetched read is the autoAssign’s error, and nothing is left unhandled', async () => {
+    const f = fixture();
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    f.client.prefetchAssignEnv('no-such-node');
+    await new Promise((r) => setTimeout(r, 10));
+    await expect(f.client.autoAssign(req('k8s-pod-network.r1', 'no-such-node'))).rejects.toThrow(
+      /Calico Node "no-such-node" does not exist/,
+    );
+  });
+});
+
+describe('blocks the client already knows', () => {
+  function countBlockGets(f: IpamFixture): () => number {
+    let n = 0;
+    const get = f.kv.get.bind(f.kv);
+    f.kv.get = async (key: string) => {
+      if (key.includes('/assignment/')) n++;
+      return get(key);
+    };
+    return () => n;
+  }
+
+  it('a second allocation on the host starts from the version the first wrote, without reading it', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    await f.client.autoAssign(req('k8s-pod-network.k1'));
+    const gets = countBlockGets(f);
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.k2'))).ipv4)).toEqual(['198.19.0.1']);
+    expect(gets()).toBe(0);
+  });
+
+  it('a version someone else replaced fails its compare-and-swap and is read again: no address twice', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    await f.client.autoAssign(req('k8s-pod-network.m1'));
+    // Another client (another process on the same host) allocates from the same block.
+    const other = f.newClient();
+    expect(addrs((await other.autoAssign(req('k8s-pod-network.m2'))).ipv4)).toEqual(['198.19.0.1']);
+    const gets = countBlockGets(f);
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.m3'))).ipv4)).toEqual(['198.19.0.2']);
+    expect(gets()).toBeGreaterThan(0);
+    // The handle of the lost first try was rolled back: only m3's record counts one address.
+    const handle = (await f.raw('/calico/ipam/v2/handle/k8s-pod-network.m3')) as {
+      block: Record<string, number>;
+    };
+    expect(handle.block).toEqual({ '198.19.0.0/26': 1 });
   });
 });

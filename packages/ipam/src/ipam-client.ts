@@ -227,19 +227,38 @@ type FoundBlock =
   | { kind: 'no-free-blocks' }
   | { kind: 'block-limit' };
 
+/** How long a prefetch stays usable. */
+const PREFETCH_TTL_MS = 1000;
+
+interface Prefetched {
+  at: number;
+  env: Promise<AssignEnv>;
+  affinities4: ReturnType<IpamRecords['listAffinities']>;
+}
+
 export class IpamClient {
   private readonly retry: RetryOptions;
   private readonly now: () => Date;
   private readonly random: () => number;
   private readonly affinityCtx: AffinityContext;
   private readonly records: IpamRecords;
+  /**
+   * The newest version of each block this client has read or written. An allocation's first try
+   * at one of its host's blocks starts from it instead of reading the block again: in a long-lived
+   * client (the CNI plugin service) this client is usually the only writer of its host's blocks.
+   * It is only a starting point: a version someone else has replaced fails the compare-and-swap,
+   * and the retry reads the block afresh.
+   */
+  private readonly knownBlocks = new Map<string, Versioned<AllocationBlock>>();
+  /** Reads started by `prefetchAssignEnv`, per host, oldest first; each serves one `autoAssign`. */
+  private readonly prefetched = new Map<string, Prefetched[]>();
 
   constructor(
     private readonly ds: Datastore,
     store: IpamStore,
     opts: IpamClientOptions = {},
   ) {
-    const records = adaptIpamStore(store);
+    const records = withBlockCache(adaptIpamStore(store), this.knownBlocks);
     this.records = records;
     const maxRetries = opts.maxRetries ?? 100;
     if (!Number.isInteger(maxRetries) || maxRetries < 1) {
@@ -265,6 +284,37 @@ export class IpamClient {
   // ---- assignment --------------------------------------------------------------------------
 
   /**
+   * Starts the reads the next `autoAssign` for `hostname` begins with (its Node, the pools,
+   * reservations, IPAM config and its IPv4 affinities), for a caller that will ask for addresses in
+   * a moment but has other work first (the CNI plugin creates the pod's interface meanwhile). Each
+   * prefetch serves one `autoAssign` started within a second; otherwise it is dropped unused.
+   */
+  prefetchAssignEnv(hostname: string): void {
+    const now = Date.now();
+    const queue = (this.prefetched.get(hostname) ?? []).filter((p) => now - p.at < PREFETCH_TTL_MS);
+    const p: Prefetched = {
+      at: now,
+      env: this.loadEnv(hostname),
+      affinities4: this.records.listAffinities({ host: hostname, family: 4 }),
+    };
+    // Failures surface to the autoAssign that uses them; an unused one must not be unhandled.
+    p.env.catch(() => undefined);
+    p.affinities4.catch(() => undefined);
+    queue.push(p);
+    this.prefetched.set(hostname, queue);
+  }
+
+  private takePrefetched(hostname: string): Prefetched | undefined {
+    const queue = this.prefetched.get(hostname);
+    if (!queue) return undefined;
+    const now = Date.now();
+    let p: Prefetched | undefined;
+    while ((p = queue.shift()) && now - p.at >= PREFETCH_TTL_MS) p = undefined;
+    if (queue.length === 0) this.prefetched.delete(hostname);
+    return p;
+  }
+
+  /**
    * Assign `num4` IPv4 and `num6` IPv6 addresses to `handleId` on `hostname`. All or nothing: when
    * a family cannot be satisfied, what this call assigned is released again before the error.
    */
@@ -285,9 +335,10 @@ export class IpamClient {
       // The host's affinities are read beside the pools, reservations and config they are
       // filtered with (one datastore round trip fewer per allocation).
       const affinities = (family: 4 | 6) => this.records.listAffinities({ host: req.hostname, family });
+      const pre = this.takePrefetched(req.hostname);
       const [env, listed4, listed6] = await Promise.all([
-        this.loadEnv(req.hostname),
-        req.num4 > 0 ? affinities(4) : undefined,
+        pre?.env ?? this.loadEnv(req.hostname),
+        req.num4 > 0 ? (pre?.affinities4 ?? affinities(4)) : undefined,
         req.num6 > 0 ? affinities(6) : undefined,
       ]);
       const common = {
@@ -463,6 +514,14 @@ export class IpamClient {
             (i === 0 ? listedAffinity.get(text) : undefined) ??
             (await this.records.getAffinity(req.host, text));
           if (!aff) return undefined;
+          const known = i === 0 ? this.knownBlocks.get(text) : undefined;
+          if (
+            known &&
+            aff.value.state === 'confirmed' &&
+            known.value.affinity === affinityForHost(req.host)
+          ) {
+            return known;
+          }
           try {
             return await getBlockFromAffinity(this.affinityCtx, req.host, cidr, aff);
           } catch (e) {
@@ -1057,4 +1116,33 @@ export function effectiveMaxBlocks(perRequest: number, configured: number): numb
   let max = perRequest;
   if (configured > 0 && (max === 0 || max > configured)) max = configured;
   return max > 0 ? max : DEFAULT_MAX_BLOCKS_PER_HOST;
+}
+
+/**
+ * `records`, keeping `known` up to date with every block version read or written through it, and
+ * forgetting a block whose write failed or that was deleted.
+ */
+function withBlockCache(records: IpamRecords, known: Map<string, Versioned<AllocationBlock>>): IpamRecords {
+  const remember = (b: Versioned<AllocationBlock> | undefined, cidr: string) => {
+    if (b) known.set(b.value.cidr, b);
+    else known.delete(cidr);
+    return b;
+  };
+  return {
+    ...records,
+    getBlock: async (cidr) => remember(await records.getBlock(cidr), cidr),
+    createBlock: async (block) => remember(await records.createBlock(block), block.cidr)!,
+    updateBlock: async (block, revision) => {
+      try {
+        return remember(await records.updateBlock(block, revision), block.cidr)!;
+      } catch (e) {
+        known.delete(block.cidr);
+        throw e;
+      }
+    },
+    deleteBlock: async (cidr, revision) => {
+      known.delete(cidr);
+      await records.deleteBlock(cidr, revision);
+    },
+  };
 }

@@ -63,7 +63,9 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
 
   const undo = new UndoStack(log);
   try {
-    // 1. Readiness, the endpoint as it is, and the veth pair.
+    // 1. Readiness, the endpoint as it is, and the veth pair; calico-ipam's first reads too, when
+    // it runs in this process and shares the datastore client.
+    if (ipam.type === 'calico-ipam') backend.prefetchAssign?.(node);
     const [ready, existingRead, made] = await Promise.allSettled([
       requireReady(backend),
       backend.getWorkloadEndpoint(id.namespace, wepName),
@@ -102,9 +104,11 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       networkName: conf.name,
       policyType: conf.policyType,
     });
-    const [configured, written] = await Promise.allSettled([
-      dp.configure({ ...pair, addresses, routes, allowIpForwarding: conf.allowIpForwarding }, containerMac),
+    // The endpoint's request goes out first: configuring the pair may hold this thread (rtnetlink
+    // requests are synchronous) while etcd works on it.
+    const [written, configured] = await Promise.allSettled([
       backend.writeWorkloadEndpoint(wep),
+      dp.configure({ ...pair, addresses, routes, allowIpForwarding: conf.allowIpForwarding }, containerMac),
     ]);
     if (written.status === 'fulfilled') {
       if (existing) {

@@ -62,6 +62,11 @@ export interface PluginBackend {
   /** Creates the profile upstream makes for non-Kubernetes networks, if missing. */
   ensureNetworkProfile(network: string, orchestrator: 'k8s' | 'cni'): Promise<void>;
 
+  /**
+   * A hint that `autoAssign` for `node` follows shortly: its first reads may start now. Optional,
+   * never fails (a failed read surfaces in the `autoAssign` that uses it).
+   */
+  prefetchAssign?(node: string): void;
   /** Addresses in CIDR form with the block's prefix length, IPv4 first. */
   autoAssign(req: AutoAssignRequest): Promise<string[]>;
   /** One specific address; resolves its CIDR with the block's prefix length. */
@@ -85,6 +90,7 @@ export function borrowBackend(b: PluginBackend): PluginBackend {
     writeWorkloadEndpoint: (wep) => b.writeWorkloadEndpoint(wep),
     deleteWorkloadEndpoint: (ns, name, pre) => b.deleteWorkloadEndpoint(ns, name, pre),
     ensureNetworkProfile: (network, orch) => b.ensureNetworkProfile(network, orch),
+    prefetchAssign: (node) => b.prefetchAssign?.(node),
     autoAssign: (req) => b.autoAssign(req),
     assignIp: (req) => b.assignIp(req),
     releaseByHandle: (h) => b.releaseByHandle(h),

@@ -177,6 +177,10 @@ export class CalicoBackend implements PluginBackend {
     });
   }
 
+  prefetchAssign(node: string): void {
+    this.#ipam.prefetchAssignEnv(node);
+  }
+
   async autoAssign(req: AutoAssignRequest): Promise<string[]> {
     return op('assign addresses', async () => {
       const r = await this.#ipam.autoAssign({

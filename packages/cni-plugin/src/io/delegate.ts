@@ -10,8 +10,8 @@
  * when CNI_PATH is empty; `invalid-config` when no CNI_PATH directory has the plugin.
  */
 import { spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, realpath } from 'node:fs/promises';
+// Synchronous lookups: a few microseconds each, against a thread-pool round trip on every ADD.
+import { accessSync, constants, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeStderr } from '@calico-ts/api/stdio';
 import { CniPluginError } from '../errors.js';
@@ -60,7 +60,7 @@ export class ExecDelegateRunner implements DelegateRunner {
     for (const dir of this.#path) {
       const file = join(dir, type);
       try {
-        await access(file, constants.X_OK);
+        accessSync(file, constants.X_OK);
         return file;
       } catch {
         // next directory
@@ -73,7 +73,7 @@ export class ExecDelegateRunner implements DelegateRunner {
 
   async run(type: string, command: CniCommand, stdin: string): Promise<string> {
     const file = await this.find(type);
-    if (this.#self && (await realpath(file).catch(() => file)) === this.#self.realpath) {
+    if (this.#self && realpathOr(file) === this.#self.realpath) {
       return this.#self.run(command, stdin);
     }
     const env: Record<string, string> = {};
@@ -177,5 +177,13 @@ export class FakeDelegateRunner implements DelegateRunner {
     const h = this.#plugins.get(type);
     if (!h) throw new CniPluginError('invalid-config', `ipam.type: plugin "${type}" not found in CNI_PATH`);
     return h(command, stdin);
+  }
+}
+
+function realpathOr(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
   }
 }

@@ -9,7 +9,8 @@
  * permission, read-only file system) or is not released within `waitMs`, the caller goes ahead
  * unlocked, as upstream does.
  */
-import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { readFile, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 export const DEFAULT_IPAM_LOCK_FILE = '/var/run/calico/ipam.lock';
@@ -36,15 +37,24 @@ export class FileLock implements HostLock {
   async acquire(path: string): Promise<() => Promise<void>> {
     const deadline = Date.now() + this.#waitMs;
     const me = String(process.pid);
-    await mkdir(dirname(path), { recursive: true }).catch(() => {});
+    // Local file operations of microseconds: done synchronously, which is several times faster
+    // than a round trip through the thread pool each (this is on every pod's ADD and DEL).
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch {
+      // reported by the open below
+    }
     for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
       try {
-        const fh = await open(path, 'wx', 0o644);
-        await fh.writeFile(me);
-        await fh.close();
+        const fd = openSync(path, 'wx', 0o644);
+        try {
+          writeSync(fd, me);
+        } finally {
+          closeSync(fd);
+        }
         return async () => {
           try {
-            if ((await readFile(path, 'utf8')) === me) await unlink(path);
+            if (readFileSync(path, 'utf8') === me) unlinkSync(path);
           } catch {
             // already gone
           }
