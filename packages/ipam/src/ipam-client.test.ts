@@ -652,3 +652,25 @@ describe('blocks the client already knows', () => {
     expect(handle.block).toEqual({ '198.19.0.0/26': 1 });
   });
 });
+
+describe('prefetchAssignEnv with several ADDs in flight', () => {
+  it('each prefetch serves one autoAssign, in order, none dropped', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    let lists = 0;
+    const list = f.kv.list.bind(f.kv);
+    f.kv.list = async (prefix: string) => {
+      if (prefix.includes('/ippools/')) lists++;
+      return list(prefix);
+    };
+    f.client.prefetchAssignEnv('node-1');
+    f.client.prefetchAssignEnv('node-1');
+    f.client.prefetchAssignEnv('node-1');
+    expect(lists).toBe(3);
+    for (const h of ['t1', 't2', 't3']) await f.client.autoAssign(req(`k8s-pod-network.${h}`));
+    expect(lists).toBe(3);
+    await f.client.autoAssign(req('k8s-pod-network.t4'));
+    expect(lists).toBe(4);
+  });
+});

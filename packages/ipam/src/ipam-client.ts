@@ -308,10 +308,16 @@ export class IpamClient {
     const queue = this.prefetched.get(hostname);
     if (!queue) return undefined;
     const now = Date.now();
-    let p: Prefetched | undefined;
-    while ((p = queue.shift()) && now - p.at >= PREFETCH_TTL_MS) p = undefined;
+    let fresh: Prefetched | undefined;
+    while (queue.length > 0) {
+      const p = queue.shift() as Prefetched;
+      if (now - p.at < PREFETCH_TTL_MS) {
+        fresh = p;
+        break;
+      }
+    }
     if (queue.length === 0) this.prefetched.delete(hostname);
-    return p;
+    return fresh;
   }
 
   /**
