@@ -1,8 +1,9 @@
 // IPAM allocation throughput: IpamClient.autoAssign (one IPv4 address per call, a handle of its
 // own, as one CNI ADD asks) from 8 concurrent allocators, one per host, each with its own etcd
-// connection, against raw etcd compare-and-swap transactions (the etcd3 package: get, then
-// `txn if mod_revision == X then put`) from 8 concurrent loops on the same private etcd, in the
-// same run. An allocation is several such round trips (read the affinity and block, CAS the block,
+// connection, against raw etcd compare-and-swap transactions (get, then `txn if mod_revision == X
+// then put`) from 8 concurrent loops on the same private etcd, in the same run. Both sides use the
+// same etcd client stack (`--transport`): http2 (default; the KVStore the CNI plugin and its
+// service use, a get and an update per CAS) or etcd3 (the etcd3 package, grpc-js). An allocation is several such round trips (read the affinity and block, CAS the block,
 // CAS the handle), so the ratio says how close IPAM gets to the datastore's own write rate.
 // Allocated addresses are counted and duplicates reported (must be 0). Reported, never asserted.
 //
@@ -13,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createKVStore, IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { createKVStore, IpamStore, isDatastoreError, KVDatastore } from '@calico-ts/datastore';
 import { startEtcd } from '@calico-ts/datastore/testing';
 import { IpamClient } from '@calico-ts/ipam';
 import { Etcd3 } from 'etcd3';
@@ -23,12 +24,15 @@ const { values: args } = parseArgs({
     allocations: { type: 'string', default: '2000' },
     allocators: { type: 'string', default: '8' },
     'cas-seconds': { type: 'string', default: '3' },
+    transport: { type: 'string', default: 'http2' },
     out: { type: 'string' },
   },
 });
 const ALLOCATIONS = Number(args.allocations);
 const ALLOCATORS = Number(args.allocators);
 const CAS_MS = Number(args['cas-seconds']) * 1000;
+const TRANSPORT = args.transport;
+if (TRANSPORT !== 'http2' && TRANSPORT !== 'etcd3') throw new Error('--transport must be http2 or etcd3');
 const HERE = dirname(fileURLToPath(import.meta.url));
 const OUT = args.out ?? join(HERE, '..', 'results', 'ipam.json');
 const POOL = '198.19.0.0/16';
@@ -50,7 +54,10 @@ async function allocate(etcd) {
   try {
     const clients = [];
     for (let h = 0; h < ALLOCATORS; h++) {
-      const kv = await createKVStore({ datastoreType: 'etcdv3', etcdEndpoints: etcd.endpoints });
+      const kv = await createKVStore(
+        { datastoreType: 'etcdv3', etcdEndpoints: etcd.endpoints },
+        { transport: TRANSPORT === 'etcd3' ? 'grpc' : 'http2' },
+      );
       stores.push(kv);
       clients.push(new IpamClient(new KVDatastore(kv, { backend: 'etcdv3' }), new IpamStore(kv)));
     }
@@ -92,37 +99,78 @@ async function allocate(etcd) {
   }
 }
 
-/** Raw CAS: `ALLOCATORS` loops, each its own etcd3 client and key, for `CAS_MS`; successful txns count. */
+/** Raw CAS: `ALLOCATORS` loops, each its own client and key, for `CAS_MS`; successful txns count. */
 async function cas(etcd) {
+  return TRANSPORT === 'etcd3' ? casEtcd3(etcd) : casHttp2(etcd);
+}
+
+/** A key per loop, as each allocator has a block of its own: no lost races flatter IPAM. */
+const casKeys = () => Array.from({ length: ALLOCATORS }, (_, k) => `/bench/cas/${k}`);
+
+/** Runs `one(k)` (one get + CAS; true when it won) in `ALLOCATORS` loops until the deadline. */
+async function casLoops(one) {
+  let ok = 0;
+  let lost = 0;
+  const latencies = [];
+  const t0 = performance.now();
+  const deadline = t0 + CAS_MS;
+  await Promise.all(
+    Array.from({ length: ALLOCATORS }, async (_, k) => {
+      while (performance.now() < deadline) {
+        const s = performance.now();
+        const won = await one(k);
+        latencies.push(performance.now() - s);
+        if (won) ok++;
+        else lost++;
+      }
+    }),
+  );
+  return { ms: performance.now() - t0, ok, lost, latencies };
+}
+
+async function casHttp2(etcd) {
+  const stores = [];
+  try {
+    for (let k = 0; k < ALLOCATORS; k++)
+      stores.push(
+        await createKVStore(
+          { datastoreType: 'etcdv3', etcdEndpoints: etcd.endpoints },
+          { transport: 'http2' },
+        ),
+      );
+    const keys = casKeys();
+    for (const k of keys) await stores[0].put(k, '0');
+    return await casLoops(async (k) => {
+      const kv = await stores[k].get(keys[k]);
+      try {
+        await stores[k].update(keys[k], String(Number(kv.value) + 1), kv.modRevision);
+        return true;
+      } catch (e) {
+        if (isDatastoreError(e, 'conflict')) return false;
+        throw e;
+      }
+    });
+  } finally {
+    await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
+  }
+}
+
+async function casEtcd3(etcd) {
   const clients = Array.from({ length: ALLOCATORS }, () => new Etcd3({ hosts: etcd.endpoints }));
   try {
-    // A key per loop, as each allocator has a block of its own: no lost races flatter IPAM.
-    const keys = Array.from({ length: ALLOCATORS }, (_, k) => `/bench/cas/${k}`);
+    const keys = casKeys();
     for (const k of keys) await clients[0].put(k).value('0');
-    let ok = 0;
-    let lost = 0;
-    const latencies = [];
-    const t0 = performance.now();
-    const deadline = t0 + CAS_MS;
-    await Promise.all(
-      clients.map(async (c, k) => {
-        const key = keys[k];
-        while (performance.now() < deadline) {
-          const s = performance.now();
-          const res = await c.get(key).exec();
-          const kv = res.kvs[0];
-          const txn = await c
-            .if(key, 'Mod', '==', kv.mod_revision)
-            .then(c.put(key).value(String(Number(kv.value.toString()) + 1)))
-            .commit();
-          latencies.push(performance.now() - s);
-          if (txn.succeeded) ok++;
-          else lost++;
-        }
-      }),
-    );
-    const ms = performance.now() - t0;
-    return { ms, ok, lost, latencies };
+    return await casLoops(async (k) => {
+      const c = clients[k];
+      const key = keys[k];
+      const res = await c.get(key).exec();
+      const kv = res.kvs[0];
+      const txn = await c
+        .if(key, 'Mod', '==', kv.mod_revision)
+        .then(c.put(key).value(String(Number(kv.value.toString()) + 1)))
+        .commit();
+      return txn.succeeded;
+    });
   } finally {
     for (const c of clients) c.close();
   }
@@ -168,7 +216,7 @@ async function main() {
 
     const rows = [
       {
-        side: `IpamClient.autoAssign × ${ALLOCATORS}`,
+        side: `IpamClient.autoAssign × ${ALLOCATORS} (${TRANSPORT})`,
         opsPerSec: Number(allocPerSec.toFixed(0)),
         p50Ms: Number(percentile(a.latencies, 50).toFixed(2)),
         p99Ms: Number(percentile(a.latencies, 99).toFixed(2)),
@@ -177,7 +225,7 @@ async function main() {
         failed: a.errors,
       },
       {
-        side: `etcd get + txn CAS × ${ALLOCATORS}`,
+        side: `etcd get + txn CAS × ${ALLOCATORS} (${TRANSPORT})`,
         opsPerSec: Number(casPerSec.toFixed(0)),
         p50Ms: Number(percentile(c.latencies, 50).toFixed(2)),
         p99Ms: Number(percentile(c.latencies, 99).toFixed(2)),
@@ -212,6 +260,7 @@ async function main() {
           allocations: ALLOCATIONS,
           allocators: ALLOCATORS,
           casMs: CAS_MS,
+          transport: TRANSPORT,
           node: process.version,
           cpus: cpus().length,
           loadavg1: Number(loadavg()[0].toFixed(2)),

@@ -26,10 +26,33 @@ export function goJson(value: unknown): string {
 
 /** `goJson` for values known to hold `bigint`s (IPAM blocks): no failed first attempt. */
 export function goJsonWithBigInts(value: unknown): string {
-  let text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
+  // An IPAM block's bigints are top-level fields: marked here, JSON.stringify needs no replacer (a
+  // replacer is a call per value, most of the cost of encoding a block); deeper ones take it.
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(markTopLevelBigInts(value));
+  } catch (e) {
+    if (!(e instanceof TypeError) || !/BigInt/i.test(e.message)) throw e;
+    text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
+  }
   if (text === undefined) throw new TypeError('value cannot be rendered as JSON');
   text = text.replace(/"\\u0000bigint:(-?\d+)"/g, '$1');
   return hasHtmlUnsafe(text) ? text.replace(HTML_UNSAFE_ALL, escapeChar) : text;
+}
+
+/** `value` with its own bigint fields as marked strings (a copy when there are any). */
+function markTopLevelBigInts(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return typeof value === 'bigint' ? `${BIG_MARK}${value}` : value;
+  }
+  let copy: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === 'bigint') {
+      copy ??= { ...(value as Record<string, unknown>) };
+      copy[k] = `${BIG_MARK}${v}`;
+    }
+  }
+  return copy ?? value;
 }
 
 /** indexOf scans are several times faster than a character-class regex on typical values. */

@@ -187,13 +187,18 @@ function stringMap(kv: KV, field: string, v: unknown): Record<string, string> | 
   return v as Record<string, string>;
 }
 
+/** `m` with its keys in Go's map order (bytes of the UTF-8 encoding). */
 function sortedMap<V>(m: Record<string, V> | null | undefined): Record<string, V> | null {
   if (m === null || m === undefined) return null;
+  const keys = Object.keys(m);
+  // For ASCII keys (all of Calico's) UTF-16 order is byte order: the default sort, no encoding.
+  if (ASCII.test(keys.join(''))) keys.sort();
+  else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const out: Record<string, V> = {};
-  for (const k of Object.keys(m).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))))
-    out[k] = m[k]!;
+  for (const k of keys) out[k] = m[k]!;
   return out;
 }
+const ASCII = /^[\x00-\x7f]*$/;
 
 const BLOCK_FIELDS = [
   'cidr',
@@ -403,11 +408,12 @@ export class IpamStore {
     return { value: decodeBlock(kv), revision: kv.modRevision };
   }
 
+  /** Resolves the block as written (not decoded again: decoding a block costs more than its write). */
   async updateBlock(block: AllocationBlock, revision: string): Promise<Versioned<AllocationBlock>> {
     const kv = await this.store
       .update(blockKey(block.cidr), encodeBlock(block), revision)
       .catch(named(`block ${block.cidr}`));
-    return { value: decodeBlock(kv), revision: kv.modRevision };
+    return { value: block, revision: kv.modRevision };
   }
 
   async deleteBlock(cidr: string, revision?: string): Promise<void> {
