@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { affinityKey, blockKey, handleKey, IpamStore } from './ipam-store.js';
+import { affinityKey, blockKey, encodeBlock, handleKey, IpamStore } from './ipam-store.js';
 import { MemoryKVStore } from './kv/memory-kv-store.js';
 import { ipamContract } from './testing-internal/ipam-contract.js';
 
@@ -36,5 +36,22 @@ describe('IPAM keys', () => {
     expect((await ipam.listBlocks()).items.map((i) => i.value.cidr)).toEqual(['fd00::/122']);
     expect((await ipam.listBlocks(4)).items).toEqual([]);
     await expect(ipam.listBlocks(5 as never)).rejects.toMatchObject({ code: 'invalid' });
+  });
+});
+
+describe('block encoding', () => {
+  it('writes map keys in Go order (UTF-8 bytes), ASCII or not, and the sequence number exactly', () => {
+    const text = encodeBlock({
+      cidr: '10.0.0.0/30',
+      affinity: 'host:n1',
+      allocations: [0, null, null, null],
+      unallocated: [1, 2, 3],
+      attributes: [{ handle_id: 'h1', secondary: { z: '1', é: '2', a: '3', Z: '4' } }],
+      sequenceNumber: 1700000000123456789n,
+      sequenceNumberForAllocation: { '0': 3n },
+      deleted: false,
+    } as Parameters<typeof encodeBlock>[0]);
+    expect(text).toContain('"secondary":{"Z":"4","a":"3","z":"1","é":"2"}');
+    expect(text).toContain('"sequenceNumber":1700000000123456789');
   });
 });

@@ -192,13 +192,16 @@ function sortedMap<V>(m: Record<string, V> | null | undefined): Record<string, V
   if (m === null || m === undefined) return null;
   const keys = Object.keys(m);
   // For ASCII keys (all of Calico's) UTF-16 order is byte order: the default sort, no encoding.
-  if (ASCII.test(keys.join(''))) keys.sort();
+  if (keys.every(isAscii)) keys.sort();
   else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const out: Record<string, V> = {};
   for (const k of keys) out[k] = m[k]!;
   return out;
 }
-const ASCII = /^[\x00-\x7f]*$/;
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 
 const BLOCK_FIELDS = [
   'cidr',

@@ -37,8 +37,15 @@ export function isPolicyKind(kind: Kind): boolean {
   return POLICY_KIND_SET.has(kind);
 }
 
-/** ObjectMeta in Go field order; the store clears resourceVersion and selfLink. */
-const encodeMetadata: Encode = goStructEncoder(objectMetaSchema, ['resourceVersion', 'selfLink']);
+/**
+ * ObjectMeta in Go field order; the store clears resourceVersion and selfLink. Compiled on first
+ * use: a program that only reads (calicoctl get, --version) never pays for it.
+ */
+let metadataEncoder: Encode | undefined;
+const encodeMetadata: Encode = (v) => {
+  metadataEncoder ??= goStructEncoder(objectMetaSchema, ['resourceVersion', 'selfLink']);
+  return metadataEncoder(v);
+};
 
 interface KindCodec {
   readonly spec: Encode;
