@@ -147,6 +147,10 @@ export function runAsync(
         stderr: Buffer.concat(err).toString('utf8'),
       });
     });
+    // A program that exits without reading its input (a probe that fails at once) makes this
+    // write fail with EPIPE; its exit status is what counts, and an unhandled stream error would
+    // end the lab mid-way (seen: `lab up` dying during its own clean-up).
+    child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
   });
 }

@@ -282,6 +282,7 @@ export function runIn(
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.on('error', reject);
+    child.stdin.on('error', () => {}); // a plugin that exits without reading: its exit code tells
     child.stdin.end(stdin);
     child.on('close', (code) => {
       const stdout = Buffer.concat(out).toString('utf8');

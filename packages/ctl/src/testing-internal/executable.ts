@@ -61,6 +61,7 @@ function runProgram(
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    child.stdin.on('error', () => {}); // exited without reading its input: the exit code tells
     child.stdin.end(opts.stdin ?? '');
   });
 }
