@@ -532,6 +532,33 @@ export class IpamStore {
     return { value: decodeHandle(kv), revision: kv.modRevision };
   }
 
+  /**
+   * An allocation's two records in one transaction: the handle (created when `handleRevision` is
+   * undefined, else compare-and-swapped) and the block (compare-and-swapped). Both or neither; a
+   * lost race fails `conflict` or `already-exists` naming the record, as the single writes do.
+   */
+  async writeHandleAndBlock(
+    handle: IPAMHandle,
+    handleRevision: string | undefined,
+    block: AllocationBlock,
+    blockRevision: string,
+  ): Promise<{ handle: Versioned<IPAMHandle>; block: Versioned<AllocationBlock> }> {
+    const [h, b] = await this.store
+      .writeAll([
+        {
+          key: handleKey(handle.handleId),
+          value: encodeHandle(handle),
+          ...(handleRevision !== undefined ? { modRevision: handleRevision } : {}),
+        },
+        { key: blockKey(block.cidr), value: encodeBlock(block), modRevision: blockRevision },
+      ])
+      .catch(named(`handle ${handle.handleId} and block ${block.cidr}`));
+    return {
+      handle: { value: decodeHandle(h!), revision: h!.modRevision },
+      block: { value: block, revision: b!.modRevision },
+    };
+  }
+
   async deleteHandle(handleId: string, revision?: string): Promise<void> {
     await this.store.delete(handleKey(handleId), revision).catch(named(`handle ${handleId}`));
   }

@@ -63,6 +63,7 @@ import {
   randomBelow,
   seededRandom32,
 } from './block/block-cidrs.js';
+import { incrementHandle } from './block/handle.js';
 import { type Cidr, enclosingCidr, familyBits, parseNetwork, parseStrictCidr } from './block/ip-math.js';
 import { ReservedAddresses } from './block/reservations.js';
 import type { AllocationBlock, AssignmentAttrs } from './block/types.js';
@@ -83,6 +84,7 @@ import {
 import { decrementHandleRecord, incrementHandleRecord } from './client/handle-ops.js';
 import {
   asIpamError,
+  isAlreadyExists,
   isConflict,
   isNotFound,
   type RetryOptions,
@@ -624,28 +626,37 @@ export class IpamClient {
   ): Promise<AssignedIP[]> {
     let current: Versioned<AllocationBlock> | undefined = start;
     const cidrText = start.value.cidr;
-    return withRetries(`assigning from block ${cidrText}`, this.retry, async (attempt) => {
-      if (attempt > 0) current = await this.records.getBlock(cidrText);
-      if (!current) return [];
-      const b = current.value;
-      if (affinityCheck && b.affinity !== affinityForHost(req.host)) {
-        throw new IpamError(
-          'affinity-mismatch',
-          `block ${cidrText} is ${b.affinity ? `affine to ${b.affinity}` : 'not affine to any host'}, and strict affinity forbids ${req.host} to use it`,
+    return withRetries(
+      `assigning from block ${cidrText}`,
+      this.retry,
+      async (attempt) => {
+        if (attempt > 0) current = await this.records.getBlock(cidrText);
+        if (!current) return [];
+        const b = current.value;
+        if (affinityCheck && b.affinity !== affinityForHost(req.host)) {
+          throw new IpamError(
+            'affinity-mismatch',
+            `block ${cidrText} is ${b.affinity ? `affine to ${b.affinity}` : 'not affine to any host'}, and strict affinity forbids ${req.host} to use it`,
+          );
+        }
+        const r = autoAssignInBlock(b, num, req.handleId, req.secondary, env.reserved);
+        if (r.ordinals.length === 0) return [];
+        // The handle's count and the block's allocation in one transaction. The first try takes the
+        // handle to be new (a pod's own); when it is not, or the block moved on, the retry reads both.
+        const handle = attempt === 0 ? undefined : await this.records.getHandle(req.handleId);
+        await this.records.writeHandleAndBlock(
+          req.handleId,
+          incrementHandle(handle?.value, cidrText, r.ordinals.length),
+          handle?.revision,
+          bumpSequence(r.block),
+          current.revision,
         );
-      }
-      const r = autoAssignInBlock(b, num, req.handleId, req.secondary, env.reserved);
-      if (r.ordinals.length === 0) return [];
-      await incrementHandleRecord(this.records, this.retry, req.handleId, cidrText, r.ordinals.length);
-      try {
-        await this.records.updateBlock(bumpSequence(r.block), current.revision);
-      } catch (e) {
-        await decrementHandleRecord(this.records, this.retry, req.handleId, cidrText, r.ordinals.length);
-        throw e;
-      }
-      const cidr = blockCidrOf(b);
-      return r.ordinals.map((o) => assigned(ordinalToIp(cidr, o), cidr));
-    });
+        const cidr = blockCidrOf(b);
+        return r.ordinals.map((o) => assigned(ordinalToIp(cidr, o), cidr));
+      },
+      // A lost race on the block, or a handle that exists (or vanished) after all: read and retry.
+      (e) => isConflict(e) || isAlreadyExists(e) || isNotFound(e),
+    );
   }
 
   /** Last resort without strict affinity: free addresses in any existing block of the pools. */
@@ -1149,6 +1160,16 @@ function withBlockCache(records: IpamRecords, known: Map<string, Versioned<Alloc
     deleteBlock: async (cidr, revision) => {
       known.delete(cidr);
       await records.deleteBlock(cidr, revision);
+    },
+    writeHandleAndBlock: async (handleId, handle, handleRevision, block, blockRevision) => {
+      try {
+        const r = await records.writeHandleAndBlock(handleId, handle, handleRevision, block, blockRevision);
+        remember(r.block, block.cidr);
+        return r;
+      } catch (e) {
+        known.delete(block.cidr);
+        throw e;
+      }
     },
   };
 }

@@ -30,9 +30,10 @@ import {
   type WireKV,
   watchCreateRequest,
 } from './etcd-proto.js';
-import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions } from './kv-store.js';
+import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { parseRevision } from './revision.js';
+import { transactionFailure } from './transaction.js';
 
 /**
  * KVStore speaking etcd's gRPC protocol through Node's built-in HTTP/2 client, with a hand-written
@@ -140,6 +141,50 @@ export class EtcdHttp2KVStore implements KVStore {
     const rev = String(res.revision);
     const prev = res.responses[0]?.put?.prevKv;
     return { key, value, modRevision: rev, createRevision: prev ? String(prev.createRevision) : rev };
+  }
+
+  async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {
+    this.checkOpen();
+    if (writes.length === 0) return [];
+    const keys = writes.map((w) => Buffer.from(w.key));
+    const res = decodeTxnResponse(
+      await this.call(
+        TXN,
+        txnRequest({
+          compare: writes.map((w, i) =>
+            w.modRevision === undefined
+              ? { key: keys[i]!, target: 'version' as const, equals: 0 }
+              : {
+                  key: keys[i]!,
+                  target: 'mod' as const,
+                  equals: parseRevision(w.modRevision, 'modRevision'),
+                },
+          ),
+          success: writes.map((w, i) => ({
+            put: { key: keys[i]!, value: Buffer.from(w.value), prevKv: true },
+          })),
+          failure: keys.map((k) => ({ range: { key: k, keysOnly: true } })),
+        }),
+        `write ${writes.map((w) => w.key).join(', ')}`,
+        WRITE,
+      ),
+    );
+    if (!res.succeeded) {
+      throw transactionFailure(
+        writes,
+        res.responses.map((r) => r.range?.kvs[0]?.modRevision),
+      );
+    }
+    const rev = String(res.revision);
+    return writes.map((w, i) => {
+      const prev = res.responses[i]?.put?.prevKv;
+      return {
+        key: w.key,
+        value: w.value,
+        modRevision: rev,
+        createRevision: prev ? String(prev.createRevision) : rev,
+      };
+    });
   }
 
   async put(key: string, value: string): Promise<KV> {

@@ -19,9 +19,10 @@ import {
   resolveEtcdOptions,
   ZERO_KEY,
 } from './etcd-options.js';
-import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions } from './kv-store.js';
+import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { parseRevision } from './revision.js';
+import { transactionFailure } from './transaction.js';
 
 export type { EtcdKVStoreOptions } from './etcd-options.js';
 
@@ -270,6 +271,49 @@ export class EtcdKVStore implements KVStore {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {
+    this.checkOpen();
+    if (writes.length === 0) return [];
+    const keys = writes.map((w) => Buffer.from(w.key));
+    let res: Awaited<ReturnType<Etcd3['kv']['txn']>>;
+    try {
+      res = await this.client.kv.txn({
+        compare: writes.map((w, i) =>
+          w.modRevision === undefined
+            ? { key: keys[i]!, target: CompareTarget.Version, result: CompareResult.Equal, version: 0 }
+            : {
+                key: keys[i]!,
+                target: CompareTarget.Mod,
+                result: CompareResult.Equal,
+                mod_revision: parseRevision(w.modRevision, 'modRevision'),
+              },
+        ),
+        success: writes.map((w, i) => ({
+          request_put: { key: keys[i]!, value: Buffer.from(w.value), prev_kv: true },
+        })),
+        failure: keys.map((k) => ({ request_range: { key: k, keys_only: true } })),
+      });
+    } catch (e) {
+      throw this.fail(e, `write ${writes.map((w) => w.key).join(', ')}`);
+    }
+    if (!res.succeeded) {
+      throw transactionFailure(
+        writes,
+        res.responses.map((r) => r.response_range?.kvs[0]?.mod_revision),
+      );
+    }
+    const rev = String(res.header.revision);
+    return writes.map((w, i) => {
+      const prev = res.responses[i]?.response_put?.prev_kv;
+      return {
+        key: w.key,
+        value: w.value,
+        modRevision: rev,
+        createRevision: prev ? String(prev.create_revision) : rev,
+      };
+    });
   }
 
   private casFailure(responses: { response_range?: { kvs: IKeyValue[] } }[], key: string, rev: string) {

@@ -48,6 +48,14 @@ export interface KVWatchOptions {
   signal?: AbortSignal;
 }
 
+/** One write of `KVStore.writeAll`. */
+export interface KVWrite {
+  key: string;
+  value: string;
+  /** The key's current modRevision (compare-and-swap); absent: the key must not exist (create). */
+  modRevision?: string;
+}
+
 export interface KVStore {
   get(key: string): Promise<KV | undefined>;
   /** Every key with this prefix, sorted by key. */
@@ -56,6 +64,13 @@ export interface KVStore {
   create(key: string, value: string): Promise<KV>;
   /** Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if absent. */
   update(key: string, value: string, modRevision: string): Promise<KV>;
+  /**
+   * Several creates and compare-and-swaps as one transaction (one etcd Txn, one revision): all are
+   * written or none. A create whose key exists fails `already-exists`; a stale or missing
+   * `modRevision` fails `conflict` (`not-found` when the key is gone), naming the first such key.
+   * Resolves the written KVs in the order given.
+   */
+  writeAll(writes: readonly KVWrite[]): Promise<KV[]>;
   /** Unconditional put (create or overwrite). */
   put(key: string, value: string): Promise<KV>;
   /** Delete, iff `modRevision` matches when given. Returns the deleted KV. */

@@ -1,5 +1,5 @@
 import { DatastoreError } from '../errors.js';
-import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions } from './kv-store.js';
+import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { compareKeys, parseRevision } from './revision.js';
 
@@ -89,6 +89,50 @@ export class MemoryKVStore implements KVStore {
       );
     }
     return this.write(key, value, cur.kv);
+  }
+
+  async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {
+    this.checkOpen();
+    const keys = new Set<string>();
+    for (const w of writes) {
+      if (keys.has(w.key))
+        throw new DatastoreError('invalid', `key ${w.key} is written twice in one transaction`);
+      keys.add(w.key);
+      if (typeof w.value !== 'string')
+        throw new DatastoreError('invalid', `value for ${w.key} must be a string`);
+      const cur = this.data.get(w.key);
+      if (w.modRevision === undefined) {
+        if (cur) throw new DatastoreError('already-exists', `key ${w.key} already exists`);
+        continue;
+      }
+      const want = parseRevision(w.modRevision, 'modRevision');
+      if (!cur) throw new DatastoreError('not-found', `key ${w.key} does not exist`);
+      if (Number(cur.kv.modRevision) !== want) {
+        throw new DatastoreError(
+          'conflict',
+          `key ${w.key} is at revision ${cur.kv.modRevision}, not ${w.modRevision}`,
+        );
+      }
+    }
+    if (writes.length === 0) return [];
+    // One revision for the whole transaction, and one history entry, as etcd does.
+    this.rev++;
+    const r = String(this.rev);
+    const events: KVEvent[] = [];
+    const out = writes.map((w) => {
+      const prev = this.data.get(w.key)?.kv;
+      const kv: KV = Object.freeze({
+        key: w.key,
+        value: w.value,
+        modRevision: r,
+        createRevision: prev ? prev.createRevision : r,
+      });
+      this.data.set(w.key, { kv });
+      events.push(prev ? { kind: 'put', kv, prev } : { kind: 'put', kv });
+      return kv;
+    });
+    this.recordAll(events);
+    return out;
   }
 
   async put(key: string, value: string): Promise<KV> {
@@ -207,7 +251,11 @@ export class MemoryKVStore implements KVStore {
   }
 
   private record(event: KVEvent): void {
-    const events = [Object.freeze(event)];
+    this.recordAll([event]);
+  }
+
+  private recordAll(list: KVEvent[]): void {
+    const events = list.map((e) => Object.freeze(e));
     this.history.push({ revision: this.rev, events });
     if (this.history.length - this.historyHead > this.historyLimit) {
       this.compactTo(this.history[this.history.length - this.historyLimit]!.revision);

@@ -116,6 +116,46 @@ export function kvStoreContract(name: string, env: KVContractEnv): void {
       expect((await s.get(`${p}a`))?.modRevision).toBe(a2.modRevision);
     });
 
+    it('writeAll: creates and compare-and-swaps as one transaction, one revision, all or nothing', async () => {
+      const s = env.store();
+      const p = freshPrefix();
+      const a = await s.create(`${p}a`, '1');
+      const before = Number(await s.revision());
+      const [a2, b] = await s.writeAll([
+        { key: `${p}a`, value: '2', modRevision: a.modRevision },
+        { key: `${p}b`, value: 'new' },
+      ]);
+      expect(a2).toEqual({
+        key: `${p}a`,
+        value: '2',
+        modRevision: String(before + 1),
+        createRevision: a.modRevision,
+      });
+      expect(b).toEqual({
+        key: `${p}b`,
+        value: 'new',
+        modRevision: String(before + 1),
+        createRevision: String(before + 1),
+      });
+      expect(await s.get(`${p}b`)).toEqual(b);
+
+      // A stale revision anywhere: nothing is written, and the error names that key.
+      const stale = s.writeAll([
+        { key: `${p}c`, value: 'never' },
+        { key: `${p}a`, value: 'x', modRevision: a.modRevision },
+      ]);
+      expect(await codeOf(stale)).toBe('conflict');
+      expect(await s.get(`${p}c`)).toBeUndefined();
+      // A create of an existing key: already-exists, nothing written.
+      expect(await codeOf(s.writeAll([{ key: `${p}b`, value: 'again' }]))).toBe('already-exists');
+      expect(await codeOf(s.writeAll([{ key: `${p}zz`, value: 'x', modRevision: a2.modRevision }]))).toBe(
+        'not-found',
+      );
+      expect((await s.get(`${p}a`))?.value).toBe('2');
+      expect((await s.get(`${p}b`))?.value).toBe('new');
+      expect(await s.writeAll([])).toEqual([]);
+    });
+
     it('exactly one of two racing updates from the same revision wins', async () => {
       const s = env.store();
       const p = freshPrefix();

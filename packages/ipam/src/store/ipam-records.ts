@@ -68,6 +68,17 @@ export interface IpamRecords {
   createHandle(handleId: string, handle: IpamHandle): Promise<Versioned<IpamHandle>>;
   updateHandle(handleId: string, handle: IpamHandle, revision: string): Promise<Versioned<IpamHandle>>;
   deleteHandle(handleId: string, revision: string): Promise<void>;
+  /**
+   * An allocation's handle (created when `handleRevision` is undefined, else compare-and-swapped)
+   * and block (compare-and-swapped) in one transaction: both or neither.
+   */
+  writeHandleAndBlock(
+    handleId: string,
+    handle: IpamHandle,
+    handleRevision: string | undefined,
+    block: AllocationBlock,
+    blockRevision: string,
+  ): Promise<{ handle: Versioned<IpamHandle>; block: Versioned<AllocationBlock> }>;
 
   /** The global IPAM configuration; undefined when none is stored (defaults apply). */
   getConfig(): Promise<IpamConfigValue | undefined>;

@@ -67,6 +67,10 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
     updateHandle: async (handleId, h, revision) =>
       versionedHandle(await store.updateHandle({ handleId, ...h }, revision)),
     deleteHandle: (handleId, revision) => store.deleteHandle(handleId, revision),
+    writeHandleAndBlock: async (handleId, h, handleRevision, block, blockRevision) => {
+      const r = await store.writeHandleAndBlock({ handleId, ...h }, handleRevision, block, blockRevision);
+      return { handle: versionedHandle(r.handle), block: r.block };
+    },
 
     getConfig: async () => {
       const c = await store.getConfig();
