@@ -9,6 +9,7 @@ export {
   type AffinityType,
   type AllocationAttribute,
   type AllocationBlock,
+  type AssignEnvRecords,
   affinityKey,
   type BlockAffinity,
   blockKey,

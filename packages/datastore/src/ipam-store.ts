@@ -16,15 +16,28 @@
  * nanosecond timestamps in practice, so they are `bigint` here.
  * Thread-safety: stateless over the store.
  */
+
+import type { Resource } from '@calico-ts/api';
 import { formatCidr, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from './errors.js';
 import { goJson, goJsonWithBigInts, parseJsonExact } from './go-json.js';
 import type { KV, KVStore } from './kv/kv-store.js';
+import { decodeResource } from './resource-codec.js';
+import { parseResourceKey, resourceKey, resourcePrefix } from './resource-keys.js';
 
 export const IPAM_ROOT = '/calico/ipam/v2/';
 const BLOCK_ROOT = `${IPAM_ROOT}assignment/`;
 const HANDLE_ROOT = `${IPAM_ROOT}handle/`;
 const CONFIG_KEY = `${IPAM_ROOT}config`;
+
+/** `IpamStore.readAssignEnv`'s records. */
+export interface AssignEnvRecords {
+  node?: Resource;
+  pools: Resource[];
+  reservations: Resource[];
+  config?: Versioned<IPAMConfig>;
+  affinities: Versioned<BlockAffinity>[];
+}
 
 export interface Versioned<T> {
   value: T;
@@ -564,6 +577,48 @@ export class IpamStore {
   }
 
   // Config
+
+  /**
+   * What an address assignment for `host` starts from, read in one request at one revision: the
+   * host's Node (undefined when there is none), every IPPool and IPReservation (entries that do not
+   * decode are left out, as lists do), the IPAM config and the host's block affinities.
+   */
+  async readAssignEnv(host: string): Promise<AssignEnvRecords> {
+    checkSegment('host', host);
+    const { results } = await this.store.readAll([
+      { key: resourceKey('Node', host) },
+      { key: resourcePrefix('IPPool'), prefix: true },
+      { key: resourcePrefix('IPReservation'), prefix: true },
+      { key: CONFIG_KEY },
+      { key: `${IPAM_ROOT}host/${host}/`, prefix: true },
+    ]);
+    const [nodes, pools, reservations, configs, affinities] = results as [KV[], KV[], KV[], KV[], KV[]];
+    const resources = (kvs: KV[], kind: string): Resource[] => {
+      const out: Resource[] = [];
+      for (const kv of kvs) {
+        const parts = parseResourceKey(kv.key);
+        if (!parts || parts.kind !== kind) continue;
+        try {
+          out.push(decodeResource(kv, parts));
+        } catch {
+          // left out, as a list leaves it out
+        }
+      }
+      return out;
+    };
+    const node = nodes[0];
+    const config = configs[0];
+    return {
+      ...(node ? { node: decodeResource(node, parseResourceKey(node.key)!) } : {}),
+      pools: resources(pools, 'IPPool'),
+      reservations: resources(reservations, 'IPReservation'),
+      ...(config ? { config: { value: decodeConfig(config), revision: config.modRevision } } : {}),
+      affinities: decodeAll(
+        affinities.filter((kv) => AFFINITY_KEY_RE.test(kv.key)),
+        decodeAffinity,
+      ),
+    };
+  }
 
   async getConfig(): Promise<Versioned<IPAMConfig> | undefined> {
     const kv = await this.store.get(CONFIG_KEY);

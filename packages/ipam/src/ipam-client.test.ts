@@ -548,18 +548,18 @@ describe('check and gc', () => {
 });
 
 describe('prefetchAssignEnv', () => {
-  /** Counts the pool lists the client's datastore serves. */
+  /** Counts the reads of the pools the client's store serves (each assignment's env read has one). */
   function countPoolLists(f: IpamFixture): () => number {
     let n = 0;
-    const list = f.kv.list.bind(f.kv);
-    f.kv.list = async (prefix: string) => {
-      if (prefix.includes('/ippools/')) n++;
-      return list(prefix);
+    const readAll = f.kv.readAll.bind(f.kv);
+    f.kv.readAll = async (reads) => {
+      if (reads.some((r) => r.key.includes('/ippools/'))) n++;
+      return readAll(reads);
     };
     return () => n;
   }
 
-  it('the next autoAssign for that host uses the reads it started, once', async () => {
+  it('the next autoAssign for that host uses the reads it started (one request), once', async () => {
     const f = fixture();
     await f.node('node-1');
     await f.pool('pool1', { cidr: '198.19.0.0/26' });
@@ -659,10 +659,10 @@ describe('prefetchAssignEnv with several ADDs in flight', () => {
     await f.node('node-1');
     await f.pool('pool1', { cidr: '198.19.0.0/26' });
     let lists = 0;
-    const list = f.kv.list.bind(f.kv);
-    f.kv.list = async (prefix: string) => {
-      if (prefix.includes('/ippools/')) lists++;
-      return list(prefix);
+    const readAll = f.kv.readAll.bind(f.kv);
+    f.kv.readAll = async (reads) => {
+      if (reads.some((r) => r.key.includes('/ippools/'))) lists++;
+      return readAll(reads);
     };
     f.client.prefetchAssignEnv('node-1');
     f.client.prefetchAssignEnv('node-1');
@@ -672,5 +672,24 @@ describe('prefetchAssignEnv with several ADDs in flight', () => {
     expect(lists).toBe(3);
     await f.client.autoAssign(req('k8s-pod-network.t4'));
     expect(lists).toBe(4);
+  });
+});
+
+describe('requests per allocation', () => {
+  it('a host with a block it knows: one read request and one write transaction, nothing else', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    await f.client.autoAssign(req('k8s-pod-network.n1'));
+    const calls: string[] = [];
+    for (const m of ['get', 'list', 'create', 'update', 'put', 'delete', 'readAll', 'writeAll'] as const) {
+      const orig = (f.kv[m] as (...a: unknown[]) => Promise<unknown>).bind(f.kv);
+      (f.kv as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+        calls.push(m);
+        return orig(...a);
+      };
+    }
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.n2'))).ipv4)).toEqual(['198.19.0.1']);
+    expect(calls).toEqual(['readAll', 'writeAll']);
   });
 });

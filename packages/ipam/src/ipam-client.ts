@@ -94,6 +94,7 @@ import {
 import { IpamError } from './errors.js';
 import { poolForIp, poolSelectsNode, selectPools, type UsablePool, usablePools } from './pools.js';
 import {
+  type AffinityEntry,
   type AffinityValue,
   DEFAULT_IPAM_CONFIG,
   type IpamConfigValue,
@@ -234,8 +235,13 @@ const PREFETCH_TTL_MS = 1000;
 
 interface Prefetched {
   at: number;
-  env: Promise<AssignEnv>;
-  affinities4: ReturnType<IpamRecords['listAffinities']>;
+  read: Promise<EnvRead>;
+}
+
+/** An assignment's starting point: its environment and the host's affinities (both families). */
+interface EnvRead {
+  env: AssignEnv;
+  affinities: AffinityEntry[];
 }
 
 export class IpamClient {
@@ -294,14 +300,9 @@ export class IpamClient {
   prefetchAssignEnv(hostname: string): void {
     const now = Date.now();
     const queue = (this.prefetched.get(hostname) ?? []).filter((p) => now - p.at < PREFETCH_TTL_MS);
-    const p: Prefetched = {
-      at: now,
-      env: this.loadEnv(hostname),
-      affinities4: this.records.listAffinities({ host: hostname, family: 4 }),
-    };
+    const p: Prefetched = { at: now, read: this.loadEnv(hostname) };
     // Failures surface to the autoAssign that uses them; an unused one must not be unhandled.
-    p.env.catch(() => undefined);
-    p.affinities4.catch(() => undefined);
+    p.read.catch(() => undefined);
     queue.push(p);
     this.prefetched.set(hostname, queue);
   }
@@ -340,15 +341,13 @@ export class IpamClient {
     const result: AutoAssignResult = { ipv4: [], ipv6: [] };
     if (req.num4 === 0 && req.num6 === 0) return result;
     try {
-      // The host's affinities are read beside the pools, reservations and config they are
-      // filtered with (one datastore round trip fewer per allocation).
-      const affinities = (family: 4 | 6) => this.records.listAffinities({ host: req.hostname, family });
-      const pre = this.takePrefetched(req.hostname);
-      const [env, listed4, listed6] = await Promise.all([
-        pre?.env ?? this.loadEnv(req.hostname),
-        req.num4 > 0 ? (pre?.affinities4 ?? affinities(4)) : undefined,
-        req.num6 > 0 ? affinities(6) : undefined,
-      ]);
+      // The host's Node, the pools, reservations, config and its affinities: one request.
+      const { env, affinities } = await (this.takePrefetched(req.hostname)?.read ??
+        this.loadEnv(req.hostname));
+      const ofFamily = (family: 4 | 6) =>
+        affinities.filter((a) => parseStrictCidr(a.cidr)?.family === family);
+      const listed4 = ofFamily(4);
+      const listed6 = ofFamily(6);
       const common = {
         host: req.hostname,
         handleId,
@@ -383,28 +382,25 @@ export class IpamClient {
     }
   }
 
-  private async loadEnv(hostname: string): Promise<AssignEnv> {
-    const [node, pools, reservations, config] = await Promise.all([
-      this.ds.get('Node', hostname).catch((e: unknown) => {
-        if (isNotFound(e)) {
-          throw new IpamError(
-            'not-found',
-            `Calico Node "${hostname}" does not exist; IPAM needs it to match IP pool nodeSelectors`,
-            { cause: e },
-          );
-        }
-        throw e;
-      }),
-      this.ds.list('IPPool'),
-      this.ds.list('IPReservation'),
-      this.config(),
-    ]);
-    const reservedText = reservations.items.flatMap((r) => r.spec.reservedCIDRs ?? []);
+  private async loadEnv(hostname: string): Promise<EnvRead> {
+    const r = await this.records.readAssignEnv(hostname);
+    if (!r.node) {
+      throw new IpamError(
+        'not-found',
+        `Calico Node "${hostname}" does not exist; IPAM needs it to match IP pool nodeSelectors`,
+      );
+    }
+    const reservedText = r.reservations.flatMap(
+      (x) => (x.spec as { reservedCIDRs?: string[] }).reservedCIDRs ?? [],
+    );
     return {
-      nodeLabels: node.metadata.labels ?? {},
-      pools: usablePools(pools.items),
-      reserved: ReservedAddresses.fromText(reservedText).reserved,
-      config,
+      env: {
+        nodeLabels: r.node.metadata.labels ?? {},
+        pools: usablePools(r.pools as Parameters<typeof usablePools>[0]),
+        reserved: ReservedAddresses.fromText(reservedText).reserved,
+        config: r.config ?? DEFAULT_IPAM_CONFIG,
+      },
+      affinities: r.affinities,
     };
   }
 

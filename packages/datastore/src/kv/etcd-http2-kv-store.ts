@@ -30,7 +30,16 @@ import {
   type WireKV,
   watchCreateRequest,
 } from './etcd-proto.js';
-import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
+import type {
+  KV,
+  KVEvent,
+  KVList,
+  KVRead,
+  KVStore,
+  KVWatchMessage,
+  KVWatchOptions,
+  KVWrite,
+} from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { parseRevision } from './revision.js';
 import { transactionFailure } from './transaction.js';
@@ -141,6 +150,28 @@ export class EtcdHttp2KVStore implements KVStore {
     const rev = String(res.revision);
     const prev = res.responses[0]?.put?.prevKv;
     return { key, value, modRevision: rev, createRevision: prev ? String(prev.createRevision) : rev };
+  }
+
+  async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
+    if (reads.length === 0) return { results: [], revision: await this.revision() };
+    const res = decodeTxnResponse(
+      await this.call(
+        TXN,
+        txnRequest({
+          compare: [],
+          success: reads.map((r) => {
+            const start = r.prefix && r.key === '' ? ZERO_KEY : Buffer.from(r.key);
+            return { range: r.prefix ? { key: start, rangeEnd: prefixEnd(start) } : { key: start } };
+          }),
+        }),
+        `read ${reads.map((r) => (r.prefix ? `${r.key}*` : r.key)).join(', ')}`,
+        READ,
+      ),
+    );
+    return {
+      results: reads.map((_, i) => (res.responses[i]?.range?.kvs ?? []).map(toKV)),
+      revision: String(res.revision),
+    };
   }
 
   async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {

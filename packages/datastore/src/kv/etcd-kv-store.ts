@@ -19,7 +19,16 @@ import {
   resolveEtcdOptions,
   ZERO_KEY,
 } from './etcd-options.js';
-import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
+import type {
+  KV,
+  KVEvent,
+  KVList,
+  KVRead,
+  KVStore,
+  KVWatchMessage,
+  KVWatchOptions,
+  KVWrite,
+} from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { parseRevision } from './revision.js';
 import { transactionFailure } from './transaction.js';
@@ -271,6 +280,27 @@ export class EtcdKVStore implements KVStore {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
+    this.checkOpen();
+    if (reads.length === 0) return { results: [], revision: await this.revision() };
+    let res: Awaited<ReturnType<Etcd3['kv']['txn']>>;
+    try {
+      res = await this.client.kv.txn({
+        compare: [],
+        success: reads.map((r) => {
+          const start = r.prefix && r.key === '' ? ZERO_KEY : Buffer.from(r.key);
+          return { request_range: r.prefix ? { key: start, range_end: prefixEnd(start) } : { key: start } };
+        }),
+      });
+    } catch (e) {
+      throw this.fail(e, `read ${reads.map((r) => (r.prefix ? `${r.key}*` : r.key)).join(', ')}`);
+    }
+    return {
+      results: reads.map((_, i) => (res.responses[i]?.response_range?.kvs ?? []).map(toKV)),
+      revision: String(res.header.revision),
+    };
   }
 
   async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {

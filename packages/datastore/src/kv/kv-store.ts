@@ -48,6 +48,12 @@ export interface KVWatchOptions {
   signal?: AbortSignal;
 }
 
+/** One read of `KVStore.readAll`: a key, or (`prefix`) every key starting with it. */
+export interface KVRead {
+  key: string;
+  prefix?: boolean;
+}
+
 /** One write of `KVStore.writeAll`. */
 export interface KVWrite {
   key: string;
@@ -64,6 +70,11 @@ export interface KVStore {
   create(key: string, value: string): Promise<KV>;
   /** Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if absent. */
   update(key: string, value: string, modRevision: string): Promise<KV>;
+  /**
+   * Several gets and lists as one request, all at one revision (an etcd Txn of ranges). Each
+   * result is the matching KVs sorted by key: none or one for a key, any number for a prefix.
+   */
+  readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }>;
   /**
    * Several creates and compare-and-swaps as one transaction (one etcd Txn, one revision): all are
    * written or none. A create whose key exists fails `already-exists`; a stale or missing

@@ -1,5 +1,14 @@
 import { DatastoreError } from '../errors.js';
-import type { KV, KVEvent, KVList, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
+import type {
+  KV,
+  KVEvent,
+  KVList,
+  KVRead,
+  KVStore,
+  KVWatchMessage,
+  KVWatchOptions,
+  KVWrite,
+} from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { compareKeys, parseRevision } from './revision.js';
 
@@ -89,6 +98,16 @@ export class MemoryKVStore implements KVStore {
       );
     }
     return this.write(key, value, cur.kv);
+  }
+
+  async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
+    this.checkOpen();
+    const results = reads.map((r) => {
+      if (r.prefix) return this.listNow(r.key).kvs;
+      const kv = this.data.get(r.key)?.kv;
+      return kv ? [kv] : [];
+    });
+    return { results, revision: String(this.rev) };
   }
 
   async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {

@@ -156,6 +156,23 @@ export function kvStoreContract(name: string, env: KVContractEnv): void {
       expect(await s.writeAll([])).toEqual([]);
     });
 
+    it('readAll: gets and lists in one request, at one revision', async () => {
+      const s = env.store();
+      const p = freshPrefix();
+      const a = await s.create(`${p}a`, '1');
+      const b1 = await s.create(`${p}b/1`, 'x');
+      const b2 = await s.create(`${p}b/2`, 'y');
+      await s.create(`${p}c`, 'not under b/');
+      const r = await s.readAll([
+        { key: `${p}a` },
+        { key: `${p}missing` },
+        { key: `${p}b/`, prefix: true },
+        { key: `${p}none/`, prefix: true },
+      ]);
+      expect(r.results).toEqual([[a], [], [b1, b2], []]);
+      expect(r.revision).toBe(await s.revision());
+    });
+
     it('exactly one of two racing updates from the same revision wins', async () => {
       const s = env.store();
       const p = freshPrefix();

@@ -9,6 +9,7 @@
  *   `not-found` if the record is gone;
  * - block CIDRs are canonical text (`198.19.0.0/26`, `fd00:1::/122`).
  */
+import type { Resource } from '@calico-ts/api';
 import type { AllocationBlock, IpamHandle } from '../block/types.js';
 
 export interface Versioned<T> {
@@ -44,7 +45,21 @@ export const DEFAULT_IPAM_CONFIG: IpamConfigValue = {
   maxBlocksPerHost: 0,
 };
 
+/** What an assignment for a host starts from, read together (`IpamRecords.readAssignEnv`). */
+export interface AssignEnvRead {
+  /** The host's Node; undefined when it does not exist. */
+  node?: Resource;
+  pools: Resource[];
+  reservations: Resource[];
+  /** Undefined when no IPAM config is stored (the defaults apply). */
+  config?: IpamConfigValue;
+  /** The host's affinities, both families. */
+  affinities: AffinityEntry[];
+}
+
 export interface IpamRecords {
+  /** The host's Node, every pool and reservation, the IPAM config and its affinities: one request. */
+  readAssignEnv(host: string): Promise<AssignEnvRead>;
   getBlock(cidr: string): Promise<Versioned<AllocationBlock> | undefined>;
   listBlocks(family?: 4 | 6): Promise<Versioned<AllocationBlock>[]>;
   createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>>;

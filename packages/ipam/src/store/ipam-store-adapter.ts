@@ -3,9 +3,9 @@
  * affinities are used; fields this version does not know travel in `extra` both ways.
  */
 import { parseCidr } from '@calico-ts/api';
-import type { IpamStore } from '@calico-ts/datastore';
+import type { BlockAffinity, IPAMConfig, IpamStore } from '@calico-ts/datastore';
 import type { IpamHandle } from '../block/types.js';
-import type { AffinityEntry, IpamRecords, Versioned } from './ipam-records.js';
+import type { AffinityEntry, IpamConfigValue, IpamRecords, Versioned } from './ipam-records.js';
 
 export function adaptIpamStore(store: IpamStore): IpamRecords {
   const handle = (h: {
@@ -21,7 +21,29 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
   const affinity = (a: { state: string; deleted: boolean; extra?: Record<string, unknown> }) =>
     a.extra ? { state: a.state, deleted: a.deleted, extra: a.extra } : { state: a.state, deleted: a.deleted };
 
+  const affinityEntry = (a: Versioned<BlockAffinity>): AffinityEntry => ({
+    host: a.value.host,
+    cidr: a.value.cidr,
+    value: affinity(a.value),
+    revision: a.revision,
+  });
+  const config = (c: Versioned<IPAMConfig>): IpamConfigValue => ({
+    strictAffinity: c.value.strict_affinity,
+    autoAllocateBlocks: c.value.auto_allocate_blocks,
+    maxBlocksPerHost: c.value.maxBlocksPerHost,
+  });
+
   return {
+    readAssignEnv: async (host) => {
+      const r = await store.readAssignEnv(host);
+      return {
+        ...(r.node ? { node: r.node } : {}),
+        pools: r.pools,
+        reservations: r.reservations,
+        ...(r.config ? { config: config(r.config) } : {}),
+        affinities: r.affinities.map(affinityEntry),
+      };
+    },
     getBlock: (cidr) => store.getBlock(cidr),
     listBlocks: async (family) => (await store.listBlocks(family)).items,
     createBlock: (block) => store.createBlock(block),
@@ -36,14 +58,7 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
       const list = await store.listAffinities(opts.host);
       return list.items
         .filter((a) => opts.family === undefined || parseCidr(a.value.cidr)?.family === opts.family)
-        .map(
-          (a): AffinityEntry => ({
-            host: a.value.host,
-            cidr: a.value.cidr,
-            value: affinity(a.value),
-            revision: a.revision,
-          }),
-        );
+        .map(affinityEntry);
     },
     createAffinity: async (host, cidr, value) => {
       const a = await store.createAffinity({ host, cidr, ...value });
@@ -74,13 +89,7 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
 
     getConfig: async () => {
       const c = await store.getConfig();
-      return (
-        c && {
-          strictAffinity: c.value.strict_affinity,
-          autoAllocateBlocks: c.value.auto_allocate_blocks,
-          maxBlocksPerHost: c.value.maxBlocksPerHost,
-        }
-      );
+      return c && config(c);
     },
   };
 }
