@@ -40,16 +40,22 @@ export function goJsonWithBigInts(value: unknown): string {
   return hasHtmlUnsafe(text) ? text.replace(HTML_UNSAFE_ALL, escapeChar) : text;
 }
 
-/** `value` with its own bigint fields as marked strings (a copy when there are any). */
-function markTopLevelBigInts(value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return typeof value === 'bigint' ? `${BIG_MARK}${value}` : value;
-  }
+/**
+ * `value` with the bigints of its own fields, and of fields that are plain objects (an IPAM block's
+ * `sequenceNumberForAllocation`), as marked strings: copies where there are any.
+ */
+function markTopLevelBigInts(value: unknown, depth = 2): unknown {
+  if (typeof value === 'bigint') return `${BIG_MARK}${value}`;
+  if (depth === 0 || value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   let copy: Record<string, unknown> | undefined;
   for (const [k, v] of Object.entries(value)) {
-    if (typeof v === 'bigint') {
+    const m =
+      typeof v === 'bigint' || (depth > 1 && v !== null && typeof v === 'object')
+        ? markTopLevelBigInts(v, depth - 1)
+        : v;
+    if (m !== v) {
       copy ??= { ...(value as Record<string, unknown>) };
-      copy[k] = `${BIG_MARK}${v}`;
+      copy[k] = m;
     }
   }
   return copy ?? value;
