@@ -547,18 +547,18 @@ describe('check and gc', () => {
   });
 });
 
-describe('prefetchAssignEnv', () => {
-  /** Counts the reads of the pools the client's store serves (each assignment's env read has one). */
-  function countPoolLists(f: IpamFixture): () => number {
-    let n = 0;
-    const readAll = f.kv.readAll.bind(f.kv);
-    f.kv.readAll = async (reads) => {
-      if (reads.some((r) => r.key.includes('/ippools/'))) n++;
-      return readAll(reads);
-    };
-    return () => n;
-  }
+/** Counts the reads of the pools the client's store serves (each assignment's env read has one). */
+function countPoolLists(f: IpamFixture): () => number {
+  let n = 0;
+  const readAll = f.kv.readAll.bind(f.kv);
+  f.kv.readAll = async (reads) => {
+    if (reads.some((r) => r.key.includes('/ippools/'))) n++;
+    return readAll(reads);
+  };
+  return () => n;
+}
 
+describe('prefetchAssignEnv', () => {
   it('the next autoAssign for that host uses the reads it started (one request), once', async () => {
     const f = fixture();
     await f.node('node-1');
@@ -658,20 +658,15 @@ describe('prefetchAssignEnv with several ADDs in flight', () => {
     const f = fixture();
     await f.node('node-1');
     await f.pool('pool1', { cidr: '198.19.0.0/26' });
-    let lists = 0;
-    const readAll = f.kv.readAll.bind(f.kv);
-    f.kv.readAll = async (reads) => {
-      if (reads.some((r) => r.key.includes('/ippools/'))) lists++;
-      return readAll(reads);
-    };
+    const lists = countPoolLists(f);
     f.client.prefetchAssignEnv('node-1');
     f.client.prefetchAssignEnv('node-1');
     f.client.prefetchAssignEnv('node-1');
-    expect(lists).toBe(3);
+    expect(lists()).toBe(3);
     for (const h of ['t1', 't2', 't3']) await f.client.autoAssign(req(`k8s-pod-network.${h}`));
-    expect(lists).toBe(3);
+    expect(lists()).toBe(3);
     await f.client.autoAssign(req('k8s-pod-network.t4'));
-    expect(lists).toBe(4);
+    expect(lists()).toBe(4);
   });
 });
 

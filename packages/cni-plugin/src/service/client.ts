@@ -70,6 +70,21 @@ type Exchange = (
   timeoutMs: number,
 ) => Promise<{ kind: 'unavailable'; reason: string } | { kind: 'answered'; text: string }>;
 
+/**
+ * `finish(f)` runs `f` for the first outcome only, and stops the timer that `onTimeout` starts
+ * after `timeoutMs`.
+ */
+function oneOutcome(timeoutMs: number, onTimeout: () => void): (f: () => void) => void {
+  let settled = false;
+  const timer = setTimeout(onTimeout, timeoutMs);
+  return (f) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    f();
+  };
+}
+
 function lostAfterSending(socketPath: string, why: string): CniPluginError {
   return new CniPluginError('try-again', `the plugin service at ${socketPath} ${why}`);
 }
@@ -105,16 +120,8 @@ const bunExchange: Exchange = (socketPath, line, timeoutMs) =>
     let pending = new TextEncoder().encode(line);
     const chunks: Uint8Array[] = [];
     let size = 0;
-    let settled = false;
-    const finish = (f: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      f();
-    };
-    const timer = setTimeout(
-      () => finish(() => reject(lostAfterSending(socketPath, `did not answer within ${timeoutMs} ms`))),
-      timeoutMs,
+    const finish = oneOutcome(timeoutMs, () =>
+      finish(() => reject(lostAfterSending(socketPath, `did not answer within ${timeoutMs} ms`))),
     );
     const flush = (s: BunSocket) => {
       if (pending.length === 0) return;
@@ -161,18 +168,11 @@ const nodeExchange: Exchange = async (socketPath, line, timeoutMs) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let connected = false;
-    let settled = false;
-    const finish = (f: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      f();
-    };
     const sock = createConnection({ path: socketPath });
-    const timer = setTimeout(() => {
+    const finish = oneOutcome(timeoutMs, () => {
       sock.destroy();
       finish(() => reject(lostAfterSending(socketPath, `did not answer within ${timeoutMs} ms`)));
-    }, timeoutMs);
+    });
     sock.on('connect', () => {
       connected = true;
       sock.write(line);
