@@ -223,18 +223,18 @@ class ClientCache {
     const e = entry;
     const backend = await e.backend;
     e.users++;
-    const lent = borrowBackend(backend) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    const lent = borrowBackend(backend) as unknown as Record<string, (...a: unknown[]) => unknown>;
     for (const name of Object.keys(lent)) {
       if (name === 'close') continue;
       const f = lent[name]!;
-      lent[name] = async (...a: unknown[]) => {
-        try {
-          return await f(...a);
-        } catch (err) {
+      lent[name] = (...a: unknown[]) => {
+        const out = f(...a);
+        if (!(out instanceof Promise)) return out; // a hint such as prefetchAssign: nothing to watch
+        return out.catch((err: unknown) => {
           // The datastore could not be reached (or changed under us): start over with a new client.
           if (isCniPluginError(err, 'try-again')) this.#retire(key, e);
           throw err;
-        }
+        });
       };
     }
     let returned = false;
