@@ -205,7 +205,11 @@ function sortedMap<V>(m: Record<string, V> | null | undefined): Record<string, V
   if (m === null || m === undefined) return null;
   const keys = Object.keys(m);
   // For ASCII keys (all of Calico's) UTF-16 order is byte order: the default sort, no encoding.
-  if (keys.every(isAscii)) keys.sort();
+  // Already in order (anything this store decoded was written sorted): used as it is.
+  if (keys.every(isAscii)) {
+    if (keys.every((k, i) => i === 0 || keys[i - 1]! < k)) return m;
+    keys.sort();
+  }
   else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const out: Record<string, V> = {};
   for (const k of keys) out[k] = m[k]!;
