@@ -209,8 +209,7 @@ function sortedMap<V>(m: Record<string, V> | null | undefined): Record<string, V
   if (keys.every(isAscii)) {
     if (keys.every((k, i) => i === 0 || keys[i - 1]! < k)) return m;
     keys.sort();
-  }
-  else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  } else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const out: Record<string, V> = {};
   for (const k of keys) out[k] = m[k]!;
   return out;
