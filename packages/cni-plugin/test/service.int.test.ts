@@ -143,6 +143,24 @@ describe.skipIf(missing)('CNI plugin service', () => {
     expect(statSync(plain).size).toBe(7);
   });
 
+  it('declines a CNI_NETNS it cannot see (as in a container without the runtime’s netns files): same error as a direct run', async () => {
+    const socket = join(lab.tmp, 'blind.sock');
+    const svc = await serve(node.netns, socket);
+    const env = {
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: 'svcblind1',
+      CNI_NETNS: '/run/netns/cnitest-no-such-netns',
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: pluginDir,
+    };
+    const viaService = await lab.run(node, CALICO, env, conf(socket));
+    const direct = await lab.run(node, CALICO, env, conf(''));
+    expect(viaService.code).toBe(1);
+    expect(viaService.json).toEqual(direct.json);
+    expect(viaService.json.msg).toMatch(/cnitest-no-such-netns/);
+    expect(await svc.stop()).toBe(0);
+  });
+
   it('an invocation the service cannot finish reports a CNI error, as a direct run would', async () => {
     const socket = join(lab.tmp, 'errors.sock');
     const svc = await serve(node.netns, socket);

@@ -10,8 +10,12 @@
  * - each invocation's log lines are collected and returned, so the runtime sees them on the
  *   plugin's stderr exactly as from a direct run.
  *
+ * It declines (the executable then runs the invocation itself) a caller in another network
+ * namespace, and one whose CNI_NETNS it cannot see.
+ *
  * Hosted by calico-node (`CALICO_CNI_SERVICE_SOCKET`) or run alone as `calico --serve[=SOCKET]`.
  */
+import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
@@ -65,6 +69,12 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
     if (closing) return { v: PROTOCOL_VERSION, declined: 'the service is stopping' };
     if (req.netns !== netns) {
       return { v: PROTOCOL_VERSION, declined: 'the caller is in another network namespace' };
+    }
+    // A service in a container may not see the runtime's namespace files (/var/run/netns, or
+    // /proc/<pid> without the host's PID namespace): then the caller does it, where they exist.
+    const podNetns = req.env.CNI_NETNS;
+    if (podNetns && !existsSync(podNetns)) {
+      return { v: PROTOCOL_VERSION, declined: `CNI_NETNS ${podNetns} is not visible to the service` };
     }
     const lines: string[] = [];
     const effects = pluginEffects({
