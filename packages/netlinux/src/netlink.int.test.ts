@@ -102,6 +102,27 @@ describe.skipIf(missing !== undefined && !inCI)('rtnetlink (root)', () => {
     expect(runIn(pod, ['ping', '-c', '1', '-W', '2', '198.18.200.1']).code).toBe(0);
   });
 
+  it('many Netlinux instances (one per request in a long-running program) open no socket each', async () => {
+    // Run inside a namespace of its own, so "this namespace" is never the host's.
+    const node = s.makeNetns('node');
+    const script = `
+      import { readdirSync } from 'node:fs';
+      import { Netlinux } from ${JSON.stringify(fileURLToPath(new URL('./netlinux.ts', import.meta.url)))};
+      const fds = () => readdirSync('/proc/self/fd').length;
+      await new Netlinux({ netlink: true }).apply([{ op: 'up', dev: 'lo' }]);
+      const before = fds();
+      for (let i = 0; i < 50; i++) await new Netlinux({ netlink: true }).apply([{ op: 'up', dev: 'lo' }]);
+      process.stdout.write(JSON.stringify({ before, after: fds() }));
+    `;
+    const r = spawnSync('nsenter', [`--net=/run/netns/${node}`, bunBinary(), '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.stderr).toBe('');
+    const { before, after } = JSON.parse(r.stdout) as { before: number; after: number };
+    expect(after).toBeLessThanOrEqual(before + 2);
+  });
+
   it('reports exists, not-found and the failing index with the codes of the ip path', async () => {
     const node = s.makeNetns('node');
     const pod = s.makeNetns('pod');

@@ -81,6 +81,18 @@ export interface NetlinuxOptions {
   netlink?: boolean;
 }
 
+let sharedRtnetlink: Promise<Rtnetlink | undefined> | undefined;
+
+/**
+ * One rtnetlink client per process, shared by every Netlinux that enables it: it keeps a socket
+ * open in this process's namespace, and a long-running program (the CNI plugin service) makes a
+ * Netlinux per request.
+ */
+function processRtnetlink(): Promise<Rtnetlink | undefined> {
+  sharedRtnetlink ??= loadLibc().then((libc) => (libc ? new Rtnetlink(libc) : undefined));
+  return sharedRtnetlink;
+}
+
 /** `f_type` of a namespace file (nsfs), from linux/magic.h. */
 const NSFS_MAGIC = 0x6e736673;
 
@@ -119,7 +131,7 @@ export class Netlinux {
 
   /** The rtnetlink path when enabled and available, loaded on first use. */
   #netlink(): Promise<Rtnetlink | undefined> {
-    this.#rtnetlink ??= loadLibc().then((libc) => (libc ? new Rtnetlink(libc) : undefined));
+    this.#rtnetlink ??= processRtnetlink();
     return this.#rtnetlink;
   }
 
@@ -215,8 +227,7 @@ export class Netlinux {
    * namespace, is `false`; a file that cannot be examined (permission) is an error.
    */
   async netnsExists(nameOrPath: string): Promise<boolean> {
-    checkNetns(nameOrPath);
-    const path = nameOrPath.includes('/') ? nameOrPath : `${this.#netnsDir}/${nameOrPath}`;
+    const path = this.#netnsPath(nameOrPath);
     try {
       return (await statfs(path)).type === NSFS_MAGIC;
     } catch (e) {
