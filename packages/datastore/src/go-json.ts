@@ -26,11 +26,12 @@ export function goJson(value: unknown): string {
 
 /** `goJson` for values known to hold `bigint`s (IPAM blocks): no failed first attempt. */
 export function goJsonWithBigInts(value: unknown): string {
-  // An IPAM block's bigints are top-level fields: marked here, JSON.stringify needs no replacer (a
-  // replacer is a call per value, most of the cost of encoding a block); deeper ones take it.
+  // An IPAM block's bigints are its own fields and those of its sequenceNumberForAllocation map:
+  // marked here, JSON.stringify needs no replacer (a replacer is a call per value, most of the cost
+  // of encoding a block); bigints deeper down take the replacer path.
   let text: string | undefined;
   try {
-    text = JSON.stringify(markTopLevelBigInts(value));
+    text = JSON.stringify(markBigInts(value));
   } catch (e) {
     if (!(e instanceof TypeError) || !/BigInt/i.test(e.message)) throw e;
     text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
@@ -44,14 +45,14 @@ export function goJsonWithBigInts(value: unknown): string {
  * `value` with the bigints of its own fields, and of fields that are plain objects (an IPAM block's
  * `sequenceNumberForAllocation`), as marked strings: copies where there are any.
  */
-function markTopLevelBigInts(value: unknown, depth = 2): unknown {
+function markBigInts(value: unknown, depth = 2): unknown {
   if (typeof value === 'bigint') return `${BIG_MARK}${value}`;
   if (depth === 0 || value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   let copy: Record<string, unknown> | undefined;
   for (const [k, v] of Object.entries(value)) {
     const m =
       typeof v === 'bigint' || (depth > 1 && v !== null && typeof v === 'object')
-        ? markTopLevelBigInts(v, depth - 1)
+        ? markBigInts(v, depth - 1)
         : v;
     if (m !== v) {
       copy ??= { ...(value as Record<string, unknown>) };

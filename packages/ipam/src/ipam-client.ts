@@ -292,8 +292,8 @@ export class IpamClient {
   // ---- assignment --------------------------------------------------------------------------
 
   /**
-   * Starts the reads the next `autoAssign` for `hostname` begins with (its Node, the pools,
-   * reservations, IPAM config and its IPv4 affinities), for a caller that will ask for addresses in
+   * Starts the read the next `autoAssign` for `hostname` begins with (its Node, the pools,
+   * reservations, IPAM config and its affinities, one request), for a caller that will ask for addresses in
    * a moment but has other work first (the CNI plugin creates the pod's interface meanwhile). Each
    * prefetch serves one `autoAssign` started within a second; otherwise it is dropped unused.
    */
@@ -412,8 +412,8 @@ export class IpamClient {
     req: FamilyRequest,
     env: AssignEnv,
     out: AssignedIP[],
-    /** The host's affinities of this family, when already read. */
-    prelisted?: Awaited<ReturnType<IpamRecords['listAffinities']>>,
+    /** The host's affinities of this family, read with `env`. */
+    listed: AffinityEntry[],
   ): Promise<void> {
     const pools = selectPools(env.pools, {
       family: req.family,
@@ -422,7 +422,6 @@ export class IpamClient {
       namespaceLabels: req.namespaceLabels,
       use: req.use,
     });
-    const listed = prelisted ?? (await this.records.listAffinities({ host: req.host, family: req.family }));
     // What the list returned is used as is for the first try at each block (one read fewer per
     // allocation); a retry after a lost race reads the affinity again.
     const listedAffinity = new Map(listed.map((a) => [a.cidr, { value: a.value, revision: a.revision }]));

@@ -136,7 +136,10 @@ export class LinuxDataplane implements Dataplane {
     return this.configure(spec, containerMac);
   }
 
-  /** The two ends are independent from here: each is configured by its own `ip`, at the same time. */
+  /**
+   * The two ends are independent from here: with `ip` each runs in its own process, at the same
+   * time (with rtnetlink the requests are synchronous and simply run one after the other).
+   */
   async #configure(spec: WorkloadNetworkSpec, v4: boolean, v6: boolean): Promise<void> {
     const [pod, host] = await Promise.allSettled([
       this.#configurePodEnd(spec, v4, v6),

@@ -11,6 +11,7 @@ import type {
 } from './kv-store.js';
 import { PushStream } from './push-stream.js';
 import { compareKeys, parseRevision } from './revision.js';
+import { failedWrite } from './transaction.js';
 
 export interface MemoryKVStoreOptions {
   /**
@@ -119,20 +120,12 @@ export class MemoryKVStore implements KVStore {
       keys.add(w.key);
       if (typeof w.value !== 'string')
         throw new DatastoreError('invalid', `value for ${w.key} must be a string`);
-      const cur = this.data.get(w.key);
-      if (w.modRevision === undefined) {
-        if (cur) throw new DatastoreError('already-exists', `key ${w.key} already exists`);
-        continue;
-      }
-      const want = parseRevision(w.modRevision, 'modRevision');
-      if (!cur) throw new DatastoreError('not-found', `key ${w.key} does not exist`);
-      if (Number(cur.kv.modRevision) !== want) {
-        throw new DatastoreError(
-          'conflict',
-          `key ${w.key} is at revision ${cur.kv.modRevision}, not ${w.modRevision}`,
-        );
-      }
     }
+    const broken = failedWrite(
+      writes,
+      writes.map((w) => this.data.get(w.key)?.kv.modRevision),
+    );
+    if (broken) throw broken;
     if (writes.length === 0) return [];
     // One revision for the whole transaction, and one history entry, as etcd does.
     this.rev++;

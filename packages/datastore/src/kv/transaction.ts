@@ -1,16 +1,17 @@
-/** What the etcd stores share about `KVStore.writeAll`. */
+/** What the stores share about `KVStore.writeAll`: which precondition broke, named as single writes do. */
 import { DatastoreError } from '../errors.js';
 import type { KVWrite } from './kv-store.js';
 import { parseRevision } from './revision.js';
 
 /**
- * Which write of a failed `writeAll` broke it, from the keys' current mod revisions (undefined:
- * absent), as the error `create`/`update` would give for it alone.
+ * The error of the first write of a `writeAll` whose precondition does not hold against the keys'
+ * current mod revisions (undefined: absent), as `create`/`update` would give it alone; undefined
+ * when they all hold.
  */
-export function transactionFailure(
+export function failedWrite(
   writes: readonly KVWrite[],
   current: readonly (number | string | undefined)[],
-): DatastoreError {
+): DatastoreError | undefined {
   for (const [i, w] of writes.entries()) {
     const cur = current[i];
     if (w.modRevision === undefined) {
@@ -21,9 +22,17 @@ export function transactionFailure(
       return new DatastoreError('conflict', `key ${w.key} is at revision ${cur}, not ${w.modRevision}`);
     }
   }
-  // Changed back in between: still a lost race.
-  return new DatastoreError(
-    'conflict',
-    `keys ${writes.map((w) => w.key).join(', ')} changed during the write`,
+  return undefined;
+}
+
+/** The error of a `writeAll` that etcd refused, from the keys' revisions read in its failure branch. */
+export function transactionFailure(
+  writes: readonly KVWrite[],
+  current: readonly (number | string | undefined)[],
+): DatastoreError {
+  return (
+    failedWrite(writes, current) ??
+    // Changed back in between: still a lost race.
+    new DatastoreError('conflict', `keys ${writes.map((w) => w.key).join(', ')} changed during the write`)
   );
 }
