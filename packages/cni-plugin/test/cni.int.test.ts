@@ -531,7 +531,7 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect(r.json.ips).toEqual([
         { interface: 1, address: expect.stringMatching(/^198\.19\.\d+\.\d+\/32$/) },
-        { interface: 1, address: expect.stringMatching(/^fd00:c6:13::[0-9a-f]+\/128$/) },
+        { interface: 1, address: expect.stringMatching(/^fd00:c6:13::[0-9a-f:]*\/128$/) },
       ]);
       expect(r.json.routes).toEqual([
         { dst: '0.0.0.0/0', gw: '169.254.1.1' },
