@@ -39,6 +39,7 @@ describe('Go-compatible JSON', () => {
       ['{"s":"\\"18446744073709551615\\"","t":"\\\\"}', { s: '"18446744073709551615"', t: '\\' }],
       [' { "k" : 18446744073709551615 , "l" : [ 1 ] } ', { k: 18446744073709551615n, l: [1] }],
       ['{"safe16":1234567890123456}', { safe16: 1234567890123456 }],
+      ['[1e-12345678901234567, 1E+12345678901234567]', [0, Infinity]],
     ];
     for (const [text, want] of cases) expect(parseJsonExact(text), text).toEqual(want);
     expect(() => parseJsonExact('{"a":"12345678901234567890}')).toThrow(SyntaxError);

@@ -24,42 +24,12 @@ export function goJson(value: unknown): string {
   return hasHtmlUnsafe(text) ? text.replace(HTML_UNSAFE_ALL, escapeChar) : text;
 }
 
-/** `goJson` for values known to hold `bigint`s (IPAM blocks): no failed first attempt. */
-export function goJsonWithBigInts(value: unknown): string {
-  // An IPAM block's bigints are its own fields and those of its sequenceNumberForAllocation map:
-  // marked here, JSON.stringify needs no replacer (a replacer is a call per value, most of the cost
-  // of encoding a block); bigints deeper down take the replacer path.
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(markBigInts(value));
-  } catch (e) {
-    if (!(e instanceof TypeError) || !/BigInt/i.test(e.message)) throw e;
-    text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
-  }
+/** `goJson` for values that hold `bigint`s: each written as a marked string, then unquoted. */
+function goJsonWithBigInts(value: unknown): string {
+  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
   if (text === undefined) throw new TypeError('value cannot be rendered as JSON');
-  text = text.replace(/"\\u0000bigint:(-?\d+)"/g, '$1');
-  return hasHtmlUnsafe(text) ? text.replace(HTML_UNSAFE_ALL, escapeChar) : text;
-}
-
-/**
- * `value` with the bigints of its own fields, and of fields that are plain objects (an IPAM block's
- * `sequenceNumberForAllocation`), as marked strings: copies where there are any.
- */
-function markBigInts(value: unknown, depth = 2): unknown {
-  if (typeof value === 'bigint') return `${BIG_MARK}${value}`;
-  if (depth === 0 || value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  let copy: Record<string, unknown> | undefined;
-  for (const [k, v] of Object.entries(value)) {
-    const m =
-      typeof v === 'bigint' || (depth > 1 && v !== null && typeof v === 'object')
-        ? markBigInts(v, depth - 1)
-        : v;
-    if (m !== v) {
-      copy ??= { ...(value as Record<string, unknown>) };
-      copy[k] = m;
-    }
-  }
-  return copy ?? value;
+  const plain = text.replace(/"\\u0000bigint:(-?\d+)"/g, '$1');
+  return hasHtmlUnsafe(plain) ? plain.replace(HTML_UNSAFE_ALL, escapeChar) : plain;
 }
 
 /** indexOf scans are several times faster than a character-class regex on typical values. */
@@ -76,28 +46,56 @@ function hasHtmlUnsafe(text: string): boolean {
 const HTML_UNSAFE_ALL = /[<>&\u2028\u2029]/g;
 const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
-/**
- * A string literal (skipped whole), or a run of 16+ digits that starts a number token (not inside
- * a fraction or an exponent). The regex engine skips everything else natively.
- */
-const LONG_NUMBER_OR_STRING = /"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])-?\d{16,}(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
-const INTEGER = /^-?\d+$/;
+const LONG_DIGITS = /\d{16,}/g;
 
 /**
  * `JSON.parse`, except that integers outside the safe range come back as `bigint` instead of being
  * rounded. Throws SyntaxError like `JSON.parse`.
  */
 export function parseJsonExact(text: string): unknown {
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  // Quote long integer literals (outside strings) with a marker, then turn them into bigint.
-  let found = false;
-  const marked = text.replace(LONG_NUMBER_OR_STRING, (tok) => {
-    if (tok.charCodeAt(0) === 0x22 || !INTEGER.test(tok) || Number.isSafeInteger(Number(tok))) return tok;
-    found = true;
-    return `"\\u0000bigint:${tok}"`;
-  });
-  if (!found) return JSON.parse(text);
-  return toBigInts(JSON.parse(marked));
+  LONG_DIGITS.lastIndex = 0;
+  let m = LONG_DIGITS.exec(text);
+  if (!m) return JSON.parse(text);
+  // Each run of 16+ digits outside a string literal that is a whole integer token is quoted with a
+  // marker, then turned into a bigint. Whether a run is inside a string is told by the parity of
+  // the unescaped quotes before it, found by indexOf (a string's own quotes are escaped).
+  let marked = '';
+  let copied = 0;
+  let quotesTo = 0;
+  let inString = false;
+  for (; m; m = LONG_DIGITS.exec(text)) {
+    const at = m.index;
+    for (let q = text.indexOf('"', quotesTo); q !== -1 && q < at; q = text.indexOf('"', q + 1)) {
+      if (!isEscaped(text, q)) inString = !inString;
+      quotesTo = q + 1;
+    }
+    if (inString) continue;
+    const end = at + m[0].length;
+    const before = text.charCodeAt(at - 1);
+    const after = text.charCodeAt(end);
+    // A fraction or an exponent (".", "e", "E", or a sign after one) is not an integer token.
+    if (before === 0x2e || before === 0x65 || before === 0x45 || before === 0x2b) continue;
+    if (after === 0x2e || after === 0x65 || after === 0x45) continue;
+    const negative = before === 0x2d;
+    if (negative && (text.charCodeAt(at - 2) | 0x20) === 0x65) continue; // an exponent's sign
+    const start = negative ? at - 1 : at;
+    const token = text.slice(start, end);
+    if (Number.isSafeInteger(Number(token))) continue;
+    marked += `${text.slice(copied, start)}"${BIG_MARK_JSON}${token}"`;
+    copied = end;
+  }
+  if (copied === 0) return JSON.parse(text);
+  return toBigInts(JSON.parse(marked + text.slice(copied)));
+}
+
+/** The marker as it is written inside a JSON string literal. */
+const BIG_MARK_JSON = '\\u0000bigint:';
+
+/** A quote at `i` is escaped when an odd number of backslashes precede it. */
+function isEscaped(text: string, i: number): boolean {
+  let n = 0;
+  while (i - n - 1 >= 0 && text.charCodeAt(i - n - 1) === 0x5c) n++;
+  return n % 2 === 1;
 }
 
 /** Replaces marked strings by their bigint, in place (a walk is faster than a JSON.parse reviver). */

@@ -232,6 +232,8 @@ type FoundBlock =
 
 /** How long a prefetch stays usable. */
 const PREFETCH_TTL_MS = 1000;
+/** Blocks read by CIDR in one request at most (etcd's default limit is 128 operations a Txn). */
+const MAX_BLOCKS_READ_TOGETHER = 64;
 
 interface Prefetched {
   at: number;
@@ -568,21 +570,40 @@ export class IpamClient {
     pools: UsablePool[],
     env: AssignEnv,
   ): Promise<Cidr | undefined> {
-    const existing = new Map((await this.records.listBlocks(req.family)).map((b) => [b.value.cidr, b.value]));
-    const mine = affinityForHost(req.host);
-    const empties: AllocationBlock[] = [];
-    for (const pool of pools) {
+    // The walk order decides. Most walks end at a CIDR with no block after passing few or none, so
+    // the block keys are listed alone and only the blocks passed on the way are read.
+    const existing = new Set(await this.records.listBlockCidrs(req.family));
+    const passed: Cidr[] = [];
+    let unclaimed: Cidr | undefined;
+    walk: for (const pool of pools) {
       const seed = blockSearchSeed(req.host, pool.cidr, pool.blockSize, Math.floor(this.random() * 2 ** 32));
       for (const subnet of blocksFromSeed(pool.cidr, pool.blockSize, seed)) {
         if (env.reserved.matchesWholeCidr(subnet)) continue;
-        const b = existing.get(formatCidr(subnet));
-        if (!b) return subnet;
-        const free = countFree(b, env.reserved);
-        if (b.affinity === mine && free > 0) return subnet;
-        if (b.affinity?.startsWith('host:') && b.affinity !== mine && free > 0 && isBlockEmpty(b))
-          empties.push(b);
+        if (!existing.has(formatCidr(subnet))) {
+          unclaimed = subnet;
+          break walk;
+        }
+        passed.push(subnet);
       }
     }
+    const read =
+      unclaimed && passed.length <= MAX_BLOCKS_READ_TOGETHER
+        ? await this.records.getBlocks(passed.map(formatCidr))
+        : passed.length > 0
+          ? await this.records.listBlocks(req.family)
+          : [];
+    const blocks = new Map(read.map((b) => [b.value.cidr, b.value]));
+    const mine = affinityForHost(req.host);
+    const empties: AllocationBlock[] = [];
+    for (const subnet of passed) {
+      const b = blocks.get(formatCidr(subnet));
+      if (!b) return subnet;
+      const free = countFree(b, env.reserved);
+      if (b.affinity === mine && free > 0) return subnet;
+      if (b.affinity?.startsWith('host:') && b.affinity !== mine && free > 0 && isBlockEmpty(b))
+        empties.push(b);
+    }
+    if (unclaimed) return unclaimed;
     const now = this.now().getTime();
     for (const b of empties) {
       const claimed = b.affinity_claim_time ? Date.parse(b.affinity_claim_time) : 0;
@@ -1143,6 +1164,11 @@ function withBlockCache(records: IpamRecords, known: Map<string, Versioned<Alloc
   return {
     ...records,
     getBlock: async (cidr) => remember(await records.getBlock(cidr), cidr),
+    getBlocks: async (cidrs) => {
+      const read = await records.getBlocks(cidrs);
+      for (const b of read) remember(b, b.value.cidr);
+      return read;
+    },
     createBlock: async (block) => remember(await records.createBlock(block), block.cidr)!,
     updateBlock: async (block, revision) => {
       try {

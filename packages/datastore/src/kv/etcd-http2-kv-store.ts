@@ -161,7 +161,12 @@ export class EtcdHttp2KVStore implements KVStore {
           compare: [],
           success: reads.map((r) => {
             const start = r.prefix && r.key === '' ? ZERO_KEY : Buffer.from(r.key);
-            return { range: r.prefix ? { key: start, rangeEnd: prefixEnd(start) } : { key: start } };
+            const keysOnly = r.keysOnly === true;
+            return {
+              range: r.prefix
+                ? { key: start, rangeEnd: prefixEnd(start), keysOnly }
+                : { key: start, keysOnly },
+            };
           }),
         }),
         `read ${reads.map((r) => (r.prefix ? `${r.key}*` : r.key)).join(', ')}`,

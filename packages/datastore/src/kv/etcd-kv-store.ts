@@ -291,7 +291,12 @@ export class EtcdKVStore implements KVStore {
         compare: [],
         success: reads.map((r) => {
           const start = r.prefix && r.key === '' ? ZERO_KEY : Buffer.from(r.key);
-          return { request_range: r.prefix ? { key: start, range_end: prefixEnd(start) } : { key: start } };
+          const keys_only = r.keysOnly === true;
+          return {
+            request_range: r.prefix
+              ? { key: start, range_end: prefixEnd(start), keys_only }
+              : { key: start, keys_only },
+          };
         }),
       });
     } catch (e) {

@@ -52,6 +52,8 @@ export interface KVWatchOptions {
 export interface KVRead {
   key: string;
   prefix?: boolean;
+  /** Keys and revisions only: every KV's `value` comes back as `''` (etcd sends no values). */
+  keysOnly?: boolean;
 }
 
 /** One write of `KVStore.writeAll`. */

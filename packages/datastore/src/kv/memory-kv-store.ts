@@ -104,9 +104,9 @@ export class MemoryKVStore implements KVStore {
   async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
     this.checkOpen();
     const results = reads.map((r) => {
-      if (r.prefix) return this.listNow(r.key).kvs;
-      const kv = this.data.get(r.key)?.kv;
-      return kv ? [kv] : [];
+      const one = r.prefix ? undefined : this.data.get(r.key)?.kv;
+      const kvs = r.prefix ? this.listNow(r.key).kvs : one ? [one] : [];
+      return r.keysOnly ? kvs.map((kv) => ({ ...kv, value: '' })) : kvs;
     });
     return { results, revision: String(this.rev) };
   }

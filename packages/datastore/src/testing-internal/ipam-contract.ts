@@ -134,6 +134,9 @@ export function ipamContract(name: string, env: IpamContractEnv): void {
       const v4 = await ipam.listBlocks(4);
       expect(v4.items.map((i) => i.value.cidr)).toContain(cidr);
       expect((await ipam.listBlocks(6)).items.map((i) => i.value.cidr)).not.toContain(cidr);
+      expect(await ipam.listBlockCidrs(4)).toContain(cidr);
+      expect(await ipam.listBlockCidrs(6)).not.toContain(cidr);
+      expect(await ipam.getBlocks([cidr, '198.18.255.192/26'])).toEqual([created]);
       await ipam.deleteBlock(cidr, created.revision);
       expect(await ipam.getBlock(cidr)).toBeUndefined();
       expect(await codeOf(ipam.deleteBlock(cidr))).toBe('not-found');
@@ -142,8 +145,8 @@ export function ipamContract(name: string, env: IpamContractEnv): void {
     it('block affinities: upstream JSON, the legacy empty value, CAS, per-host listing', async () => {
       const ipam = new IpamStore(env.store());
       const host = unique('node');
-      const c1 = freshBlockCidr();
-      const c2 = freshBlockCidr();
+      // Listed in key order, which is text order (".128-26" before ".64-26"): c1 is the one sorting first.
+      const [c1, c2] = [freshBlockCidr(), freshBlockCidr()].sort() as [string, string];
       const k1 = `/calico/ipam/v2/host/${host}/ipv4/block/${c1.replace('/', '-')}`;
       const k2 = `/calico/ipam/v2/host/${host}/ipv4/block/${c2.replace('/', '-')}`;
       await env.writeRaw(k1, '{"state":"pending","deleted":false}');

@@ -173,6 +173,27 @@ export function kvStoreContract(name: string, env: KVContractEnv): void {
       expect(r.revision).toBe(await s.revision());
     });
 
+    it('readAll keysOnly: keys and revisions, every value empty', async () => {
+      const s = env.store();
+      const p = freshPrefix();
+      const a = await s.create(`${p}a`, '1');
+      const b1 = await s.create(`${p}b/1`, 'x');
+      const b2 = await s.create(`${p}b/2`, 'y');
+      const r = await s.readAll([
+        { key: `${p}a`, keysOnly: true },
+        { key: `${p}b/`, prefix: true, keysOnly: true },
+        { key: `${p}b/`, prefix: true },
+      ]);
+      expect(r.results).toEqual([
+        [{ ...a, value: '' }],
+        [
+          { ...b1, value: '' },
+          { ...b2, value: '' },
+        ],
+        [b1, b2],
+      ]);
+    });
+
     it('exactly one of two racing updates from the same revision wins', async () => {
       const s = env.store();
       const p = freshPrefix();

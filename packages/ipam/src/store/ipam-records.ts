@@ -62,6 +62,10 @@ export interface IpamRecords {
   readAssignEnv(host: string): Promise<AssignEnvRead>;
   getBlock(cidr: string): Promise<Versioned<AllocationBlock> | undefined>;
   listBlocks(family?: 4 | 6): Promise<Versioned<AllocationBlock>[]>;
+  /** The CIDRs of every block (of one family): what exists, without reading any block. */
+  listBlockCidrs(family?: 4 | 6): Promise<string[]>;
+  /** The blocks of these CIDRs that exist, in one request. */
+  getBlocks(cidrs: readonly string[]): Promise<Versioned<AllocationBlock>[]>;
   createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>>;
   updateBlock(block: AllocationBlock, revision: string): Promise<Versioned<AllocationBlock>>;
   deleteBlock(cidr: string, revision: string): Promise<void>;

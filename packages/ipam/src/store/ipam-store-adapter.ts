@@ -46,6 +46,8 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
     },
     getBlock: (cidr) => store.getBlock(cidr),
     listBlocks: async (family) => (await store.listBlocks(family)).items,
+    listBlockCidrs: (family) => store.listBlockCidrs(family),
+    getBlocks: (cidrs) => store.getBlocks(cidrs),
     createBlock: (block) => store.createBlock(block),
     updateBlock: (block, revision) => store.updateBlock(block, revision),
     deleteBlock: (cidr, revision) => store.deleteBlock(cidr, revision),
