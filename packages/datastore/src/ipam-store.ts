@@ -21,7 +21,8 @@ import type { Resource } from '@calico-ts/api';
 import { formatCidr, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from './errors.js';
 import { goJson, parseJsonExact } from './go-json.js';
-import type { KV, KVStore } from './kv/kv-store.js';
+import type { KV, KVRead, KVStore } from './kv/kv-store.js';
+import { KVReadMirror } from './kv/read-mirror.js';
 import { decodeResource } from './resource-codec.js';
 import { parseResourceKey, resourceKey, resourcePrefix } from './resource-keys.js';
 
@@ -414,6 +415,13 @@ export function encodeConfig(c: IPAMConfig): string {
 // ---- the store --------------------------------------------------------------------------------
 
 export class IpamStore {
+  /** `mirrorAssignEnv`'s mirrors, per host, with their last decoding. */
+  readonly #mirrors = new Map<
+    string,
+    { mirror: KVReadMirror; decoded?: { version: number; records: AssignEnvRecords } }
+  >();
+  readonly #mirrorsOpening = new Map<string, Promise<KVReadMirror>>();
+
   constructor(private readonly store: KVStore) {}
 
   // Blocks
@@ -536,6 +544,7 @@ export class IpamStore {
     const kv = await this.store
       .create(key, encodeAffinity(affinity))
       .catch(named(`affinity of ${affinity.host} for ${affinity.cidr}`));
+    this.#notePut(kv);
     return { value: decodeAffinity(kv), revision: kv.modRevision };
   }
 
@@ -544,6 +553,7 @@ export class IpamStore {
     const kv = await this.store
       .update(key, encodeAffinity(affinity), revision)
       .catch(named(`affinity of ${affinity.host} for ${affinity.cidr}`));
+    this.#notePut(kv);
     return { value: decodeAffinity(kv), revision: kv.modRevision };
   }
 
@@ -553,9 +563,9 @@ export class IpamStore {
     revision?: string,
     type: AffinityType = 'host',
   ): Promise<void> {
-    await this.store
-      .delete(affinityKey(host, cidr, type), revision)
-      .catch(named(`affinity of ${host} for ${cidr}`));
+    const key = affinityKey(host, cidr, type);
+    const prev = await this.store.delete(key, revision).catch(named(`affinity of ${host} for ${cidr}`));
+    for (const m of this.#mirrors.values()) m.mirror.noteDelete(key, prev.modRevision);
   }
 
   // Handles
@@ -624,43 +634,55 @@ export class IpamStore {
   /**
    * What an address assignment for `host` starts from, read in one request at one revision: the
    * host's Node (undefined when there is none), every IPPool and IPReservation (entries that do not
-   * decode are left out, as lists do), the IPAM config and the host's block affinities.
+   * decode are left out, as lists do), the IPAM config and the host's block affinities. From
+   * memory while `mirrorAssignEnv(host)` is on and its watches are up (the same records until
+   * something changes: callers must not modify them).
    */
   async readAssignEnv(host: string): Promise<AssignEnvRecords> {
     checkSegment('host', host);
-    const { results } = await this.store.readAll([
-      { key: resourceKey('Node', host) },
-      { key: resourcePrefix('IPPool'), prefix: true },
-      { key: resourcePrefix('IPReservation'), prefix: true },
-      { key: CONFIG_KEY },
-      { key: `${IPAM_ROOT}host/${host}/`, prefix: true },
-    ]);
-    const [nodes, pools, reservations, configs, affinities] = results as [KV[], KV[], KV[], KV[], KV[]];
-    const resources = (kvs: KV[], kind: string): Resource[] => {
-      const out: Resource[] = [];
-      for (const kv of kvs) {
-        const parts = parseResourceKey(kv.key);
-        if (!parts || parts.kind !== kind) continue;
-        try {
-          out.push(decodeResource(kv, parts));
-        } catch {
-          // left out, as a list leaves it out
-        }
-      }
-      return out;
-    };
-    const node = nodes[0];
-    const config = configs[0];
+    const mirrored = this.#mirrors.get(host);
+    const results = mirrored?.mirror.results();
+    if (mirrored && results) {
+      if (mirrored.decoded?.version !== mirrored.mirror.version)
+        mirrored.decoded = { version: mirrored.mirror.version, records: decodeAssignEnv(results) };
+      return mirrored.decoded.records;
+    }
+    return decodeAssignEnv((await this.store.readAll(assignEnvReads(host))).results);
+  }
+
+  /**
+   * Keeps what `readAssignEnv(host)` reads in memory, followed by watches, for a long-lived caller
+   * that assigns addresses on `host` again and again (the CNI plugin service): an assignment then
+   * starts without a request. While a watch is down `readAssignEnv` reads the store as before.
+   * Affinity and config writes made through this store are applied as they resolve, so a read never
+   * misses this store's own last write. Resolves once the first read is in (rejects as that read
+   * does); the result's `close()` stops the mirror. One mirror per host: a second call shares it.
+   */
+  async mirrorAssignEnv(host: string): Promise<{ close(): void }> {
+    checkSegment('host', host);
+    let opening = this.#mirrorsOpening.get(host);
+    if (!opening) {
+      opening = KVReadMirror.open(this.store, assignEnvReads(host)).then((mirror) => {
+        this.#mirrors.set(host, { mirror });
+        return mirror;
+      });
+      this.#mirrorsOpening.set(host, opening);
+      opening.catch(() => this.#mirrorsOpening.delete(host));
+    }
+    const mirror = await opening;
     return {
-      ...(node ? { node: decodeResource(node, parseResourceKey(node.key)!) } : {}),
-      pools: resources(pools, 'IPPool'),
-      reservations: resources(reservations, 'IPReservation'),
-      ...(config ? { config: { value: decodeConfig(config), revision: config.modRevision } } : {}),
-      affinities: decodeAll(
-        affinities.filter((kv) => AFFINITY_KEY_RE.test(kv.key)),
-        decodeAffinity,
-      ),
+      close: () => {
+        mirror.close();
+        if (this.#mirrors.get(host)?.mirror === mirror) {
+          this.#mirrors.delete(host);
+          this.#mirrorsOpening.delete(host);
+        }
+      },
     };
+  }
+
+  #notePut(kv: KV): void {
+    for (const m of this.#mirrors.values()) m.mirror.notePut(kv);
   }
 
   async getConfig(): Promise<Versioned<IPAMConfig> | undefined> {
@@ -675,12 +697,54 @@ export class IpamStore {
       ? this.store.create(CONFIG_KEY, text)
       : this.store.update(CONFIG_KEY, text, revision)
     ).catch(named('IPAM config'));
+    this.#notePut(kv);
     return { value: decodeConfig(kv), revision: kv.modRevision };
   }
 
   async deleteConfig(revision?: string): Promise<void> {
     await this.store.delete(CONFIG_KEY, revision).catch(named('IPAM config'));
   }
+}
+
+/** What `readAssignEnv(host)` reads, in one request. */
+function assignEnvReads(host: string): KVRead[] {
+  return [
+    { key: resourceKey('Node', host) },
+    { key: resourcePrefix('IPPool'), prefix: true },
+    { key: resourcePrefix('IPReservation'), prefix: true },
+    { key: CONFIG_KEY },
+    { key: `${IPAM_ROOT}host/${host}/`, prefix: true },
+  ];
+}
+
+/** `assignEnvReads`' results as records; pools and reservations that do not decode are left out. */
+function decodeAssignEnv(results: KV[][]): AssignEnvRecords {
+  const [nodes, pools, reservations, configs, affinities] = results as [KV[], KV[], KV[], KV[], KV[]];
+  const resources = (kvs: KV[], kind: string): Resource[] => {
+    const out: Resource[] = [];
+    for (const kv of kvs) {
+      const parts = parseResourceKey(kv.key);
+      if (!parts || parts.kind !== kind) continue;
+      try {
+        out.push(decodeResource(kv, parts));
+      } catch {
+        // left out, as a list leaves it out
+      }
+    }
+    return out;
+  };
+  const node = nodes[0];
+  const config = configs[0];
+  return {
+    ...(node ? { node: decodeResource(node, parseResourceKey(node.key)!) } : {}),
+    pools: resources(pools, 'IPPool'),
+    reservations: resources(reservations, 'IPReservation'),
+    ...(config ? { config: { value: decodeConfig(config), revision: config.modRevision } } : {}),
+    affinities: decodeAll(
+      affinities.filter((kv) => AFFINITY_KEY_RE.test(kv.key)),
+      decodeAffinity,
+    ),
+  };
 }
 
 function decodeAll<T>(kvs: KV[], decode: (kv: KV) => T): Versioned<T>[] {

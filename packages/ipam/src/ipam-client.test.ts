@@ -1,4 +1,4 @@
-import { MemoryKVStore } from '@calico-ts/datastore';
+import { type KVStore, type KVWatchOptions, MemoryKVStore } from '@calico-ts/datastore';
 import { describe, expect, it, vi } from 'vitest';
 import { newGcState } from './check/gc-plan.js';
 import type { AutoAssignRequest } from './ipam-client.js';
@@ -676,15 +676,87 @@ describe('requests per allocation', () => {
     await f.node('node-1');
     await f.pool('pool1', { cidr: '198.19.0.0/26' });
     await f.client.autoAssign(req('k8s-pod-network.n1'));
-    const calls: string[] = [];
-    for (const m of ['get', 'list', 'create', 'update', 'put', 'delete', 'readAll', 'writeAll'] as const) {
-      const orig = (f.kv[m] as (...a: unknown[]) => Promise<unknown>).bind(f.kv);
-      (f.kv as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
-        calls.push(m);
-        return orig(...a);
-      };
-    }
+    const calls = countCalls(f.kv);
     expect(addrs((await f.client.autoAssign(req('k8s-pod-network.n2'))).ipv4)).toEqual(['198.19.0.1']);
     expect(calls).toEqual(['readAll', 'writeAll']);
   });
 });
+
+/** `store`, with every watch message delivered `ms` later than it happened. */
+function laggingWatches(store: MemoryKVStore, ms: number): KVStore {
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      if (name === 'watch') {
+        return async function* (prefix: string, opts?: KVWatchOptions) {
+          for await (const m of target.watch(prefix, opts)) {
+            await new Promise((r) => setTimeout(r, ms));
+            yield m;
+          }
+        };
+      }
+      const v = Reflect.get(target, name, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as KVStore;
+}
+
+describe('mirrorHost', () => {
+  it('a mirrored host allocates with one write transaction and no read', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    await f.client.mirrorHost('node-1');
+    await f.client.autoAssign(req('k8s-pod-network.m1'));
+    const calls = countCalls(f.kv);
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.m2'))).ipv4)).toEqual(['198.19.0.1']);
+    expect(calls).toEqual(['writeAll']);
+    // Stopped: the environment is read again.
+    f.client.close();
+    await f.client.autoAssign(req('k8s-pod-network.m3'));
+    expect(calls).toEqual(['writeAll', 'readAll', 'writeAll']);
+  });
+
+  it('sees pool changes made by others once its watch reports them', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    await f.client.mirrorHost('node-1');
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.p1'))).ipv4)).toEqual(['198.19.0.0']);
+    const p1 = await f.ds.get('IPPool', 'pool1');
+    await f.ds.update({ ...p1, spec: { ...p1.spec, disabled: true } });
+    await f.pool('pool2', { cidr: '198.19.1.0/26' });
+    await vi.waitFor(async () => expect((await f.store.readAssignEnv('node-1')).pools).toHaveLength(2));
+    expect(addrs((await f.client.autoAssign(req('k8s-pod-network.p2'))).ipv4)).toEqual(['198.19.1.0']);
+    f.client.close();
+  });
+
+  it('sees the blocks it claimed itself at once, even while its watch lags', async () => {
+    const f = ipamFixture(laggingWatches(new MemoryKVStore(), 500), 'memory', { now: () => T0 });
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/24', blockSize: 26 });
+    await f.client.mirrorHost('node-1');
+    const got: string[] = [];
+    for (let i = 0; i < 65; i++)
+      got.push(...addrs((await f.client.autoAssign(req(`k8s-pod-network.b${i}`))).ipv4));
+    // The 65th claimed a second block; the next one starts from it with no read at all.
+    const calls = countCalls(f.kv);
+    got.push(...addrs((await f.client.autoAssign(req('k8s-pod-network.b65'))).ipv4));
+    expect(calls).toEqual(['writeAll']);
+    expect(new Set(got).size).toBe(66);
+    expect(await f.keys('/calico/ipam/v2/host/node-1/')).toHaveLength(2);
+    f.client.close();
+  });
+});
+
+/** The KVStore methods called on `kv` from now on, in order. */
+function countCalls(kv: KVStore): string[] {
+  const calls: string[] = [];
+  for (const m of ['get', 'list', 'create', 'update', 'put', 'delete', 'readAll', 'writeAll'] as const) {
+    const orig = (kv[m] as (...a: unknown[]) => Promise<unknown>).bind(kv);
+    (kv as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+      calls.push(m);
+      return orig(...a);
+    };
+  }
+  return calls;
+}

@@ -262,6 +262,9 @@ export class IpamClient {
   private readonly knownBlocks = new Map<string, Versioned<AllocationBlock>>();
   /** Reads started by `prefetchAssignEnv`, per host, oldest first; each serves one `autoAssign`. */
   private readonly prefetched = new Map<string, Prefetched[]>();
+  /** Hosts whose assignment environment is mirrored (`mirrorHost`): opening or open. */
+  private readonly mirrored = new Map<string, Promise<void>>();
+  private readonly mirrorStops = new Map<string, { close(): void }>();
 
   constructor(
     private readonly ds: Datastore,
@@ -300,6 +303,8 @@ export class IpamClient {
    * prefetch serves one `autoAssign` started within a second; otherwise it is dropped unused.
    */
   prefetchAssignEnv(hostname: string): void {
+    // A mirrored host's environment is in memory, and fresher when the assignment asks for it.
+    if (this.mirrored.has(hostname)) return;
     const now = Date.now();
     const queue = (this.prefetched.get(hostname) ?? []).filter((p) => now - p.at < PREFETCH_TTL_MS);
     const p: Prefetched = { at: now, read: this.loadEnv(hostname) };
@@ -307,6 +312,37 @@ export class IpamClient {
     p.read.catch(() => undefined);
     queue.push(p);
     this.prefetched.set(hostname, queue);
+  }
+
+  /**
+   * Keeps what an assignment on `hostname` starts from (its Node, the pools, reservations, IPAM
+   * config and its affinities) in memory, followed by watches, until `close()`: each `autoAssign`
+   * for it then needs no read before its write. For a long-lived client that assigns on one host
+   * again and again (the CNI plugin service); while a watch is down, assignments read as before.
+   * Resolves once the mirror has its first read; a second call for the same host does nothing.
+   */
+  async mirrorHost(hostname: string): Promise<void> {
+    let m = this.mirrored.get(hostname);
+    if (!m) {
+      const opening = this.records.mirrorAssignEnv(hostname).then((mirror) => {
+        // Closed (or replaced) while it opened: stopped at once.
+        if (this.mirrored.get(hostname) === opening) this.mirrorStops.set(hostname, mirror);
+        else mirror.close();
+      });
+      m = opening;
+      this.mirrored.set(hostname, m);
+      m.catch(() => {
+        if (this.mirrored.get(hostname) === opening) this.mirrored.delete(hostname);
+      });
+    }
+    await m;
+  }
+
+  /** Stops every mirror `mirrorHost` started. The datastore stays open (it is the caller's). */
+  close(): void {
+    for (const mirror of this.mirrorStops.values()) mirror.close();
+    this.mirrorStops.clear();
+    this.mirrored.clear();
   }
 
   private takePrefetched(hostname: string): Prefetched | undefined {

@@ -60,7 +60,15 @@ export async function loadBackendConfig(conf: NetConf, env: Env, log: Logger): P
   return cfg;
 }
 
-export async function openCalicoBackendWith(cfg: ClientConfig): Promise<PluginBackend> {
+/**
+ * `mirrorHosts`: for a long-lived caller (the plugin service), keep each node's IPAM assignment
+ * environment in memory from the first ADD on (`IpamClient.mirrorHost`), so later ADDs on it need
+ * no read before their write. A one-shot run leaves it off: the watches would outlive the run.
+ */
+export async function openCalicoBackendWith(
+  cfg: ClientConfig,
+  opts: { mirrorHosts?: boolean } = {},
+): Promise<PluginBackend> {
   let kv: KVStore;
   try {
     // Exec'd per pod: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js.
@@ -70,18 +78,20 @@ export async function openCalicoBackendWith(cfg: ClientConfig): Promise<PluginBa
   }
   const ds = new KVDatastore(kv, { backend: cfg.datastoreType === 'memory' ? 'memory' : 'etcdv3' });
   const store = new IpamStore(kv);
-  return new CalicoBackend(ds, new IpamClient(ds, store), store);
+  return new CalicoBackend(ds, new IpamClient(ds, store), store, opts.mirrorHosts === true);
 }
 
 export class CalicoBackend implements PluginBackend {
   readonly #ds: Datastore;
   readonly #ipam: IpamClient;
   readonly #records: IpamStore;
+  readonly #mirrorHosts: boolean;
 
-  constructor(ds: Datastore, ipam: IpamClient, records: IpamStore) {
+  constructor(ds: Datastore, ipam: IpamClient, records: IpamStore, mirrorHosts = false) {
     this.#ds = ds;
     this.#ipam = ipam;
     this.#records = records;
+    this.#mirrorHosts = mirrorHosts;
   }
 
   async readiness(): Promise<Readiness> {
@@ -179,6 +189,8 @@ export class CalicoBackend implements PluginBackend {
 
   prefetchAssign(node: string): void {
     this.#ipam.prefetchAssignEnv(node);
+    // Started once per node; until its first read is in (or if it fails), ADDs read as before.
+    if (this.#mirrorHosts) this.#ipam.mirrorHost(node).catch(() => undefined);
   }
 
   async autoAssign(req: AutoAssignRequest): Promise<string[]> {
@@ -257,6 +269,7 @@ export class CalicoBackend implements PluginBackend {
   }
 
   async close(): Promise<void> {
+    this.#ipam.close();
     await this.#ds.close();
   }
 }

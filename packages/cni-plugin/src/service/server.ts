@@ -222,7 +222,7 @@ class ClientCache {
     if (!entry) {
       const fresh: CachedClient = {
         openedAt: Date.now(),
-        backend: openCalicoBackendWith(cfg),
+        backend: openCalicoBackendWith(cfg, { mirrorHosts: true }),
         users: 0,
         retired: false,
       };

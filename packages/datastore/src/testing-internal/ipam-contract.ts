@@ -214,6 +214,39 @@ export function ipamContract(name: string, env: IpamContractEnv): void {
       );
     });
 
+    it('mirrorAssignEnv: readAssignEnv from memory, following other writers and at once its own', async () => {
+      const ipam = new IpamStore(env.store());
+      const other = new IpamStore(env.store());
+      const host = unique('node');
+      const direct = async () => {
+        const fresh = await new IpamStore(env.store()).readAssignEnv(host);
+        return fresh.affinities.map((a) => `${a.value.cidr} ${a.value.state}`);
+      };
+      const mirrored = async () =>
+        (await ipam.readAssignEnv(host)).affinities.map((a) => `${a.value.cidr} ${a.value.state}`);
+      const c1 = freshBlockCidr();
+      await other.createAffinity({ host, cidr: c1, state: 'confirmed', deleted: false });
+      const mirror = await ipam.mirrorAssignEnv(host);
+      try {
+        expect(await mirrored()).toEqual([`${c1} confirmed`]);
+        // Its own write shows at once; another store's once the watch reports it.
+        const c2 = freshBlockCidr();
+        const mine = await ipam.createAffinity({ host, cidr: c2, state: 'pending', deleted: false });
+        expect(await mirrored()).toContain(`${c2} pending`);
+        const a1 = (await other.getAffinity(host, c1))!;
+        await other.deleteAffinity(host, c1, a1.revision);
+        await ipam.deleteAffinity(host, c2, mine.revision);
+        expect(await mirrored()).not.toContain(`${c2} pending`);
+        const deadline = Date.now() + 5000;
+        while ((await mirrored()).length > 0 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 10));
+        expect(await mirrored()).toEqual(await direct());
+        expect(await direct()).toEqual([]);
+      } finally {
+        mirror.close();
+      }
+    });
+
     it('rejects malformed records and keys with `invalid`', async () => {
       const ipam = new IpamStore(env.store());
       const cidr = freshBlockCidr();

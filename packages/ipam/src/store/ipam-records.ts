@@ -60,6 +60,11 @@ export interface AssignEnvRead {
 export interface IpamRecords {
   /** The host's Node, every pool and reservation, the IPAM config and its affinities: one request. */
   readAssignEnv(host: string): Promise<AssignEnvRead>;
+  /**
+   * Keeps `readAssignEnv(host)` answered from memory (followed by watches, with this store's own
+   * writes applied as they resolve) until `close()`; reads go to storage while that is not possible.
+   */
+  mirrorAssignEnv(host: string): Promise<{ close(): void }>;
   getBlock(cidr: string): Promise<Versioned<AllocationBlock> | undefined>;
   listBlocks(family?: 4 | 6): Promise<Versioned<AllocationBlock>[]>;
   /** The CIDRs of every block (of one family): what exists, without reading any block. */

@@ -44,6 +44,7 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
         affinities: r.affinities.map(affinityEntry),
       };
     },
+    mirrorAssignEnv: (host) => store.mirrorAssignEnv(host),
     getBlock: (cidr) => store.getBlock(cidr),
     listBlocks: async (family) => (await store.listBlocks(family)).items,
     listBlockCidrs: (family) => store.listBlockCidrs(family),
