@@ -6,29 +6,16 @@
  *
  * Nothing here touches the process: I/O and the datastore connection come in through `CliDeps`,
  * so tests drive the real parser against an in-memory datastore.
+ *
+ * Building the tree and parsing argv needs only commander and the names, flags and help text
+ * below. Each action imports its command's module (and with it the api, datastore, YAML, ...)
+ * when it runs: `calicoctl --version` or `--help` loads none of them, and a split bundle (the
+ * native executable) parses only the chunks the command that runs reaches.
  */
 import type { Datastore, KVStore } from '@calico-ts/datastore';
-import { DatastoreError, IpamStore } from '@calico-ts/datastore';
-import { IpamClient } from '@calico-ts/ipam';
 import { Command, CommanderError, Option } from 'commander';
-import { checkVersionMismatch } from './cluster.js';
-import { completionCommand } from './commands/completion.js';
 import type { CommandContext } from './commands/context.js';
-import { exportCommand, importCommand, lockCommand, unlockCommand } from './commands/datastore.js';
-import { getCommand } from './commands/get.js';
-import {
-  type IpamDeps,
-  ipamCheckCommand,
-  ipamConfigureCommand,
-  ipamReleaseCommand,
-  ipamShowCommand,
-} from './commands/ipam.js';
-import { labelCommand } from './commands/label.js';
-import { nodeChecksystemCommand, nodeStatusCommand } from './commands/node.js';
-import { patchCommand } from './commands/patch.js';
-import { validateCommand } from './commands/validate.js';
-import { versionCommand } from './commands/version.js';
-import { applyCommand, createCommand, deleteCommand, replaceCommand } from './commands/write.js';
+import type { IpamDeps } from './commands/ipam.js';
 import { CtlError, EXIT_FAILURE, EXIT_OK } from './errors.js';
 import type { CommandIO } from './io.js';
 import { kindHelpList } from './kinds.js';
@@ -79,6 +66,15 @@ function usageError(argv: readonly string[]): CtlError {
   );
 }
 
+/**
+ * Whether `e` is the datastore's error. Its module is loaded here only for an error that is not
+ * calicoctl's own; one the datastore threw means a command has loaded it already.
+ */
+async function isDatastoreError(e: Error): Promise<boolean> {
+  const { DatastoreError } = await import('@calico-ts/datastore');
+  return e instanceof DatastoreError;
+}
+
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<number> {
   const { io } = deps;
   let log: Logger = createLogger('panic', io.stderr, deps.now);
@@ -93,8 +89,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     for (let i = cmdIndex + 1; i < args.length; i++) if (args[i] === '-a') args[i] = '-A';
 
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const ipamOf = (ds: Datastore, conn: Connection): IpamDeps => {
+  const ipamOf = async (ds: Datastore, conn: Connection): Promise<IpamDeps> => {
     if (!conn.kv) throw new CtlError('unsupported', 'IPAM is not available on this datastore');
+    const [{ IpamStore }, { IpamClient }] = await Promise.all([
+      import('@calico-ts/datastore'),
+      import('@calico-ts/ipam'),
+    ]);
     const store = new IpamStore(conn.kv);
     return { datastore: ds, store, ipam: new IpamClient(ds, store) };
   };
@@ -107,6 +107,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     const conn = await deps.connect(opts.config, log);
     try {
       if (check && !opts.allowVersionMismatch && !globalAllowMismatch) {
+        const { checkVersionMismatch } = await import('./cluster.js');
         await checkVersionMismatch(conn.datastore, CLIENT_VERSION);
       }
       exitCode = await fn(conn.datastore, conn);
@@ -184,7 +185,11 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     .action(
       async (
         o: Common & { filename: string; recursive?: boolean; skipEmpty?: boolean; skipExists?: boolean },
-      ) => withDatastore(o, (ds) => createCommand(o, ds, ctx())),
+      ) =>
+        withDatastore(o, async (ds) => {
+          const { createCommand } = await import('./commands/write.js');
+          return createCommand(o, ds, ctx());
+        }),
     );
 
   common(
@@ -198,7 +203,10 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   )
     .addHelpText('after', `\n${DATASTORE_INTRO}A resource that does not exist is an error.${kindsHelp}`)
     .action(async (o: Common & { filename: string }) =>
-      withDatastore(o, (ds) => replaceCommand(o, ds, ctx())),
+      withDatastore(o, async (ds) => {
+        const { replaceCommand } = await import('./commands/write.js');
+        return replaceCommand(o, ds, ctx());
+      }),
     );
 
   common(
@@ -214,7 +222,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       'after',
       `\n${DATASTORE_INTRO}Give the complete resource: its spec replaces the stored one. Calico v1 documents\n(apiVersion: v1, e.g. kind: ipPool) are converted to projectcalico.org/v3 first.${kindsHelp}`,
     )
-    .action(async (o: Common & { filename: string }) => withDatastore(o, (ds) => applyCommand(o, ds, ctx())));
+    .action(async (o: Common & { filename: string }) =>
+      withDatastore(o, async (ds) => {
+        const { applyCommand } = await import('./commands/write.js');
+        return applyCommand(o, ds, ctx());
+      }),
+    );
 
   common(
     program
@@ -228,9 +241,10 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   )
     .addHelpText('after', kindsHelp)
     .action(async (kind: string, name: string, o: Common & { patch: string; type: string }) =>
-      withDatastore(o, (ds) =>
-        patchCommand({ kind, name, patch: o.patch, type: o.type, namespace: o.namespace }, ds, ctx()),
-      ),
+      withDatastore(o, async (ds) => {
+        const { patchCommand } = await import('./commands/patch.js');
+        return patchCommand({ kind, name, patch: o.patch, type: o.type, namespace: o.namespace }, ds, ctx());
+      }),
     );
 
   common(
@@ -252,8 +266,9 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         o: Common & { filename?: string; skipNotExists?: boolean },
       ) => {
         if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
-        return withDatastore(o, (ds, conn) => {
-          const ipam = conn.kv ? ipamOf(ds, conn).ipam : undefined;
+        return withDatastore(o, async (ds, conn) => {
+          const { deleteCommand } = await import('./commands/write.js');
+          const ipam = conn.kv ? (await ipamOf(ds, conn)).ipam : undefined;
           const deps = ipam
             ? {
                 pools: { releasePoolAffinities: (cidr: string) => ipam.releasePoolAffinities(cidr), sleep },
@@ -291,7 +306,10 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         o: Common & { filename?: string; output: string; allNamespaces?: boolean; export?: boolean },
       ) => {
         if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
-        return withDatastore(o, (ds) => getCommand({ ...o, kind, names }, ds, ctx()));
+        return withDatastore(o, async (ds) => {
+          const { getCommand } = await import('./commands/get.js');
+          return getCommand({ ...o, kind, names }, ds, ctx());
+        });
       },
     );
 
@@ -312,13 +330,14 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       label: string,
       o: Common & { overwrite?: boolean; remove?: boolean },
     ) =>
-      withDatastore(o, (ds) =>
-        labelCommand(
+      withDatastore(o, async (ds) => {
+        const { labelCommand } = await import('./commands/label.js');
+        return labelCommand(
           { kind, name, label, overwrite: o.overwrite, remove: o.remove, namespace: o.namespace },
           ds,
           ctx(),
-        ),
-      ),
+        );
+      }),
   );
 
   fileOptions(
@@ -328,12 +347,14 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     .option('--allow-version-mismatch', 'accepted for compatibility; validate never contacts a datastore')
     .addHelpText('after', kindsHelp)
     .action(async (o: { filename: string; recursive?: boolean; skipEmpty?: boolean }) => {
+      const { validateCommand } = await import('./commands/validate.js');
       exitCode = await validateCommand(o, ctx());
     });
 
   common(program.command('version').description('Display the client and cluster versions.'))
     .option('--poll <POLL>', 'poll the cluster information every POLL (e.g. 1s, 10m)')
     .action(async (o: Common & { poll?: string }) => {
+      const { versionCommand } = await import('./commands/version.js');
       let conn: Connection | undefined;
       try {
         exitCode = await versionCommand(
@@ -354,7 +375,10 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   common(
     migrate.command('export').description('Export the whole datastore (lock it first) to stdout.'),
   ).action(async (o: Common) =>
-    withDatastore(o, (ds, conn) => exportCommand({ datastore: ds, kv: conn.kv }, ctx())),
+    withDatastore(o, async (ds, conn) => {
+      const { exportCommand } = await import('./commands/datastore.js');
+      return exportCommand({ datastore: ds, kv: conn.kv }, ctx());
+    }),
   );
   common(
     migrate
@@ -364,28 +388,42 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   ).action(async (o: Common & { filename: string }) =>
     withDatastore(
       o,
-      (ds, conn) => importCommand({ filename: o.filename }, { datastore: ds, kv: conn.kv }, ctx()),
+      async (ds, conn) => {
+        const { importCommand } = await import('./commands/datastore.js');
+        return importCommand({ filename: o.filename }, { datastore: ds, kv: conn.kv }, ctx());
+      },
       false,
     ),
   );
   common(
     migrate.command('lock').description('Lock the datastore (datastoreReady: false) for migration.'),
-  ).action(async (o: Common) => withDatastore(o, (ds) => lockCommand(ds, ctx())));
+  ).action(async (o: Common) =>
+    withDatastore(o, async (ds) => {
+      const { lockCommand } = await import('./commands/datastore.js');
+      return lockCommand(ds, ctx());
+    }),
+  );
   common(migrate.command('unlock').description('Unlock the datastore (datastoreReady: true).')).action(
-    async (o: Common) => withDatastore(o, (ds) => unlockCommand(ds, ctx())),
+    async (o: Common) =>
+      withDatastore(o, async (ds) => {
+        const { unlockCommand } = await import('./commands/datastore.js');
+        return unlockCommand(ds, ctx());
+      }),
   );
 
   program
     .command('completion')
     .description('Print a shell completion script (bash or zsh).')
     .argument('<SHELL>')
-    .action((shell: string) => {
+    .action(async (shell: string) => {
+      const { completionCommand } = await import('./commands/completion.js');
       exitCode = completionCommand(shell, ctx());
     });
 
   const ipam = program.command('ipam').description('IP address management.');
+  const ipamCommands = () => import('./commands/ipam.js');
   const withIpam = (o: Common, fn: (deps: IpamDeps) => Promise<number>) =>
-    withDatastore(o, (ds, conn) => fn(ipamOf(ds, conn)));
+    withDatastore(o, async (ds, conn) => fn(await ipamOf(ds, conn)));
   common(
     ipam
       .command('show')
@@ -400,7 +438,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     ) => {
       const chosen = [o.ip !== undefined, o.showBlocks, o.showBorrowed, o.showConfiguration].filter(Boolean);
       if (chosen.length > 1) throw usageError(args);
-      return withIpam(o, (d) => ipamShowCommand(o, d, ctx()));
+      return withIpam(o, async (d) => (await ipamCommands()).ipamShowCommand(o, d, ctx()));
     },
   );
   common(
@@ -412,7 +450,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       .option('--show-problem-ips', 'print every IP that is leaked or not allocated properly')
       .option('--kubeconfig <KUBECONFIG>', 'accepted for compatibility; not used (no Kubernetes datastore)'),
   ).action(async (o: Common & { output?: string; showAllIps?: boolean; showProblemIps?: boolean }) =>
-    withIpam(o, (d) => ipamCheckCommand(o, d, ctx())),
+    withIpam(o, async (d) => (await ipamCommands()).ipamCheckCommand(o, d, ctx())),
   );
   common(
     ipam
@@ -426,7 +464,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       )
       .option('--force', 'release even when the datastore is not locked or the report is of another version'),
   ).action(async (o: Common & { ip?: string; fromReport?: string[]; force?: boolean }) =>
-    withIpam(o, (d) => ipamReleaseCommand(o, d, ctx())),
+    withIpam(o, async (d) => (await ipamCommands()).ipamReleaseCommand(o, d, ctx())),
   );
   common(
     ipam
@@ -438,7 +476,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   ).action(
     async (
       o: Common & { strictaffinity?: string; maxBlocksPerHost?: string; kubevirtIpPersistence?: string },
-    ) => withIpam(o, (d) => ipamConfigureCommand(o, d, ctx())),
+    ) => withIpam(o, async (d) => (await ipamCommands()).ipamConfigureCommand(o, d, ctx())),
   );
   ipam
     .command('split')
@@ -455,6 +493,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     .option('--allow-version-mismatch', 'accepted for compatibility; node status never checks versions')
     .action(async () => {
       if (!deps.nodeHost) throw new CtlError('unsupported', 'node status is not available here');
+      const { nodeStatusCommand } = await import('./commands/node.js');
       exitCode = await nodeStatusCommand(deps.nodeHost, ctx());
     });
   node
@@ -464,6 +503,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     .option('--allow-version-mismatch', 'accepted for compatibility; checksystem never checks versions')
     .action(async (o: { kernelConfig?: string }) => {
       if (!deps.systemHost) throw new CtlError('unsupported', 'node checksystem is not available here');
+      const { nodeChecksystemCommand } = await import('./commands/node.js');
       exitCode = await nodeChecksystemCommand(o, deps.systemHost, ctx());
     });
   for (const name of ['run', 'diags']) {
@@ -499,7 +539,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       io.stderr(`${usageError(args).message}\n`);
       return EXIT_FAILURE;
     }
-    if (e instanceof CtlError || e instanceof DatastoreError) {
+    if (e instanceof CtlError || (e instanceof Error && (await isDatastoreError(e)))) {
       io.stderr(`${e.message}\n`);
       return EXIT_FAILURE;
     }

@@ -3,7 +3,8 @@
  * (upstream's list per kind in `calicoctl/calicoctl/resourcemgr/*.go`, case-insensitive), and
  * whether calicoctl may write it.
  */
-import { KINDS, type Kind } from '@calico-ts/api';
+// Types only: the command tree's help text comes from here, and building the tree loads no api code.
+import type { Kind } from '@calico-ts/api';
 
 const KIND_NAMES: Record<Kind, readonly string[]> = {
   BGPConfiguration: ['bgpconfiguration', 'bgpconfigurations', 'bgpconfig', 'bgpconfigs'],
@@ -43,10 +44,6 @@ export function resolveCtlKind(text: string): Kind | undefined {
 /** Every name accepted for a kind (for shell completion). */
 export function kindNames(): string[] {
   return [...BY_NAME.keys()].sort();
-}
-
-export function isNamespaced(kind: Kind): boolean {
-  return KINDS[kind].namespaced;
 }
 
 /** The display list in help text, as upstream words it (lower camel case). */

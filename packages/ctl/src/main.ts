@@ -1,9 +1,10 @@
 /**
- * The calicoctl executable: process I/O and real configuration around `runCli`.
+ * The calicoctl executable: process I/O and real configuration around `runCli`. The datastore
+ * client is imported when a command connects (see cli.ts), not at start-up.
  */
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { readStdinSync, writeStderr, writeStdout } from '@calico-ts/api/stdio';
-import { createKVStore, KVDatastore, loadClientConfig } from '@calico-ts/datastore';
+import type { loadClientConfig } from '@calico-ts/datastore';
 import { type Connection, runCli } from './cli.js';
 import { CtlError } from './errors.js';
 import type { CommandIO } from './io.js';
@@ -33,6 +34,7 @@ const io: CommandIO = {
 };
 
 async function connect(configFile: string, log: Logger): Promise<Connection> {
+  const { createKVStore, KVDatastore, loadClientConfig } = await import('@calico-ts/datastore');
   let cfg: Awaited<ReturnType<typeof loadClientConfig>>;
   try {
     cfg = await loadClientConfig({ configFile, env: process.env, onWarning: (m) => log.warn(m) });

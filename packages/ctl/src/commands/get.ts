@@ -2,24 +2,19 @@
  * `get`: resources by kind and names, a whole kind, or the resources a file names; printed as
  * ps/wide tables, YAML, JSON, custom columns or a Go template. Missing resources are reported
  * after whatever was found, with upstream's text, and make the command fail.
+ *
+ * The common case, a table of a kind, loads only the table printer: the YAML, JSON and template
+ * printers (printers.ts) and the file reader (load.ts, with YAML decoding and validation) are
+ * imported when `-o` or `-f` asks for them.
  */
 import { KINDS, type Kind } from '@calico-ts/api';
 import { type Datastore, isDatastoreError } from '@calico-ts/datastore';
 import { CtlError } from '../errors.js';
 import { resolveCtlKind } from '../kinds.js';
 import { KIND_TABLES, needsASNumber, type Obj } from '../output/columns.js';
-import {
-  listObject,
-  type OutputFormat,
-  parseOutputFormat,
-  renderJson,
-  renderTables,
-  renderTemplate,
-  renderYaml,
-} from '../output/printers.js';
+import { listObject, type OutputFormat, parseOutputFormat, renderTables } from '../output/tables.js';
 import { getResource, listResources } from '../resources/operations.js';
 import type { CommandContext } from './context.js';
-import { loadResources } from './load.js';
 
 export interface GetArgs {
   kind?: string;
@@ -96,6 +91,7 @@ export async function getCommand(args: GetArgs, ds: Datastore, ctx: CommandConte
   const format: OutputFormat = parseOutputFormat(args.output ?? 'ps');
   let targets: Target[];
   if (args.filename !== undefined) {
+    const { loadResources } = await import('./load.js');
     const loaded = await loadResources('get', { ...args, filename: args.filename }, ctx);
     targets = loaded.map((r) => {
       const meta = (r.resource.metadata ?? {}) as Obj;
@@ -143,13 +139,14 @@ async function render(
   ds: Datastore,
   ctx: CommandContext,
 ): Promise<string> {
+  const printers = () => import('../output/printers.js');
   switch (format.kind) {
     case 'yaml':
-      return renderYaml(results);
+      return (await printers()).renderYaml(results);
     case 'json':
-      return renderJson(results);
+      return (await printers()).renderJson(results);
     case 'go-template':
-      return renderTemplate(results, format.template);
+      return (await printers()).renderTemplate(results, format.template);
     case 'go-template-file': {
       let template: string;
       try {
@@ -157,7 +154,7 @@ async function render(
       } catch (e) {
         throw new CtlError('usage', `open ${format.path}: no such file or directory`, { cause: e });
       }
-      return renderTemplate(results, template);
+      return (await printers()).renderTemplate(results, template);
     }
     case 'ps':
     case 'wide':

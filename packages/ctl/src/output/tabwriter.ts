@@ -6,23 +6,35 @@
 const MIN_WIDTH = 5;
 const PADDING = 3;
 
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/;
+
+/** Width in characters (code points, as Go counts runes); a string without pairs is its length. */
 function width(s: string): number {
-  return [...s].length;
+  return SURROGATE_PAIR.test(s) ? [...s].length : s.length;
 }
 
 /** Lay out rows of tab-terminated cells; each row ends with a newline. */
 export function tabulate(rows: readonly (readonly string[])[]): string {
-  const columns = Math.max(0, ...rows.map((r) => r.length));
-  const widths: number[] = [];
-  for (let c = 0; c < columns; c++) {
-    let w = MIN_WIDTH;
-    for (const r of rows) {
-      const cell = r[c];
-      if (cell !== undefined) w = Math.max(w, width(cell) + PADDING);
+  // Plain loops and one padding string: a `get` table can have tens of thousands of rows.
+  let columns = 0;
+  for (const r of rows) if (r.length > columns) columns = r.length;
+  const widths: number[] = new Array(columns).fill(MIN_WIDTH);
+  let widest = MIN_WIDTH;
+  for (const r of rows) {
+    for (let c = 0; c < r.length; c++) {
+      const w = width(r[c]!) + PADDING;
+      if (w > widths[c]!) widths[c] = w;
+      if (w > widest) widest = w;
     }
-    widths.push(w);
   }
-  return rows
-    .map((r) => `${r.map((cell, c) => cell + ' '.repeat(widths[c]! - width(cell))).join('')}\n`)
-    .join('');
+  const spaces = ' '.repeat(widest);
+  let out = '';
+  for (const r of rows) {
+    for (let c = 0; c < r.length; c++) {
+      const cell = r[c]!;
+      out += cell + spaces.slice(0, widths[c]! - width(cell));
+    }
+    out += '\n';
+  }
+  return out;
 }

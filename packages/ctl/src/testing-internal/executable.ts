@@ -2,12 +2,11 @@
  * Which built calicoctl the integration tests run: the Node bundle (bin/calicoctl, run by this
  * Node) by default, or the native executable (bin/native/calicoctl) with
  * CALICO_TEST_EXECUTABLE=native. Each is built if missing; the native one is compiled from a fresh
- * bundle in a temp dir, so test files building at the same time never read a half-written file.
+ * split bundle in a temp dir (scripts/bundle.mjs), so test files building at the same time never
+ * read a half-written file.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,7 +67,7 @@ function runProgram(
 
 interface BundleScript {
   bundle(outDir?: string): Promise<string>;
-  native(outDir?: string, bundleFile?: string): Promise<string>;
+  native(outDir?: string): Promise<string>;
 }
 
 const script = () => import(join(root, 'scripts', 'bundle.mjs')) as Promise<BundleScript>;
@@ -83,13 +82,7 @@ export function calicoctlExecutable(): CalicoctlExecutable {
       run: (args, opts) => runProgram(file, args, opts),
       async ensureBuilt() {
         if (existsSync(file)) return;
-        const dir = await mkdtemp(join(tmpdir(), 'calicoctl-bundle-'));
-        try {
-          const { bundle, native } = await script();
-          await native(dirname(file), await bundle(dir));
-        } finally {
-          await rm(dir, { recursive: true, force: true });
-        }
+        await (await script()).native(dirname(file));
       },
     };
   }
