@@ -656,7 +656,8 @@ export class IpamStore {
    * starts without a request. While a watch is down `readAssignEnv` reads the store as before.
    * Affinity and config writes made through this store are applied as they resolve, so a read never
    * misses this store's own last write. Resolves once the first read is in (rejects as that read
-   * does); the result's `close()` stops the mirror. One mirror per host: a second call shares it.
+   * does); the result's `close()` stops the mirror. One mirror per host: a second call shares it,
+   * and either `close()` stops it.
    */
   async mirrorAssignEnv(host: string): Promise<{ close(): void }> {
     checkSegment('host', host);
