@@ -205,20 +205,23 @@ function stringMap(kv: KV, field: string, v: unknown): Record<string, string> | 
 function sortedMap<V>(m: Record<string, V> | null | undefined): Record<string, V> | null {
   if (m === null || m === undefined) return null;
   const keys = Object.keys(m);
-  // For ASCII keys (all of Calico's) UTF-16 order is byte order: the default sort, no encoding.
-  // Already in order (anything this store decoded was written sorted): used as it is.
-  if (keys.every(isAscii)) {
-    if (keys.every((k, i) => i === 0 || keys[i - 1]! < k)) return m;
-    keys.sort();
-  } else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  // UTF-16 order is UTF-8 byte order unless a key holds a surrogate or a character from U+E000 on;
+  // anything this store decoded was written sorted and is used as it is.
+  let sorted = true;
+  let plain = true;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (plain && HIGH_CHARS.test(k)) plain = false;
+    if (i > 0 && !(keys[i - 1]! < k)) sorted = false;
+  }
+  if (sorted && plain) return m;
+  if (plain) keys.sort();
+  else keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const out: Record<string, V> = {};
   for (const k of keys) out[k] = m[k]!;
   return out;
 }
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
-  return true;
-}
+const HIGH_CHARS = /[\uD800-\uFFFF]/;
 
 const BLOCK_FIELDS = [
   'cidr',

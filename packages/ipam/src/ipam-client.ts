@@ -96,6 +96,7 @@ import { poolForIp, poolSelectsNode, selectPools, type UsablePool, usablePools }
 import {
   type AffinityEntry,
   type AffinityValue,
+  type AssignEnvRead,
   DEFAULT_IPAM_CONFIG,
   type IpamConfigValue,
   type IpamRecords,
@@ -265,6 +266,8 @@ export class IpamClient {
   /** Hosts whose assignment environment is mirrored (`mirrorHost`): opening or open. */
   private readonly mirrored = new Map<string, Promise<void>>();
   private readonly mirrorStops = new Map<string, { close(): void }>();
+  /** `loadEnv`'s result per records object read (mirrored reads repeat the same object). */
+  private readonly derivedEnv = new WeakMap<AssignEnvRead, EnvRead>();
 
   constructor(
     private readonly ds: Datastore,
@@ -422,6 +425,16 @@ export class IpamClient {
 
   private async loadEnv(hostname: string): Promise<EnvRead> {
     const r = await this.records.readAssignEnv(hostname);
+    // A mirrored host answers with the same records until something changes: derived once.
+    let env = this.derivedEnv.get(r);
+    if (!env) {
+      env = this.deriveEnv(hostname, r);
+      this.derivedEnv.set(r, env);
+    }
+    return env;
+  }
+
+  private deriveEnv(hostname: string, r: AssignEnvRead): EnvRead {
     if (!r.node) {
       throw new IpamError(
         'not-found',

@@ -87,7 +87,11 @@ export function newBlock(cidr: Cidr, opts: NewBlockOptions): AllocationBlock {
   return block;
 }
 
-/** A deep copy whose `sequenceNumberForAllocation` is never null. */
+/**
+ * A copy to change, whose `sequenceNumberForAllocation` is never null. Its lists and maps are new;
+ * the attribute entries are shared, since no operation here changes one in place (entries are
+ * added, or dropped by `compactAttributes`).
+ */
 export function cloneBlock(
   b: AllocationBlock,
 ): AllocationBlock & { sequenceNumberForAllocation: Record<string, bigint> } {
@@ -95,10 +99,7 @@ export function cloneBlock(
     ...b,
     allocations: [...b.allocations],
     unallocated: [...b.unallocated],
-    attributes: b.attributes.map((a) => ({
-      ...a,
-      secondary: a.secondary ? { ...a.secondary } : a.secondary,
-    })),
+    attributes: [...b.attributes],
     sequenceNumberForAllocation: { ...(b.sequenceNumberForAllocation ?? {}) },
   };
 }

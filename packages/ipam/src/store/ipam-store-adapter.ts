@@ -5,7 +5,13 @@
 import { parseCidr } from '@calico-ts/api';
 import type { BlockAffinity, IPAMConfig, IpamStore } from '@calico-ts/datastore';
 import type { IpamHandle } from '../block/types.js';
-import type { AffinityEntry, IpamConfigValue, IpamRecords, Versioned } from './ipam-records.js';
+import type {
+  AffinityEntry,
+  AssignEnvRead,
+  IpamConfigValue,
+  IpamRecords,
+  Versioned,
+} from './ipam-records.js';
 
 export function adaptIpamStore(store: IpamStore): IpamRecords {
   const handle = (h: {
@@ -33,16 +39,23 @@ export function adaptIpamStore(store: IpamStore): IpamRecords {
     maxBlocksPerHost: c.value.maxBlocksPerHost,
   });
 
+  // A mirrored host's records are the same object until something changes: adapted once.
+  const adapted = new WeakMap<object, AssignEnvRead>();
   return {
     readAssignEnv: async (host) => {
       const r = await store.readAssignEnv(host);
-      return {
-        ...(r.node ? { node: r.node } : {}),
-        pools: r.pools,
-        reservations: r.reservations,
-        ...(r.config ? { config: config(r.config) } : {}),
-        affinities: r.affinities.map(affinityEntry),
-      };
+      let out = adapted.get(r);
+      if (!out) {
+        out = {
+          ...(r.node ? { node: r.node } : {}),
+          pools: r.pools,
+          reservations: r.reservations,
+          ...(r.config ? { config: config(r.config) } : {}),
+          affinities: r.affinities.map(affinityEntry),
+        };
+        adapted.set(r, out);
+      }
+      return out;
     },
     mirrorAssignEnv: (host) => store.mirrorAssignEnv(host),
     getBlock: (cidr) => store.getBlock(cidr),
