@@ -80,7 +80,9 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   let log: Logger = createLogger('panic', io.stderr, deps.now);
   let exitCode = EXIT_OK;
   let globalAllowMismatch = false;
-  const ctx = (): CommandContext => ({ io, log, newClusterGUID: deps.newClusterGUID });
+  /** The streams commands write to: `io`, or a holding copy while a read runs beside the check. */
+  let commandIO: CommandIO = io;
+  const ctx = (): CommandContext => ({ io: commandIO, log, newClusterGUID: deps.newClusterGUID });
 
   // Upstream accepts `-a` for `get --all-namespaces` (older spelling).
   const args = [...argv];
@@ -99,21 +101,48 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     return { datastore: ds, store, ipam: new IpamClient(ds, store) };
   };
 
+  /**
+   * `fn` with a datastore connection, after the cluster version check. A read-only command
+   * (`readOnly`) runs beside the check instead, so its reads do not wait for the check's round
+   * trip; what it writes is held until the check has passed, and a mismatch prints only itself.
+   */
   const withDatastore = async (
     opts: Common,
     fn: (ds: Datastore, conn: Connection) => Promise<number>,
     check = true,
+    readOnly = false,
   ) => {
     const conn = await deps.connect(opts.config, log);
     try {
       if (check && !opts.allowVersionMismatch && !globalAllowMismatch) {
         const { checkVersionMismatch } = await import('./cluster.js');
-        await checkVersionMismatch(conn.datastore, CLIENT_VERSION);
+        const checked = checkVersionMismatch(conn.datastore, CLIENT_VERSION);
+        if (readOnly) {
+          exitCode = await besideCheck(checked, () => fn(conn.datastore, conn));
+          return;
+        }
+        await checked;
       }
       exitCode = await fn(conn.datastore, conn);
     } finally {
       await conn.close().catch(() => {});
     }
+  };
+
+  const besideCheck = async (checked: Promise<void>, run: () => Promise<number>): Promise<number> => {
+    const held: { to: 'stdout' | 'stderr'; text: string }[] = [];
+    commandIO = {
+      ...io,
+      stdout: (text) => held.push({ to: 'stdout', text }),
+      stderr: (text) => held.push({ to: 'stderr', text }),
+    };
+    const [check, ran] = await Promise.allSettled([checked, run()]).finally(() => {
+      commandIO = io;
+    });
+    if (check.status === 'rejected') throw check.reason;
+    for (const h of held) io[h.to](h.text);
+    if (ran.status === 'rejected') throw ran.reason;
+    return ran.value;
   };
 
   const program = new Command('calicoctl')
@@ -306,10 +335,15 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         o: Common & { filename?: string; output: string; allNamespaces?: boolean; export?: boolean },
       ) => {
         if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
-        return withDatastore(o, async (ds) => {
-          const { getCommand } = await import('./commands/get.js');
-          return getCommand({ ...o, kind, names }, ds, ctx());
-        });
+        return withDatastore(
+          o,
+          async (ds) => {
+            const { getCommand } = await import('./commands/get.js');
+            return getCommand({ ...o, kind, names }, ds, ctx());
+          },
+          true,
+          true,
+        );
       },
     );
 
