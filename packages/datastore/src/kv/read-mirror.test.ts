@@ -143,3 +143,27 @@ describe('KVReadMirror', () => {
     m.close();
   });
 });
+
+describe('KVReadMirror.open', () => {
+  it('rejects, and leaves no watch running, when the store closes between its read and its watches', async () => {
+    const store = new MemoryKVStore();
+    const signals: AbortSignal[] = [];
+    let watches = 0;
+    const proxy = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name === 'watch') {
+          return (prefix: string, opts: KVWatchOptions = {}) => {
+            if (++watches === 2) throw new Error('store closed');
+            if (opts.signal) signals.push(opts.signal);
+            return target.watch(prefix, opts);
+          };
+        }
+        const v = Reflect.get(target, name, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    }) as KVStore;
+    await expect(KVReadMirror.open(proxy, [{ key: '/a' }, { key: '/b' }])).rejects.toThrow('store closed');
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(true);
+  });
+});

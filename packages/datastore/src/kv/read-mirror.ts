@@ -37,9 +37,14 @@ export class KVReadMirror {
     const first = await store.readAll(reads.map((r) => ({ key: r.key, prefix: r.prefix === true })));
     const mirror = new KVReadMirror(reads, first.results);
     const from = String(Number(first.revision) + 1);
-    reads.forEach((r, i) => {
-      void mirror.#follow(store.watch(r.key, { fromRevision: from, signal: mirror.#abort.signal }), i);
-    });
+    try {
+      reads.forEach((r, i) => {
+        void mirror.#follow(store.watch(r.key, { fromRevision: from, signal: mirror.#abort.signal }), i);
+      });
+    } catch (e) {
+      mirror.close(); // the watches already started end with it
+      throw e;
+    }
     return mirror;
   }
 
