@@ -38,14 +38,7 @@ export { type BgpPeer, parseBirdProtocols, renderPeerTable } from './node/bird-s
 export { birdSocketDirs, type NodeHost, systemNodeHost } from './node/node-host.js';
 export { KIND_TABLES } from './output/columns.js';
 export { renderGoTemplate } from './output/go-template.js';
-export {
-  type OutputFormat,
-  parseOutputFormat,
-  renderJson,
-  renderTables,
-  renderTemplate,
-  renderYaml,
-  toYaml,
-} from './output/printers.js';
+export { renderJson, renderTemplate, renderYaml, toYaml } from './output/printers.js';
+export { type OutputFormat, parseOutputFormat, renderTables } from './output/tables.js';
 export { jsonPatch, mergePatch } from './resources/patch.js';
 export { CLIENT_VERSION } from './version.js';

@@ -28,7 +28,8 @@ import { type Datastore, isDatastoreError, type KVStore } from '@calico-ts/datas
 import { ensureInitialized } from '../cluster.js';
 import { CtlError } from '../errors.js';
 import type { Obj } from '../output/columns.js';
-import { goJsonIndent, listObject, toYaml } from '../output/printers.js';
+import { goJsonIndent, toYaml } from '../output/printers.js';
+import { listObject } from '../output/tables.js';
 import { describeError } from '../resources/operations.js';
 import type { CommandContext } from './context.js';
 

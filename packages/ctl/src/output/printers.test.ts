@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { CtlError } from '../errors.js';
-import { listObject, parseOutputFormat, renderJson, renderTables, renderYaml } from './printers.js';
+import { renderJson, renderYaml } from './printers.js';
+import { listObject, parseOutputFormat, renderTables } from './tables.js';
 
 const pool = {
   apiVersion: 'projectcalico.org/v3',

@@ -4,22 +4,13 @@
  * A result is what one get step returned: a list object (`<Kind>List` with `items`) when no name
  * was given, or one resource. As upstream: YAML/JSON print the only result itself, or an array of
  * results; tables print one table per result followed by a blank line; templates see the array.
- * The tables and `-o` parsing live in tables.ts (re-exported here), so a table output loads
- * neither the YAML writer nor the template engine.
+ * The tables and `-o` parsing live in tables.ts, so a table output loads neither the YAML writer
+ * nor the template engine.
  */
 import type { Obj } from './columns.js';
 import { yamlText } from './fast-yaml.js';
 import { renderGoTemplate } from './go-template.js';
 import { isList } from './tables.js';
-
-export {
-  listObject,
-  type OutputFormat,
-  parseOutputFormat,
-  renderTables,
-  resultKind,
-  type TableOptions,
-} from './tables.js';
 
 /** Go's json.MarshalIndent(v, "", "  ") of decoded JSON values, with its HTML-safe escapes. */
 export function goJsonIndent(v: unknown): string {
