@@ -102,15 +102,14 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   };
 
   /**
-   * `fn` with a datastore connection, after the cluster version check. A read-only command
-   * (`readOnly`) runs beside the check instead, so its reads do not wait for the check's round
+   * `fn` with a datastore connection, after the cluster version check (unless `check: false`). A
+   * read-only command (`readOnly`) runs beside the check instead, so its reads do not wait for the check's round
    * trip; what it writes is held until the check has passed, and a mismatch prints only itself.
    */
   const withDatastore = async (
     opts: Common,
     fn: (ds: Datastore, conn: Connection) => Promise<number>,
-    check = true,
-    readOnly = false,
+    { check = true, readOnly = false }: { check?: boolean; readOnly?: boolean } = {},
   ) => {
     const conn = await deps.connect(opts.config, log);
     try {
@@ -341,8 +340,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
             const { getCommand } = await import('./commands/get.js');
             return getCommand({ ...o, kind, names }, ds, ctx());
           },
-          true,
-          true,
+          { readOnly: true },
         );
       },
     );
@@ -426,7 +424,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         const { importCommand } = await import('./commands/datastore.js');
         return importCommand({ filename: o.filename }, { datastore: ds, kv: conn.kv }, ctx());
       },
-      false,
+      { check: false },
     ),
   );
   common(
