@@ -4,7 +4,7 @@
 // a bundle into a native executable with bun, and writing each output atomically (a test or a
 // runtime may be executing the old file while it is replaced).
 import { execFileSync } from 'node:child_process';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -40,10 +40,9 @@ export async function bundleExecutable(build, options) {
 
 /**
  * As `bundleExecutable`, but split at dynamic imports: `outdir`/main.mjs plus the chunks it loads
- * on demand (esbuild `splitting`). For `compileNative(…, { splitting: true })`: a native
- * executable then parses only the code a run reaches, not the whole program.
+ * on demand (esbuild `splitting`), for `compileNative`.
  */
-export async function bundleSplit(build, options) {
+async function bundleSplit(build, options) {
   const { outdir } = options;
   await rm(outdir, { recursive: true, force: true });
   await mkdir(outdir, { recursive: true });
@@ -179,18 +178,27 @@ function bunBinary(root) {
 }
 
 /**
- * `bundleFile` as a native single-file executable `outfile` (`bun build --compile`, JavaScriptCore
- * bytecode included): the same code, started in a fraction of Node's start-up time, reading no
- * .env or bunfig.toml from the working directory. With
- * `splitting`, `bundleFile` is the main.mjs of `bundleSplit` and its chunks stay separate inside
- * the executable, loaded when first imported.
+ * `root`/src/main.ts as a native single-file executable `outfile` (`bun build --compile`,
+ * JavaScriptCore bytecode included): the same code, started in a fraction of Node's start-up time,
+ * reading no .env or bunfig.toml from the working directory. It is bundled split at dynamic
+ * imports (in a temporary directory) and the chunks stay separate inside the executable, loaded
+ * when first imported: a run parses only the code it reaches. `options` as for `bundleExecutable`,
+ * less `outfile`.
  */
-export async function compileNative(root, bundleFile, outfile, { splitting = false } = {}) {
+export async function compileNative(build, options, outfile) {
+  const work = await mkdtemp(join(tmpdir(), 'native-split-'));
+  try {
+    const entry = await bundleSplit(build, { ...options, outdir: work });
+    await compileBundle(options.root, entry, outfile);
+    return outfile;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function compileBundle(root, entry, outfile) {
   await mkdir(dirname(outfile), { recursive: true });
   const tmp = tmpName(outfile);
-  // bun tells an ES module by its file name, and a bundle may have no extension.
-  const entry = splitting ? bundleFile : `${tmp}.mjs`;
-  if (!splitting) await copyFile(bundleFile, entry);
   try {
     execFileSync(
       bunBinary(root),
@@ -204,7 +212,7 @@ export async function compileNative(root, bundleFile, outfile, { splitting = fal
         // in the working directory (bun's default for compiled programs).
         '--no-compile-autoload-dotenv',
         '--no-compile-autoload-bunfig',
-        ...(splitting ? ['--splitting'] : []),
+        '--splitting',
         entry,
         '--outfile',
         tmp,
@@ -213,14 +221,9 @@ export async function compileNative(root, bundleFile, outfile, { splitting = fal
     );
   } catch (e) {
     await rm(tmp, { force: true });
-    throw new Error(
-      `bun build --compile ${bundleFile} failed: ${String(e.stderr ?? e.message).slice(-2000)}`,
-    );
-  } finally {
-    if (!splitting) await rm(entry, { force: true });
+    throw new Error(`bun build --compile ${entry} failed: ${String(e.stderr ?? e.message).slice(-2000)}`);
   }
   await rename(tmp, outfile);
-  return outfile;
 }
 
 /** Point each of `names` in `dir` at `target`, atomically (a program may be running from there). */

@@ -6,18 +6,11 @@
 // The native one is split at dynamic imports, so handing an ADD to the plugin service parses only
 // the few kB that takes, not the plugin.
 // The plugin talks to etcd over node:http2, so etcd3 is left out.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import {
-  bundleExecutable,
-  bundleSplit,
-  compileNative,
-  linkNames,
-  withoutEtcd3,
-} from '../../../scripts/bundle-lib.mjs';
+import { bundleExecutable, compileNative, linkNames, withoutEtcd3 } from '../../../scripts/bundle-lib.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -44,15 +37,9 @@ export async function bundle(outDir = join(root, 'bin')) {
  * `outDir`/calico-ipam a symlink to it, for a CNI_PATH.
  */
 export async function native(outDir = join(root, 'bin', 'native')) {
-  const work = await mkdtemp(join(tmpdir(), 'calico-cni-split-'));
-  try {
-    const main = await bundleSplit(build, { ...(await esbuildOptions()), outdir: work });
-    const exe = await compileNative(root, main, join(outDir, 'calico'), { splitting: true });
-    await linkNames(outDir, 'calico', ['calico-ipam']);
-    return exe;
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
+  const exe = await compileNative(build, await esbuildOptions(), join(outDir, 'calico'));
+  await linkNames(outDir, 'calico', ['calico-ipam']);
+  return exe;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -6,12 +6,10 @@
 // over node:http2, so etcd3 is left out. The git revision, when there is one, is what
 // `calicoctl version` shows as "Git commit".
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { bundleExecutable, bundleSplit, compileNative, withoutEtcd3 } from '../../../scripts/bundle-lib.mjs';
+import { bundleExecutable, compileNative, withoutEtcd3 } from '../../../scripts/bundle-lib.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -37,13 +35,7 @@ export async function bundle(outDir = join(root, 'bin')) {
 
 /** The native executable `outDir`/calicoctl, compiled from a bundle split at dynamic imports. */
 export async function native(outDir = join(root, 'bin', 'native')) {
-  const work = await mkdtemp(join(tmpdir(), 'calicoctl-split-'));
-  try {
-    const main = await bundleSplit(build, { ...esbuildOptions(), outdir: work });
-    return await compileNative(root, main, join(outDir, 'calicoctl'), { splitting: true });
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
+  return compileNative(build, esbuildOptions(), join(outDir, 'calicoctl'));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
