@@ -44,7 +44,8 @@ export interface GrpcStream {
 }
 
 export interface GrpcStreamHandlers {
-  message(m: Buffer): void;
+  /** One message, as the chunks it arrived in (`ProtoMessage`). */
+  message(m: readonly Buffer[]): void;
   /** The stream ended: `error` is an EtcdStatusError, a transport error, or undefined for a clean end. */
   end(error: Error | undefined): void;
 }
@@ -70,14 +71,14 @@ export class GrpcChannel {
 
   /**
    * A unary call with failover: `method` is the gRPC path (`etcdserverpb.KV/Range`), `metadata`
-   * extra headers (the auth token). Resolves with the reply message.
+   * extra headers (the auth token). Resolves with the reply message, as the chunks it arrived in.
    */
   async call(
     method: string,
     message: Buffer,
     metadata: Record<string, string>,
     kind: CallKind,
-  ): Promise<Buffer> {
+  ): Promise<readonly Buffer[]> {
     const attempts = Math.max(2, this.options.hosts.length);
     let lastError: unknown;
     for (let attempt = 0; attempt < attempts && !this.closed; attempt++) {
@@ -167,11 +168,11 @@ export class GrpcChannel {
     method: string,
     message: Buffer,
     metadata: Record<string, string>,
-  ): Promise<Buffer> {
+  ): Promise<readonly Buffer[]> {
     const session = await this.session(index);
     const budget = this.options.requestTimeoutMs;
-    return new Promise<Buffer>((resolve, reject) => {
-      let reply: Buffer | undefined;
+    return new Promise<readonly Buffer[]>((resolve, reject) => {
+      let reply: readonly Buffer[] | undefined;
       let req: ClientHttp2Stream;
       try {
         req = session.request(requestHeaders(method, metadata, budget), { endStream: false });
@@ -318,12 +319,14 @@ function frame(message: Buffer): Buffer {
 
 /**
  * Read a gRPC reply stream: messages as they complete, then the status from the trailers (or from
- * the headers of a trailers-only reply). Transport failures end it with Node's error.
+ * the headers of a trailers-only reply). Transport failures end it with Node's error. Exported for
+ * its tests.
  */
-function readReplies(req: ClientHttp2Stream, handlers: GrpcStreamHandlers): void {
+export function readReplies(req: ClientHttp2Stream, handlers: GrpcStreamHandlers): void {
+  /** Received bytes not yet cut into messages, `buffered` bytes in all. */
   let chunks: Buffer[] = [];
   let buffered = 0;
-  /** Bytes needed before the next frame can be cut out: a 4 MB range reply is copied once. */
+  /** Bytes needed before the next message can be cut out. */
   let need = 5;
   let status: { code: number; message: string } | undefined;
   let httpStatus = 0;
@@ -350,26 +353,49 @@ function readReplies(req: ClientHttp2Stream, handlers: GrpcStreamHandlers): void
     takeStatus(h);
   });
   req.on('trailers', takeStatus);
+  /**
+   * The next `n` buffered bytes, as views of the chunks they arrived in: a 4 MB range reply is
+   * handed over as its chunks, never copied into one buffer (see decodeRangeResponse).
+   */
+  const take = (n: number): Buffer[] => {
+    const parts: Buffer[] = [];
+    buffered -= n;
+    while (n > 0) {
+      const c = chunks[0]!;
+      if (c.length <= n) {
+        parts.push(c);
+        chunks.shift();
+        n -= c.length;
+      } else {
+        parts.push(c.subarray(0, n));
+        chunks[0] = c.subarray(n);
+        n = 0;
+      }
+    }
+    return parts;
+  };
   req.on('data', (chunk: Buffer) => {
+    if (done || chunk.length === 0) return;
     chunks.push(chunk);
     buffered += chunk.length;
-    if (buffered < need || done) return;
-    let buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, buffered);
-    chunks = [];
-    while (buf.length >= 5 && !done) {
-      if (buf[0] !== 0) {
+    while (buffered >= need && !done) {
+      // A frame header split across chunks (rare): join what is buffered.
+      if (chunks[0]!.length < 5) chunks = [Buffer.concat(chunks, buffered)];
+      const first = chunks[0]!;
+      if (first[0] !== 0) {
         req.close(NGHTTP2_CANCEL);
         end(new Error('etcd sent a compressed message, which this client did not ask for'));
         return;
       }
-      const len = buf.readUInt32BE(1);
-      if (buf.length < 5 + len) break;
-      handlers.message(buf.subarray(5, 5 + len));
-      buf = buf.subarray(5 + len);
+      const len = first.readUInt32BE(1);
+      if (buffered < 5 + len) {
+        need = 5 + len;
+        return;
+      }
+      take(5);
+      need = 5;
+      handlers.message(take(len));
     }
-    need = buf.length >= 5 ? 5 + buf.readUInt32BE(1) : 5;
-    buffered = buf.length;
-    if (buffered > 0) chunks.push(buf);
   });
   req.on('error', (e) => end(e));
   req.on('close', () => {

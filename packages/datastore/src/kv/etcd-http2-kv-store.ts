@@ -1,5 +1,5 @@
 import { DatastoreError } from '../errors.js';
-import { type CallKind, GrpcChannel, type GrpcStream } from './etcd-grpc-channel.js';
+import { type CallKind, GrpcChannel, type GrpcStream, type GrpcStreamHandlers } from './etcd-grpc-channel.js';
 import { classifyEtcdHttp2Error, EtcdStatusError } from './etcd-http2-errors.js';
 import {
   DEFAULT_DIAL_TIMEOUT_MS,
@@ -20,6 +20,7 @@ import {
   decodeWatchResponse,
   deleteRangeRequest,
   leaseGrantRequest,
+  type ProtoMessage,
   type ProtoWriter,
   putRequest,
   rangeRequest,
@@ -339,16 +340,18 @@ export class EtcdHttp2KVStore implements KVStore {
   }
 
   /** @internal Open a Watch stream with this store's credentials. */
-  async openWatchStream(
-    what: string,
-    handlers: { message(m: Buffer): void; end(error: Error | undefined): void },
-  ): Promise<GrpcStream> {
+  async openWatchStream(what: string, handlers: GrpcStreamHandlers): Promise<GrpcStream> {
     const metadata = await this.metadata(what);
     return this.channel.openStream(WATCH, metadata, handlers);
   }
 
   /** One unary call, classified errors, the auth token renewed once if etcd rejects it. */
-  private async call(method: string, request: ProtoWriter, what: string, kind: CallKind): Promise<Buffer> {
+  private async call(
+    method: string,
+    request: ProtoWriter,
+    what: string,
+    kind: CallKind,
+  ): Promise<ProtoMessage> {
     this.checkOpen();
     const message = request.finish();
     for (let renewed = false; ; renewed = true) {

@@ -246,6 +246,31 @@ describe('etcd protobuf codec', () => {
     });
   });
 
+  it('decodes a range reply from the chunks it arrived in, wherever they were cut', () => {
+    const reply = encodeTheirs('RangeResponse', {
+      header: { revision: '300' },
+      kvs: [
+        { key: b('/a/ü'), value: b('{"x":"é"}'), create_revision: 200, mod_revision: 290, lease: '7' },
+        { key: b('/b'), value: b(''), create_revision: 201, mod_revision: 201 },
+        { key: b('/c'), value: b('x'.repeat(300)), create_revision: 1, mod_revision: 2 },
+      ],
+      count: 3,
+    });
+    const expected = decodeRangeResponse(reply);
+    expect(expected.kvs.map((kv) => kv.key)).toEqual(['/a/ü', '/b', '/c']);
+    for (let cut = 0; cut <= reply.length; cut++) {
+      expect(decodeRangeResponse([reply.subarray(0, cut), reply.subarray(cut)])).toEqual(expected);
+    }
+    const bytes = [...reply].map((x) => Buffer.from([x]));
+    expect(decodeRangeResponse(bytes)).toEqual(expected);
+    expect(decodeRangeResponse([])).toEqual({ revision: 0, kvs: [] });
+    // Cut short anywhere inside a field, the chunks are refused as the joined buffer is.
+    for (const end of [1, 3, reply.length - 1]) {
+      const parts = [reply.subarray(0, 2), reply.subarray(2, end)];
+      expect(() => decodeRangeResponse(parts)).toThrow(ProtoError);
+    }
+  });
+
   it('rejects a truncated reply instead of inventing fields', () => {
     const full = encodeTheirs('RangeResponse', { kvs: [{ key: b('/a'), value: b('abcdef') }] });
     expect(() => decodeRangeResponse(full.subarray(0, full.length - 2))).toThrow(ProtoError);

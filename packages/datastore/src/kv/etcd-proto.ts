@@ -99,13 +99,22 @@ export class ProtoWriter {
   }
 }
 
-/** Reads one message's fields from `buf[pos, end)`. */
+/** A field's tag as it appears on the wire: its number and its wire type in one varint. */
+function tagOf(field: number, wire: number): number {
+  return field * 8 + wire;
+}
+
+/**
+ * Reads one message's fields from `buf[pos, end)`. Built for replies of thousands of key-values:
+ * a tag is one number compared against constants (`tagOf`), and a nested message is read in place
+ * (`nested`) by narrowing `end`, so decoding allocates only what it returns.
+ */
 class ProtoReader {
   pos: number;
   constructor(
     readonly buf: Buffer,
     start: number,
-    readonly end: number,
+    public end: number,
   ) {
     this.pos = start;
   }
@@ -141,51 +150,160 @@ class ProtoReader {
     throw new ProtoError('varint longer than 10 bytes');
   }
 
-  /** The next tag as [field, wire type]. */
-  tag(): [number, number] {
-    const t = this.varint();
-    return [Math.floor(t / 8), t & 7];
+  /** The next tag (`tagOf(field, wire)`). */
+  tag(): number {
+    return this.varint();
   }
 
-  /** The bounds of a length-delimited field's payload; the reader moves past it. */
-  span(): [number, number] {
+  /** A length-delimited field's payload length, checked against the message; `pos` is at its start. */
+  private length(): number {
     const len = this.varint();
-    const start = this.pos;
-    const end = start + len;
-    if (end > this.end) throw new ProtoError('field runs past the end of its message');
-    this.pos = end;
-    return [start, end];
+    if (this.pos + len > this.end) throw new ProtoError('field runs past the end of its message');
+    return len;
   }
 
   string(): string {
-    const [s, e] = this.span();
-    return this.buf.toString('utf8', s, e);
+    const len = this.length();
+    const start = this.pos;
+    this.pos = start + len;
+    return this.buf.toString('utf8', start, this.pos);
   }
 
-  sub(): ProtoReader {
-    const [s, e] = this.span();
-    return new ProtoReader(this.buf, s, e);
+  /** The message in the next length-delimited field, read by `read` in place; then the field after it. */
+  nested<T>(read: (r: ProtoReader) => T): T {
+    const len = this.length();
+    const outer = this.end;
+    const end = this.pos + len;
+    this.end = end;
+    const out = read(this);
+    this.pos = end;
+    this.end = outer;
+    return out;
   }
 
-  skip(wire: number): void {
-    switch (wire) {
+  /** Skip a field of wire type `tag & 7`. */
+  skip(tag: number): void {
+    switch (tag & 7) {
       case VARINT:
         this.varint();
         return;
       case I64:
         this.pos += 8;
         break;
-      case LEN:
-        this.span();
+      case LEN: {
+        const len = this.length(); // reads the length first: `pos +=` would add to the old pos
+        this.pos += len;
         return;
+      }
       case I32:
         this.pos += 4;
         break;
       default:
-        throw new ProtoError(`unsupported wire type ${wire}`);
+        throw new ProtoError(`unsupported wire type ${tag & 7}`);
     }
     if (this.pos > this.end) throw new ProtoError('field runs past the end of its message');
   }
+}
+
+/**
+ * The top-level fields of a message that arrived as several chunks (a large range reply comes in
+ * hundreds), read without joining the chunks: a field's payload is a view of its chunk, or a copy
+ * of just its bytes when it straddles two. Nested messages are then read by a `ProtoReader`.
+ */
+class ChunkedReader {
+  private part = 0;
+  private pos = 0;
+  constructor(private readonly parts: readonly Buffer[]) {
+    this.settle();
+  }
+
+  get more(): boolean {
+    return this.part < this.parts.length;
+  }
+
+  /** Step over exhausted (and empty) chunks. */
+  private settle(): void {
+    const parts = this.parts;
+    while (this.part < parts.length && this.pos >= parts[this.part]!.length) {
+      this.pos -= parts[this.part]!.length;
+      this.part++;
+    }
+  }
+
+  varint(): number {
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 10; i++) {
+      if (!this.more) throw new ProtoError('truncated varint');
+      const b = this.parts[this.part]![this.pos++]!;
+      this.settle();
+      result += (b & 0x7f) * mul;
+      if (b < 0x80) return result;
+      mul *= 0x80;
+    }
+    throw new ProtoError('varint longer than 10 bytes');
+  }
+
+  tag(): number {
+    return this.varint();
+  }
+
+  /** The next `len` bytes: a view when they lie in one chunk, else a copy. */
+  private bytes(len: number): Buffer {
+    const chunk = this.parts[this.part];
+    if (chunk && this.pos + len <= chunk.length) {
+      const out = chunk.subarray(this.pos, this.pos + len);
+      this.pos += len;
+      this.settle();
+      return out;
+    }
+    const out = Buffer.allocUnsafe(len);
+    for (let filled = 0; filled < len; ) {
+      if (!this.more) throw new ProtoError('field runs past the end of its message');
+      const c = this.parts[this.part]!;
+      const n = Math.min(len - filled, c.length - this.pos);
+      c.copy(out, filled, this.pos, this.pos + n);
+      filled += n;
+      this.pos += n;
+      this.settle();
+    }
+    return out;
+  }
+
+  nested<T>(read: (r: ProtoReader) => T): T {
+    const payload = this.bytes(this.varint());
+    return read(new ProtoReader(payload, 0, payload.length));
+  }
+
+  skip(tag: number): void {
+    switch (tag & 7) {
+      case VARINT:
+        this.varint();
+        return;
+      case I64:
+        this.bytes(8);
+        return;
+      case LEN:
+        this.bytes(this.varint());
+        return;
+      case I32:
+        this.bytes(4);
+        return;
+      default:
+        throw new ProtoError(`unsupported wire type ${tag & 7}`);
+    }
+  }
+}
+
+/** What the decoders below read fields through: one buffer, or the chunks a message came in. */
+type FieldReader = Pick<ProtoReader, 'more' | 'tag' | 'varint' | 'nested' | 'skip'>;
+
+/** A reply message as the transport hands it over: one buffer, or the chunks it arrived in. */
+export type ProtoMessage = Buffer | readonly Buffer[];
+
+function joined(msg: ProtoMessage): Buffer {
+  if (Buffer.isBuffer(msg)) return msg;
+  return msg.length === 1 ? msg[0]! : Buffer.concat(msg);
 }
 
 export class ProtoError extends Error {
@@ -358,9 +476,9 @@ export interface LeaseGrantResponse {
 function header(r: ProtoReader): number {
   let revision = 0;
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 3 && w === VARINT) revision = r.varint();
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(3, VARINT)) revision = r.varint();
+    else r.skip(t);
   }
   return revision;
 }
@@ -368,23 +486,23 @@ function header(r: ProtoReader): number {
 function keyValue(r: ProtoReader): WireKV {
   const kv: WireKV = { key: '', value: '', createRevision: 0, modRevision: 0 };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) kv.key = r.string();
-    else if (f === 5 && w === LEN) kv.value = r.string();
-    else if (f === 2 && w === VARINT) kv.createRevision = r.varint();
-    else if (f === 3 && w === VARINT) kv.modRevision = r.varint();
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) kv.key = r.string();
+    else if (t === tagOf(5, LEN)) kv.value = r.string();
+    else if (t === tagOf(2, VARINT)) kv.createRevision = r.varint();
+    else if (t === tagOf(3, VARINT)) kv.modRevision = r.varint();
+    else r.skip(t);
   }
   return kv;
 }
 
-function rangeResponseOf(r: ProtoReader): RangeResponse {
+function rangeResponseOf(r: FieldReader): RangeResponse {
   const out: RangeResponse = { revision: 0, kvs: [] };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) out.revision = header(r.sub());
-    else if (f === 2 && w === LEN) out.kvs.push(keyValue(r.sub()));
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) out.revision = r.nested(header);
+    else if (t === tagOf(2, LEN)) out.kvs.push(r.nested(keyValue));
+    else r.skip(t);
   }
   return out;
 }
@@ -392,10 +510,10 @@ function rangeResponseOf(r: ProtoReader): RangeResponse {
 function putResponseOf(r: ProtoReader): PutResponse {
   const out: PutResponse = { revision: 0 };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) out.revision = header(r.sub());
-    else if (f === 2 && w === LEN) out.prevKv = keyValue(r.sub());
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) out.revision = r.nested(header);
+    else if (t === tagOf(2, LEN)) out.prevKv = r.nested(keyValue);
+    else r.skip(t);
   }
   return out;
 }
@@ -403,10 +521,10 @@ function putResponseOf(r: ProtoReader): PutResponse {
 function deleteRangeResponseOf(r: ProtoReader): DeleteRangeResponse {
   const out: DeleteRangeResponse = { revision: 0, prevKvs: [] };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) out.revision = header(r.sub());
-    else if (f === 3 && w === LEN) out.prevKvs.push(keyValue(r.sub()));
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) out.revision = r.nested(header);
+    else if (t === tagOf(3, LEN)) out.prevKvs.push(r.nested(keyValue));
+    else r.skip(t);
   }
   return out;
 }
@@ -414,40 +532,42 @@ function deleteRangeResponseOf(r: ProtoReader): DeleteRangeResponse {
 function responseOp(r: ProtoReader): ResponseOp {
   const out: ResponseOp = {};
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) out.range = rangeResponseOf(r.sub());
-    else if (f === 2 && w === LEN) out.put = putResponseOf(r.sub());
-    else if (f === 3 && w === LEN) out.deleteRange = deleteRangeResponseOf(r.sub());
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) out.range = r.nested(rangeResponseOf);
+    else if (t === tagOf(2, LEN)) out.put = r.nested(putResponseOf);
+    else if (t === tagOf(3, LEN)) out.deleteRange = r.nested(deleteRangeResponseOf);
+    else r.skip(t);
   }
   return out;
 }
 
-function whole(buf: Buffer): ProtoReader {
+function whole(msg: ProtoMessage): ProtoReader {
+  const buf = joined(msg);
   return new ProtoReader(buf, 0, buf.length);
 }
 
-export function decodeRangeResponse(buf: Buffer): RangeResponse {
-  return rangeResponseOf(whole(buf));
+/** A range reply; one of thousands of key-values is decoded from its chunks without joining them. */
+export function decodeRangeResponse(msg: ProtoMessage): RangeResponse {
+  return rangeResponseOf(Buffer.isBuffer(msg) || msg.length === 1 ? whole(msg) : new ChunkedReader(msg));
 }
 
-export function decodePutResponse(buf: Buffer): PutResponse {
-  return putResponseOf(whole(buf));
+export function decodePutResponse(msg: ProtoMessage): PutResponse {
+  return putResponseOf(whole(msg));
 }
 
-export function decodeDeleteRangeResponse(buf: Buffer): DeleteRangeResponse {
-  return deleteRangeResponseOf(whole(buf));
+export function decodeDeleteRangeResponse(msg: ProtoMessage): DeleteRangeResponse {
+  return deleteRangeResponseOf(whole(msg));
 }
 
-export function decodeTxnResponse(buf: Buffer): TxnResponse {
-  const r = whole(buf);
+export function decodeTxnResponse(msg: ProtoMessage): TxnResponse {
+  const r = whole(msg);
   const out: TxnResponse = { revision: 0, succeeded: false, responses: [] };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) out.revision = header(r.sub());
-    else if (f === 2 && w === VARINT) out.succeeded = r.varint() !== 0;
-    else if (f === 3 && w === LEN) out.responses.push(responseOp(r.sub()));
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) out.revision = r.nested(header);
+    else if (t === tagOf(2, VARINT)) out.succeeded = r.varint() !== 0;
+    else if (t === tagOf(3, LEN)) out.responses.push(r.nested(responseOp));
+    else r.skip(t);
   }
   return out;
 }
@@ -457,19 +577,19 @@ function watchEvent(r: ProtoReader): WatchEvent {
   let kv: WireKV | undefined;
   let prevKv: WireKV | undefined;
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === VARINT) type = r.varint() === 1 ? 'delete' : 'put';
-    else if (f === 2 && w === LEN) kv = keyValue(r.sub());
-    else if (f === 3 && w === LEN) prevKv = keyValue(r.sub());
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, VARINT)) type = r.varint() === 1 ? 'delete' : 'put';
+    else if (t === tagOf(2, LEN)) kv = r.nested(keyValue);
+    else if (t === tagOf(3, LEN)) prevKv = r.nested(keyValue);
+    else r.skip(t);
   }
   const ev: WatchEvent = { type, kv: kv ?? { key: '', value: '', createRevision: 0, modRevision: 0 } };
   if (prevKv) ev.prevKv = prevKv;
   return ev;
 }
 
-export function decodeWatchResponse(buf: Buffer): WatchResponse {
-  const r = whole(buf);
+export function decodeWatchResponse(msg: ProtoMessage): WatchResponse {
+  const r = whole(msg);
   const out: WatchResponse = {
     revision: 0,
     watchId: 0,
@@ -480,39 +600,39 @@ export function decodeWatchResponse(buf: Buffer): WatchResponse {
     events: [],
   };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 1 && w === LEN) out.revision = header(r.sub());
-    else if (f === 2 && w === VARINT) out.watchId = r.varint();
-    else if (f === 3 && w === VARINT) out.created = r.varint() !== 0;
-    else if (f === 4 && w === VARINT) out.canceled = r.varint() !== 0;
-    else if (f === 5 && w === VARINT) out.compactRevision = r.varint();
-    else if (f === 6 && w === LEN) out.cancelReason = r.string();
-    else if (f === 11 && w === LEN) out.events.push(watchEvent(r.sub()));
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(1, LEN)) out.revision = r.nested(header);
+    else if (t === tagOf(2, VARINT)) out.watchId = r.varint();
+    else if (t === tagOf(3, VARINT)) out.created = r.varint() !== 0;
+    else if (t === tagOf(4, VARINT)) out.canceled = r.varint() !== 0;
+    else if (t === tagOf(5, VARINT)) out.compactRevision = r.varint();
+    else if (t === tagOf(6, LEN)) out.cancelReason = r.string();
+    else if (t === tagOf(11, LEN)) out.events.push(r.nested(watchEvent));
+    else r.skip(t);
   }
   return out;
 }
 
-export function decodeLeaseGrantResponse(buf: Buffer): LeaseGrantResponse {
-  const r = whole(buf);
+export function decodeLeaseGrantResponse(msg: ProtoMessage): LeaseGrantResponse {
+  const r = whole(msg);
   const out: LeaseGrantResponse = { id: 0n, ttl: 0, error: '' };
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 2 && w === VARINT) out.id = r.bigVarint();
-    else if (f === 3 && w === VARINT) out.ttl = r.varint();
-    else if (f === 4 && w === LEN) out.error = r.string();
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(2, VARINT)) out.id = r.bigVarint();
+    else if (t === tagOf(3, VARINT)) out.ttl = r.varint();
+    else if (t === tagOf(4, LEN)) out.error = r.string();
+    else r.skip(t);
   }
   return out;
 }
 
-export function decodeAuthenticateResponse(buf: Buffer): { token: string } {
-  const r = whole(buf);
+export function decodeAuthenticateResponse(msg: ProtoMessage): { token: string } {
+  const r = whole(msg);
   let token = '';
   while (r.more) {
-    const [f, w] = r.tag();
-    if (f === 2 && w === LEN) token = r.string();
-    else r.skip(w);
+    const t = r.tag();
+    if (t === tagOf(2, LEN)) token = r.string();
+    else r.skip(t);
   }
   return { token };
 }
