@@ -20,6 +20,7 @@ import {
   normalizeDatastoreType,
   splitEndpoints,
 } from './client-config.js';
+import { parsePlainMapping } from './plain-yaml.js';
 
 type FieldType = 'string' | 'boolean' | 'number';
 
@@ -94,14 +95,7 @@ export interface ParsedConfig {
  */
 export function parseCalicoctlConfig(text: string, source: string): ParsedConfig {
   const fail = (message: string) => new DatastoreError('config', `${source}: ${message}`);
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0]!;
-    const line = lineCounter.linePos(e.pos[0]).line;
-    throw fail(`not valid YAML or JSON${line ? ` (line ${line})` : ''}: ${e.message.split('\n')[0]}`);
-  }
-  const root: unknown = doc.toJS();
+  const root: unknown = parsePlainMapping(text) ?? parseYaml(text, fail);
   if (!isPlainObject(root)) {
     throw fail('expected a mapping with apiVersion, kind, metadata and spec');
   }
@@ -183,6 +177,18 @@ export function parseCalicoctlConfig(text: string, source: string): ParsedConfig
     }
   }
   return { config, warnings };
+}
+
+/** Any YAML or JSON document, with the YAML library; its first error, with a line, is thrown. */
+function parseYaml(text: string, fail: (message: string) => DatastoreError): unknown {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    const line = lineCounter.linePos(e.pos[0]).line;
+    throw fail(`not valid YAML or JSON${line ? ` (line ${line})` : ''}: ${e.message.split('\n')[0]}`);
+  }
+  return doc.toJS();
 }
 
 function setField(
