@@ -49,6 +49,23 @@ export interface CliDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** The top-level commands, in the order help lists them, with their descriptions. */
+const COMMANDS = {
+  create: 'Create resources by file, directory or stdin.',
+  replace: 'Replace existing resources by file, directory or stdin.',
+  apply: 'Apply resources by file, directory or stdin: create what is new, replace what exists.',
+  patch: 'Patch a resource in place.',
+  delete: 'Delete resources by file, directory, stdin, or kind and names.',
+  get: 'Display resources by file, directory, stdin, or kind and names.',
+  label: 'Add, update or remove a label of a resource.',
+  validate: 'Validate resources by file, directory or stdin, offline.',
+  version: 'Display the client and cluster versions.',
+  datastore: 'Calico datastore management.',
+  completion: 'Print a shell completion script (bash or zsh).',
+  ipam: 'IP address management.',
+  node: 'Calico node management.',
+} as const;
+
 const DATASTORE_INTRO =
   'Set the Calico datastore access information in the environment variables or\nsupply details in a config file.\n\n';
 
@@ -199,353 +216,381 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   };
   const kindsHelp = `\nValid resource types are:\n\n${kindHelpList()}\n\nThe resource type is case-insensitive and may be pluralized.\n`;
 
-  common(
-    fileOptions(
-      program.command('create').description('Create resources by file, directory or stdin.'),
-      true,
-    ).option('--skip-exists', 'treat resources that already exist as created'),
-    { namespace: true },
-  )
-    .addHelpText(
-      'after',
-      `\n${DATASTORE_INTRO}Every document is validated before any is written.${kindsHelp}`,
+  /**
+   * Commander builds a whole command tree in ~3 ms, more than some commands spend on their own
+   * work; so only the command that runs is defined in full. Every other one is entered with just
+   * its name and description, in the same place, so unknown-command errors and suggestions are
+   * unchanged. The full tree is built when the command line names no known command, or asks for
+   * help anywhere (the command list shows each one's arguments and options).
+   */
+  const wanted = args[cmdIndex];
+  const fullTree =
+    wanted === undefined ||
+    !Object.hasOwn(COMMANDS, wanted) ||
+    args.some((a) => a === '-h' || a === '--help');
+  const inFull = (name: keyof typeof COMMANDS): boolean => {
+    if (fullTree || name === wanted) return true;
+    top(name);
+    return false;
+  };
+  const top = (name: keyof typeof COMMANDS) => program.command(name).description(COMMANDS[name]);
+
+  if (inFull('create')) {
+    common(
+      fileOptions(top('create'), true).option(
+        '--skip-exists',
+        'treat resources that already exist as created',
+      ),
+      { namespace: true },
     )
-    .action(
+      .addHelpText(
+        'after',
+        `\n${DATASTORE_INTRO}Every document is validated before any is written.${kindsHelp}`,
+      )
+      .action(
+        async (
+          o: Common & { filename: string; recursive?: boolean; skipEmpty?: boolean; skipExists?: boolean },
+        ) =>
+          withDatastore(o, async (ds) => {
+            const { createCommand } = await import('./commands/write.js');
+            return createCommand(o, ds, ctx());
+          }),
+      );
+  }
+
+  if (inFull('replace')) {
+    common(fileOptions(top('replace'), true), {
+      namespace: true,
+    })
+      .addHelpText('after', `\n${DATASTORE_INTRO}A resource that does not exist is an error.${kindsHelp}`)
+      .action(async (o: Common & { filename: string }) =>
+        withDatastore(o, async (ds) => {
+          const { replaceCommand } = await import('./commands/write.js');
+          return replaceCommand(o, ds, ctx());
+        }),
+      );
+  }
+
+  if (inFull('apply')) {
+    common(fileOptions(top('apply'), true), { namespace: true })
+      .addHelpText(
+        'after',
+        `\n${DATASTORE_INTRO}Give the complete resource: its spec replaces the stored one. Calico v1 documents\n(apiVersion: v1, e.g. kind: ipPool) are converted to projectcalico.org/v3 first.${kindsHelp}`,
+      )
+      .action(async (o: Common & { filename: string }) =>
+        withDatastore(o, async (ds) => {
+          const { applyCommand } = await import('./commands/write.js');
+          return applyCommand(o, ds, ctx());
+        }),
+      );
+  }
+
+  if (inFull('patch')) {
+    common(
+      top('patch')
+        .argument('<KIND>')
+        .argument('<NAME>')
+        .requiredOption('-p, --patch <PATCH>', 'the patch, JSON')
+        .option('-t, --type <TYPE>', 'strategic (default), merge (RFC 7386) or json (RFC 6902)', 'strategic'),
+      { namespace: true },
+    )
+      .addHelpText('after', kindsHelp)
+      .action(async (kind: string, name: string, o: Common & { patch: string; type: string }) =>
+        withDatastore(o, async (ds) => {
+          const { patchCommand } = await import('./commands/patch.js');
+          return patchCommand(
+            { kind, name, patch: o.patch, type: o.type, namespace: o.namespace },
+            ds,
+            ctx(),
+          );
+        }),
+      );
+  }
+
+  if (inFull('delete')) {
+    common(
+      fileOptions(top('delete').argument('[KIND]').argument('[NAME...]'), false).option(
+        '-s, --skip-not-exists',
+        'treat resources that do not exist as deleted',
+      ),
+      { namespace: true },
+    )
+      .addHelpText('after', kindsHelp)
+      .action(
+        async (
+          kind: string | undefined,
+          names: string[],
+          o: Common & { filename?: string; skipNotExists?: boolean },
+        ) => {
+          if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
+          return withDatastore(o, async (ds, conn) => {
+            const { deleteCommand } = await import('./commands/write.js');
+            const ipam = conn.kv ? (await ipamOf(ds, conn)).ipam : undefined;
+            const deps = ipam
+              ? {
+                  pools: { releasePoolAffinities: (cidr: string) => ipam.releasePoolAffinities(cidr), sleep },
+                  nodeIpam: ipam,
+                }
+              : {};
+            return deleteCommand({ ...o, kind, names }, ds, ctx(), deps);
+          });
+        },
+      );
+  }
+
+  if (inFull('get')) {
+    common(
+      fileOptions(top('get').argument('[KIND]').argument('[NAME...]'), false)
+        .option(
+          '-o, --output <OUTPUT>',
+          'ps, wide, yaml, json, custom-columns=..., go-template=..., go-template-file=...',
+          'ps',
+        )
+        .option('-A, --all-namespaces', 'list across all namespaces')
+        .option('--export', 'strip cluster-specific metadata (with names only)'),
+      { namespace: true },
+    )
+      .addHelpText('after', kindsHelp)
+      .action(
+        async (
+          kind: string | undefined,
+          names: string[],
+          o: Common & { filename?: string; output: string; allNamespaces?: boolean; export?: boolean },
+        ) => {
+          if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
+          return withDatastore(
+            o,
+            async (ds) => {
+              const { getCommand } = await import('./commands/get.js');
+              return getCommand({ ...o, kind, names }, ds, ctx());
+            },
+            { readOnly: true },
+          );
+        },
+      );
+  }
+
+  if (inFull('label')) {
+    common(
+      top('label')
+        .argument('<KIND>')
+        .argument('<NAME>')
+        .argument('<LABEL>', 'key=value, or key with --remove')
+        .option('--overwrite', 'replace the value of an existing key')
+        .option('--remove', 'remove the key'),
+      { namespace: true },
+    ).action(
       async (
-        o: Common & { filename: string; recursive?: boolean; skipEmpty?: boolean; skipExists?: boolean },
+        kind: string,
+        name: string,
+        label: string,
+        o: Common & { overwrite?: boolean; remove?: boolean },
       ) =>
         withDatastore(o, async (ds) => {
-          const { createCommand } = await import('./commands/write.js');
-          return createCommand(o, ds, ctx());
+          const { labelCommand } = await import('./commands/label.js');
+          return labelCommand(
+            { kind, name, label, overwrite: o.overwrite, remove: o.remove, namespace: o.namespace },
+            ds,
+            ctx(),
+          );
         }),
     );
+  }
 
-  common(
-    fileOptions(
-      program.command('replace').description('Replace existing resources by file, directory or stdin.'),
-      true,
-    ),
-    {
-      namespace: true,
-    },
-  )
-    .addHelpText('after', `\n${DATASTORE_INTRO}A resource that does not exist is an error.${kindsHelp}`)
-    .action(async (o: Common & { filename: string }) =>
-      withDatastore(o, async (ds) => {
-        const { replaceCommand } = await import('./commands/write.js');
-        return replaceCommand(o, ds, ctx());
+  if (inFull('validate')) {
+    fileOptions(top('validate'), true)
+      .option('--allow-version-mismatch', 'accepted for compatibility; validate never contacts a datastore')
+      .addHelpText('after', kindsHelp)
+      .action(async (o: { filename: string; recursive?: boolean; skipEmpty?: boolean }) => {
+        const { validateCommand } = await import('./commands/validate.js');
+        exitCode = await validateCommand(o, ctx());
+      });
+  }
+
+  if (inFull('version')) {
+    common(top('version'))
+      .option('--poll <POLL>', 'poll the cluster information every POLL (e.g. 1s, 10m)')
+      .action(async (o: Common & { poll?: string }) => {
+        const { versionCommand } = await import('./commands/version.js');
+        let conn: Connection | undefined;
+        try {
+          exitCode = await versionCommand(
+            { poll: o.poll },
+            async () => {
+              conn = await deps.connect(o.config, log);
+              return conn.datastore;
+            },
+            ctx(),
+          );
+        } finally {
+          await conn?.close().catch(() => {});
+        }
+      });
+  }
+
+  if (inFull('datastore')) {
+    const datastore = top('datastore');
+    const migrate = datastore.command('migrate').description('Migrate the contents of an etcdv3 datastore.');
+    common(
+      migrate.command('export').description('Export the whole datastore (lock it first) to stdout.'),
+    ).action(async (o: Common) =>
+      withDatastore(o, async (ds, conn) => {
+        const { exportCommand } = await import('./commands/datastore.js');
+        return exportCommand({ datastore: ds, kv: conn.kv }, ctx());
       }),
     );
-
-  common(
-    fileOptions(
-      program
-        .command('apply')
-        .description('Apply resources by file, directory or stdin: create what is new, replace what exists.'),
-      true,
-    ),
-    { namespace: true },
-  )
-    .addHelpText(
-      'after',
-      `\n${DATASTORE_INTRO}Give the complete resource: its spec replaces the stored one. Calico v1 documents\n(apiVersion: v1, e.g. kind: ipPool) are converted to projectcalico.org/v3 first.${kindsHelp}`,
-    )
-    .action(async (o: Common & { filename: string }) =>
+    common(
+      migrate
+        .command('import')
+        .description('Import an export into an empty datastore.')
+        .requiredOption('-f, --filename <FILENAME>', 'the export file, or - for stdin'),
+    ).action(async (o: Common & { filename: string }) =>
+      withDatastore(
+        o,
+        async (ds, conn) => {
+          const { importCommand } = await import('./commands/datastore.js');
+          return importCommand({ filename: o.filename }, { datastore: ds, kv: conn.kv }, ctx());
+        },
+        { check: false },
+      ),
+    );
+    common(
+      migrate.command('lock').description('Lock the datastore (datastoreReady: false) for migration.'),
+    ).action(async (o: Common) =>
       withDatastore(o, async (ds) => {
-        const { applyCommand } = await import('./commands/write.js');
-        return applyCommand(o, ds, ctx());
+        const { lockCommand } = await import('./commands/datastore.js');
+        return lockCommand(ds, ctx());
       }),
     );
-
-  common(
-    program
-      .command('patch')
-      .description('Patch a resource in place.')
-      .argument('<KIND>')
-      .argument('<NAME>')
-      .requiredOption('-p, --patch <PATCH>', 'the patch, JSON')
-      .option('-t, --type <TYPE>', 'strategic (default), merge (RFC 7386) or json (RFC 6902)', 'strategic'),
-    { namespace: true },
-  )
-    .addHelpText('after', kindsHelp)
-    .action(async (kind: string, name: string, o: Common & { patch: string; type: string }) =>
-      withDatastore(o, async (ds) => {
-        const { patchCommand } = await import('./commands/patch.js');
-        return patchCommand({ kind, name, patch: o.patch, type: o.type, namespace: o.namespace }, ds, ctx());
-      }),
+    common(migrate.command('unlock').description('Unlock the datastore (datastoreReady: true).')).action(
+      async (o: Common) =>
+        withDatastore(o, async (ds) => {
+          const { unlockCommand } = await import('./commands/datastore.js');
+          return unlockCommand(ds, ctx());
+        }),
     );
+  }
 
-  common(
-    fileOptions(
-      program
-        .command('delete')
-        .description('Delete resources by file, directory, stdin, or kind and names.')
-        .argument('[KIND]')
-        .argument('[NAME...]'),
-      false,
-    ).option('-s, --skip-not-exists', 'treat resources that do not exist as deleted'),
-    { namespace: true },
-  )
-    .addHelpText('after', kindsHelp)
-    .action(
+  if (inFull('completion')) {
+    top('completion')
+      .argument('<SHELL>')
+      .action(async (shell: string) => {
+        const { completionCommand } = await import('./commands/completion.js');
+        exitCode = completionCommand(shell, ctx());
+      });
+  }
+
+  if (inFull('ipam')) {
+    const ipam = top('ipam');
+    const ipamCommands = () => import('./commands/ipam.js');
+    const withIpam = (o: Common, fn: (deps: IpamDeps) => Promise<number>) =>
+      withDatastore(o, async (ds, conn) => fn(await ipamOf(ds, conn)));
+    common(
+      ipam
+        .command('show')
+        .description('Show details of a Calico assigned IP address, or of overall IP usage.')
+        .option('--ip <IP>', 'report whether this IP address is in use, and by whom')
+        .option('--show-blocks', 'show detailed information for IP blocks as well as pools')
+        .option('--show-borrowed', 'show detailed information for "borrowed" IP addresses')
+        .option('--show-configuration', 'show the current Calico IPAM configuration'),
+    ).action(
       async (
-        kind: string | undefined,
-        names: string[],
-        o: Common & { filename?: string; skipNotExists?: boolean },
+        o: Common & {
+          ip?: string;
+          showBlocks?: boolean;
+          showBorrowed?: boolean;
+          showConfiguration?: boolean;
+        },
       ) => {
-        if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
-        return withDatastore(o, async (ds, conn) => {
-          const { deleteCommand } = await import('./commands/write.js');
-          const ipam = conn.kv ? (await ipamOf(ds, conn)).ipam : undefined;
-          const deps = ipam
-            ? {
-                pools: { releasePoolAffinities: (cidr: string) => ipam.releasePoolAffinities(cidr), sleep },
-                nodeIpam: ipam,
-              }
-            : {};
-          return deleteCommand({ ...o, kind, names }, ds, ctx(), deps);
-        });
+        const chosen = [o.ip !== undefined, o.showBlocks, o.showBorrowed, o.showConfiguration].filter(
+          Boolean,
+        );
+        if (chosen.length > 1) throw usageError(args);
+        return withIpam(o, async (d) => (await ipamCommands()).ipamShowCommand(o, d, ctx()));
       },
     );
-
-  common(
-    fileOptions(
-      program
-        .command('get')
-        .description('Display resources by file, directory, stdin, or kind and names.')
-        .argument('[KIND]')
-        .argument('[NAME...]'),
-      false,
-    )
-      .option(
-        '-o, --output <OUTPUT>',
-        'ps, wide, yaml, json, custom-columns=..., go-template=..., go-template-file=...',
-        'ps',
-      )
-      .option('-A, --all-namespaces', 'list across all namespaces')
-      .option('--export', 'strip cluster-specific metadata (with names only)'),
-    { namespace: true },
-  )
-    .addHelpText('after', kindsHelp)
-    .action(
+    common(
+      ipam
+        .command('check')
+        .description('Check the integrity of the IPAM data against the workloads and nodes using addresses.')
+        .option('-o, --output <FILE>', 'write a machine-readable report to FILE')
+        .option('--show-all-ips', 'print every IP that is checked')
+        .option('--show-problem-ips', 'print every IP that is leaked or not allocated properly')
+        .option(
+          '--kubeconfig <KUBECONFIG>',
+          'accepted for compatibility; not used (no Kubernetes datastore)',
+        ),
+    ).action(async (o: Common & { output?: string; showAllIps?: boolean; showProblemIps?: boolean }) =>
+      withIpam(o, async (d) => (await ipamCommands()).ipamCheckCommand(o, d, ctx())),
+    );
+    common(
+      ipam
+        .command('release')
+        .description('Release Calico assigned IP addresses: one, or the leaked ones of check reports.')
+        .option('--ip <IP>', 'IP address to release')
+        .option(
+          '--from-report <REPORT>',
+          'release what the report calls leaked; given several times, only what every report calls leaked',
+          (v: string, prev: string[] = []) => [...prev, v],
+        )
+        .option(
+          '--force',
+          'release even when the datastore is not locked or the report is of another version',
+        ),
+    ).action(async (o: Common & { ip?: string; fromReport?: string[]; force?: boolean }) =>
+      withIpam(o, async (d) => (await ipamCommands()).ipamReleaseCommand(o, d, ctx())),
+    );
+    common(
+      ipam
+        .command('configure')
+        .description('Modify the Calico IPAM configuration.')
+        .option('--strictaffinity <true/false>', 'when true, addresses are never borrowed from other hosts')
+        .option('--max-blocks-per-host <number>', 'the most blocks one host may own (0: no limit)')
+        .option('--kubevirt-ip-persistence <Enabled|Disabled>', 'whether KubeVirt VMs keep their addresses'),
+    ).action(
       async (
-        kind: string | undefined,
-        names: string[],
-        o: Common & { filename?: string; output: string; allNamespaces?: boolean; export?: boolean },
-      ) => {
-        if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
-        return withDatastore(
-          o,
-          async (ds) => {
-            const { getCommand } = await import('./commands/get.js');
-            return getCommand({ ...o, kind, names }, ds, ctx());
-          },
-          { readOnly: true },
-        );
-      },
+        o: Common & { strictaffinity?: string; maxBlocksPerHost?: string; kubevirtIpPersistence?: string },
+      ) => withIpam(o, async (d) => (await ipamCommands()).ipamConfigureCommand(o, d, ctx())),
     );
-
-  common(
-    program
-      .command('label')
-      .description('Add, update or remove a label of a resource.')
-      .argument('<KIND>')
-      .argument('<NAME>')
-      .argument('<LABEL>', 'key=value, or key with --remove')
-      .option('--overwrite', 'replace the value of an existing key')
-      .option('--remove', 'remove the key'),
-    { namespace: true },
-  ).action(
-    async (
-      kind: string,
-      name: string,
-      label: string,
-      o: Common & { overwrite?: boolean; remove?: boolean },
-    ) =>
-      withDatastore(o, async (ds) => {
-        const { labelCommand } = await import('./commands/label.js');
-        return labelCommand(
-          { kind, name, label, overwrite: o.overwrite, remove: o.remove, namespace: o.namespace },
-          ds,
-          ctx(),
-        );
-      }),
-  );
-
-  fileOptions(
-    program.command('validate').description('Validate resources by file, directory or stdin, offline.'),
-    true,
-  )
-    .option('--allow-version-mismatch', 'accepted for compatibility; validate never contacts a datastore')
-    .addHelpText('after', kindsHelp)
-    .action(async (o: { filename: string; recursive?: boolean; skipEmpty?: boolean }) => {
-      const { validateCommand } = await import('./commands/validate.js');
-      exitCode = await validateCommand(o, ctx());
-    });
-
-  common(program.command('version').description('Display the client and cluster versions.'))
-    .option('--poll <POLL>', 'poll the cluster information every POLL (e.g. 1s, 10m)')
-    .action(async (o: Common & { poll?: string }) => {
-      const { versionCommand } = await import('./commands/version.js');
-      let conn: Connection | undefined;
-      try {
-        exitCode = await versionCommand(
-          { poll: o.poll },
-          async () => {
-            conn = await deps.connect(o.config, log);
-            return conn.datastore;
-          },
-          ctx(),
-        );
-      } finally {
-        await conn?.close().catch(() => {});
-      }
-    });
-
-  const datastore = program.command('datastore').description('Calico datastore management.');
-  const migrate = datastore.command('migrate').description('Migrate the contents of an etcdv3 datastore.');
-  common(
-    migrate.command('export').description('Export the whole datastore (lock it first) to stdout.'),
-  ).action(async (o: Common) =>
-    withDatastore(o, async (ds, conn) => {
-      const { exportCommand } = await import('./commands/datastore.js');
-      return exportCommand({ datastore: ds, kv: conn.kv }, ctx());
-    }),
-  );
-  common(
-    migrate
-      .command('import')
-      .description('Import an export into an empty datastore.')
-      .requiredOption('-f, --filename <FILENAME>', 'the export file, or - for stdin'),
-  ).action(async (o: Common & { filename: string }) =>
-    withDatastore(
-      o,
-      async (ds, conn) => {
-        const { importCommand } = await import('./commands/datastore.js');
-        return importCommand({ filename: o.filename }, { datastore: ds, kv: conn.kv }, ctx());
-      },
-      { check: false },
-    ),
-  );
-  common(
-    migrate.command('lock').description('Lock the datastore (datastoreReady: false) for migration.'),
-  ).action(async (o: Common) =>
-    withDatastore(o, async (ds) => {
-      const { lockCommand } = await import('./commands/datastore.js');
-      return lockCommand(ds, ctx());
-    }),
-  );
-  common(migrate.command('unlock').description('Unlock the datastore (datastoreReady: true).')).action(
-    async (o: Common) =>
-      withDatastore(o, async (ds) => {
-        const { unlockCommand } = await import('./commands/datastore.js');
-        return unlockCommand(ds, ctx());
-      }),
-  );
-
-  program
-    .command('completion')
-    .description('Print a shell completion script (bash or zsh).')
-    .argument('<SHELL>')
-    .action(async (shell: string) => {
-      const { completionCommand } = await import('./commands/completion.js');
-      exitCode = completionCommand(shell, ctx());
-    });
-
-  const ipam = program.command('ipam').description('IP address management.');
-  const ipamCommands = () => import('./commands/ipam.js');
-  const withIpam = (o: Common, fn: (deps: IpamDeps) => Promise<number>) =>
-    withDatastore(o, async (ds, conn) => fn(await ipamOf(ds, conn)));
-  common(
     ipam
-      .command('show')
-      .description('Show details of a Calico assigned IP address, or of overall IP usage.')
-      .option('--ip <IP>', 'report whether this IP address is in use, and by whom')
-      .option('--show-blocks', 'show detailed information for IP blocks as well as pools')
-      .option('--show-borrowed', 'show detailed information for "borrowed" IP addresses')
-      .option('--show-configuration', 'show the current Calico IPAM configuration'),
-  ).action(
-    async (
-      o: Common & { ip?: string; showBlocks?: boolean; showBorrowed?: boolean; showConfiguration?: boolean },
-    ) => {
-      const chosen = [o.ip !== undefined, o.showBlocks, o.showBorrowed, o.showConfiguration].filter(Boolean);
-      if (chosen.length > 1) throw usageError(args);
-      return withIpam(o, async (d) => (await ipamCommands()).ipamShowCommand(o, d, ctx()));
-    },
-  );
-  common(
-    ipam
-      .command('check')
-      .description('Check the integrity of the IPAM data against the workloads and nodes using addresses.')
-      .option('-o, --output <FILE>', 'write a machine-readable report to FILE')
-      .option('--show-all-ips', 'print every IP that is checked')
-      .option('--show-problem-ips', 'print every IP that is leaked or not allocated properly')
-      .option('--kubeconfig <KUBECONFIG>', 'accepted for compatibility; not used (no Kubernetes datastore)'),
-  ).action(async (o: Common & { output?: string; showAllIps?: boolean; showProblemIps?: boolean }) =>
-    withIpam(o, async (d) => (await ipamCommands()).ipamCheckCommand(o, d, ctx())),
-  );
-  common(
-    ipam
-      .command('release')
-      .description('Release Calico assigned IP addresses: one, or the leaked ones of check reports.')
-      .option('--ip <IP>', 'IP address to release')
-      .option(
-        '--from-report <REPORT>',
-        'release what the report calls leaked; given several times, only what every report calls leaked',
-        (v: string, prev: string[] = []) => [...prev, v],
-      )
-      .option('--force', 'release even when the datastore is not locked or the report is of another version'),
-  ).action(async (o: Common & { ip?: string; fromReport?: string[]; force?: boolean }) =>
-    withIpam(o, async (d) => (await ipamCommands()).ipamReleaseCommand(o, d, ctx())),
-  );
-  common(
-    ipam
-      .command('configure')
-      .description('Modify the Calico IPAM configuration.')
-      .option('--strictaffinity <true/false>', 'when true, addresses are never borrowed from other hosts')
-      .option('--max-blocks-per-host <number>', 'the most blocks one host may own (0: no limit)')
-      .option('--kubevirt-ip-persistence <Enabled|Disabled>', 'whether KubeVirt VMs keep their addresses'),
-  ).action(
-    async (
-      o: Common & { strictaffinity?: string; maxBlocksPerHost?: string; kubevirtIpPersistence?: string },
-    ) => withIpam(o, async (d) => (await ipamCommands()).ipamConfigureCommand(o, d, ctx())),
-  );
-  ipam
-    .command('split')
-    .allowUnknownOption()
-    .argument('[args...]')
-    .action(() => {
-      throw new CtlError('unsupported', 'calicoctl ipam split is not available in this build yet');
-    });
-
-  const node = program.command('node').description('Calico node management.');
-  node
-    .command('status')
-    .description('Check the Calico node on this host: its agent, and BGP peering states from BIRD.')
-    .option('--allow-version-mismatch', 'accepted for compatibility; node status never checks versions')
-    .action(async () => {
-      if (!deps.nodeHost) throw new CtlError('unsupported', 'node status is not available here');
-      const { nodeStatusCommand } = await import('./commands/node.js');
-      exitCode = await nodeStatusCommand(deps.nodeHost, ctx());
-    });
-  node
-    .command('checksystem')
-    .description('Check the compatibility of this host to run a Calico node.')
-    .option('-f, --kernel-config <kernel-config>', 'read the kernel configuration from this file')
-    .option('--allow-version-mismatch', 'accepted for compatibility; checksystem never checks versions')
-    .action(async (o: { kernelConfig?: string }) => {
-      if (!deps.systemHost) throw new CtlError('unsupported', 'node checksystem is not available here');
-      const { nodeChecksystemCommand } = await import('./commands/node.js');
-      exitCode = await nodeChecksystemCommand(o, deps.systemHost, ctx());
-    });
-  for (const name of ['run', 'diags']) {
-    node
-      .command(name)
+      .command('split')
       .allowUnknownOption()
       .argument('[args...]')
       .action(() => {
-        throw new CtlError('unsupported', `calicoctl node ${name} is not available in this build yet`);
+        throw new CtlError('unsupported', 'calicoctl ipam split is not available in this build yet');
       });
+  }
+
+  if (inFull('node')) {
+    const node = top('node');
+    node
+      .command('status')
+      .description('Check the Calico node on this host: its agent, and BGP peering states from BIRD.')
+      .option('--allow-version-mismatch', 'accepted for compatibility; node status never checks versions')
+      .action(async () => {
+        if (!deps.nodeHost) throw new CtlError('unsupported', 'node status is not available here');
+        const { nodeStatusCommand } = await import('./commands/node.js');
+        exitCode = await nodeStatusCommand(deps.nodeHost, ctx());
+      });
+    node
+      .command('checksystem')
+      .description('Check the compatibility of this host to run a Calico node.')
+      .option('-f, --kernel-config <kernel-config>', 'read the kernel configuration from this file')
+      .option('--allow-version-mismatch', 'accepted for compatibility; checksystem never checks versions')
+      .action(async (o: { kernelConfig?: string }) => {
+        if (!deps.systemHost) throw new CtlError('unsupported', 'node checksystem is not available here');
+        const { nodeChecksystemCommand } = await import('./commands/node.js');
+        exitCode = await nodeChecksystemCommand(o, deps.systemHost, ctx());
+      });
+    for (const name of ['run', 'diags']) {
+      node
+        .command(name)
+        .allowUnknownOption()
+        .argument('[args...]')
+        .action(() => {
+          throw new CtlError('unsupported', `calicoctl node ${name} is not available in this build yet`);
+        });
+    }
   }
 
   try {
