@@ -181,27 +181,14 @@ class ProtoReader {
     return out;
   }
 
-  /** Skip a field of wire type `tag & 7`. */
+  /** Step over `n` bytes of this message. */
+  advance(n: number): void {
+    if (this.pos + n > this.end) throw new ProtoError('field runs past the end of its message');
+    this.pos += n;
+  }
+
   skip(tag: number): void {
-    switch (tag & 7) {
-      case VARINT:
-        this.varint();
-        return;
-      case I64:
-        this.pos += 8;
-        break;
-      case LEN: {
-        const len = this.length(); // reads the length first: `pos +=` would add to the old pos
-        this.pos += len;
-        return;
-      }
-      case I32:
-        this.pos += 4;
-        break;
-      default:
-        throw new ProtoError(`unsupported wire type ${tag & 7}`);
-    }
-    if (this.pos > this.end) throw new ProtoError('field runs past the end of its message');
+    skipField(this, tag);
   }
 }
 
@@ -275,23 +262,38 @@ class ChunkedReader {
     return read(new ProtoReader(payload, 0, payload.length));
   }
 
-  skip(tag: number): void {
-    switch (tag & 7) {
-      case VARINT:
-        this.varint();
-        return;
-      case I64:
-        this.bytes(8);
-        return;
-      case LEN:
-        this.bytes(this.varint());
-        return;
-      case I32:
-        this.bytes(4);
-        return;
-      default:
-        throw new ProtoError(`unsupported wire type ${tag & 7}`);
+  advance(n: number): void {
+    while (n > 0) {
+      if (!this.more) throw new ProtoError('field runs past the end of its message');
+      const step = Math.min(n, this.parts[this.part]!.length - this.pos);
+      this.pos += step;
+      n -= step;
+      this.settle();
     }
+  }
+
+  skip(tag: number): void {
+    skipField(this, tag);
+  }
+}
+
+/** Step over one field's value, of wire type `tag & 7`. */
+function skipField(r: { varint(): number; advance(n: number): void }, tag: number): void {
+  switch (tag & 7) {
+    case VARINT:
+      r.varint();
+      return;
+    case I64:
+      r.advance(8);
+      return;
+    case LEN:
+      r.advance(r.varint());
+      return;
+    case I32:
+      r.advance(4);
+      return;
+    default:
+      throw new ProtoError(`unsupported wire type ${tag & 7}`);
   }
 }
 
