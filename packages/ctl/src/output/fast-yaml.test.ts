@@ -106,6 +106,28 @@ describe('yamlText', () => {
   });
 });
 
+test('revisions, timestamps and UUIDs are written exactly as the library writes them', () => {
+  let seed = 11;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const digits = (n: number) => Array.from({ length: n }, () => String(rand(10))).join('');
+  const hex = (n: number) => Array.from({ length: n }, () => '0123456789abcdef'[rand(16)]).join('');
+  const samples = ['0', '00', '01', '089', '1', '10', '1_0', '-1', '+1', '123456789012345678901234567890'];
+  for (let i = 0; i < 300; i++) {
+    samples.push(digits(1 + rand(12)));
+    samples.push(`${digits(4)}-${digits(2)}-${digits(2)}T${digits(2)}:${digits(2)}:${digits(2)}Z`);
+    samples.push(`${digits(4)}-${digits(2)}-${digits(2)}T${digits(2)}:${digits(2)}:${digits(2)}+01:00`);
+    samples.push(`${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`);
+    samples.push(`${digits(8)}-${digits(4)}-${digits(4)}-${digits(4)}-${digits(12)}`);
+    samples.push(`${digits(4)}-${digits(4)}-${hex(4)}`);
+  }
+  for (const s of samples) {
+    for (const v of [s, { k: s }, { [s]: 1 }, [s]]) expect(yamlText(v), JSON.stringify(v)).toBe(lib(v));
+  }
+});
+
 test('words with a slash (CIDRs, paths) are plain exactly when the library says so', () => {
   const alphabet = 'aZ09.:_-/';
   let seed = 7;

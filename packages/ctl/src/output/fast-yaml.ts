@@ -6,11 +6,12 @@
  *
  * Structure is emitted here; how a string scalar is written (plain, quoted, which quotes) is the
  * library's decision: a string that is plainly safe (a letter, then letters, digits, `.`, `_`,
- * `/`, `-`, and not a YAML 1.1 boolean or null word) is written as is, any other is asked of the
+ * `/`, `-`, and not a YAML 1.1 boolean or null word) is written as is, revisions, timestamps and
+ * UUIDs by the fixed rules below (a test holds them to the library), any other is asked of the
  * library once and remembered. A value this emitter does not handle the same way (a multi-line
  * string, a non-finite number, anything not JSON) makes it hand the whole value to the library.
  */
-import { stringify } from 'yaml';
+import { Document, stringify } from 'yaml';
 
 const OPTIONS = { sortMapEntries: true, indentSeq: false, lineWidth: 0, version: '1.1' } as const;
 
@@ -23,11 +24,32 @@ const SAFE = /^[A-Za-z][A-Za-z0-9._/-]*$/;
 const SAFE_SLASHED =
   /^[A-Za-z0-9][A-Za-z0-9.:_-]*\/[A-Za-z0-9.:_/-]*[A-Za-z0-9._/-]$|^[A-Za-z0-9][A-Za-z0-9.:_-]*\/$/;
 const YAML11_WORDS = /^(y|yes|n|no|true|false|on|off|null)$/i;
+/**
+ * Strings every resource has one of, distinct in each, that the library would otherwise be asked
+ * about one by one: a decimal integer (a resourceVersion) and an RFC 3339 UTC timestamp read as an
+ * int or a timestamp when plain, so they are double-quoted; a UUID is never read as anything but a
+ * string, so it is plain.
+ */
+const QUOTED_AS_IS = /^(?:0|[1-9][0-9]*)$|^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 class Unsupported extends Error {}
 
 function libraryYaml(v: unknown): string {
   return stringify(v, OPTIONS);
+}
+
+/**
+ * `libraryYaml(s)` for one string, through a document kept for the purpose: `stringify` builds a
+ * new document, schema and tag list on every call, which for 5,000 policies' distinct timestamps,
+ * UIDs and revisions was most of `get -o yaml`. The text is the same: `stringify` is
+ * `new Document(v, options).toString(options)`.
+ */
+let scalarDocument: Document | undefined;
+function libraryScalar(s: string): string {
+  scalarDocument ??= new Document(null, OPTIONS);
+  scalarDocument.contents = scalarDocument.createNode(s);
+  return scalarDocument.toString(OPTIONS);
 }
 
 export function yamlText(v: unknown): string {
@@ -42,11 +64,12 @@ export function yamlText(v: unknown): string {
 const scalarCache = new Map<string, string>();
 
 function stringScalar(s: string): string {
-  if ((SAFE.test(s) && !YAML11_WORDS.test(s)) || SAFE_SLASHED.test(s)) return s;
+  if ((SAFE.test(s) && !YAML11_WORDS.test(s)) || SAFE_SLASHED.test(s) || UUID.test(s)) return s;
+  if (QUOTED_AS_IS.test(s)) return `"${s}"`;
   const hit = scalarCache.get(s);
   if (hit !== undefined) return hit;
   if (s.includes('\n') || s.includes('\r')) throw new Unsupported();
-  const text = libraryYaml(s);
+  const text = libraryScalar(s);
   // One line (plus the final newline) is a scalar usable anywhere; anything else is not handled here.
   if (text.indexOf('\n') !== text.length - 1) throw new Unsupported();
   const out = text.slice(0, -1);
