@@ -222,8 +222,9 @@ class ChunkedReader {
     let mul = 1;
     for (let i = 0; i < 10; i++) {
       if (!this.more) throw new ProtoError('truncated varint');
-      const b = this.parts[this.part]![this.pos++]!;
-      this.settle();
+      const chunk = this.parts[this.part]!;
+      const b = chunk[this.pos++]!;
+      if (this.pos === chunk.length) this.settle();
       result += (b & 0x7f) * mul;
       if (b < 0x80) return result;
       mul *= 0x80;
