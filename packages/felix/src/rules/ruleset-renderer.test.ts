@@ -155,6 +155,21 @@ describe('renderRuleset', () => {
     ]);
   });
 
+  it('hooks no raw or mangle stage without a host endpoint, and NAT only where a pool masquerades', () => {
+    const hooked = (t: typeof ip) =>
+      Object.values(t!.chains)
+        .filter((c) => c.base)
+        .map((c) => c.name)
+        .sort();
+    // pool4 (IPv4) has natOutgoing; no IPv6 pool does.
+    expect(hooked(ip)).toEqual(['filter-FORWARD', 'filter-INPUT', 'filter-OUTPUT', 'nat-POSTROUTING']);
+    expect(hooked(ip6)).toEqual(['filter-FORWARD', 'filter-INPUT', 'filter-OUTPUT']);
+    // The unhooked stages' chains are still there, for when a host endpoint appears.
+    expect(ip!.chains['raw-cali-PREROUTING']).toBeDefined();
+    expect(ip!.chains['mangle-cali-PREROUTING']).toBeDefined();
+    expect(ip6!.chains['nat-cali-POSTROUTING']).toBeDefined();
+  });
+
   it('hooks base chains and masquerades pool traffic leaving all pools', () => {
     expect(ip!.chains['filter-FORWARD']).toEqual({
       name: 'filter-FORWARD',

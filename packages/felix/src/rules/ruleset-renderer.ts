@@ -26,6 +26,10 @@
  * filter-cali-INPUT and -OUTPUT accept a packet that already carries the accept mark, and
  * filter-cali-FORWARD skips the from-host-endpoint forward policy for it.
  *
+ * The raw and mangle base chains are hooked only on a node with a host endpoint, and
+ * nat-POSTROUTING only when a pool of the family has NAT outgoing; the chains they jump to are
+ * always rendered.
+ *
  * An all-interfaces host endpoint (`interfaceName: "*"`, upstream's "any-interface-at-all") has
  * chains `cali-fh-any-interface-at-all` etc. and is the default of the filter host endpoint
  * dispatch chains (and, with pre-DNAT policy, of the mangle one): after the map misses, a workload
@@ -531,25 +535,31 @@ function renderTable(
     { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
   ]);
 
-  // Base chains hooked into netfilter.
-  t.chain(RAW + 'PREROUTING', [{ expr: [jump(RAW + CHAIN.prerouting)] }], {
-    type: 'filter',
-    hook: 'prerouting',
-    prio: PRIORITY_RAW,
-    policy: 'accept',
-  });
-  t.chain(RAW + 'OUTPUT', [{ expr: [jump(RAW + CHAIN.output)] }], {
-    type: 'filter',
-    hook: 'output',
-    prio: PRIORITY_RAW,
-    policy: 'accept',
-  });
-  t.chain(MANGLE + 'PREROUTING', [{ expr: [jump(MANGLE + CHAIN.prerouting)] }], {
-    type: 'filter',
-    hook: 'prerouting',
-    prio: PRIORITY_MANGLE,
-    policy: 'accept',
-  });
+  // Base chains hooked into netfilter. Every hook costs each packet that passes it, and a VXLAN
+  // packet passes a node's hooks twice (inner and outer), so a stage that cannot change anything
+  // is not hooked: the raw and mangle stages only when the node has a host endpoint (without one
+  // their dispatch maps are empty, and the marks they clear matter only to host endpoint policy),
+  // the nat hook only when there is something to masquerade.
+  if (heps.length > 0) {
+    t.chain(RAW + 'PREROUTING', [{ expr: [jump(RAW + CHAIN.prerouting)] }], {
+      type: 'filter',
+      hook: 'prerouting',
+      prio: PRIORITY_RAW,
+      policy: 'accept',
+    });
+    t.chain(RAW + 'OUTPUT', [{ expr: [jump(RAW + CHAIN.output)] }], {
+      type: 'filter',
+      hook: 'output',
+      prio: PRIORITY_RAW,
+      policy: 'accept',
+    });
+    t.chain(MANGLE + 'PREROUTING', [{ expr: [jump(MANGLE + CHAIN.prerouting)] }], {
+      type: 'filter',
+      hook: 'prerouting',
+      prio: PRIORITY_MANGLE,
+      policy: 'accept',
+    });
+  }
   t.chain(FILTER + 'INPUT', [{ expr: [jump(FILTER + CHAIN.input)] }], {
     type: 'filter',
     hook: 'input',
@@ -568,12 +578,14 @@ function renderTable(
     prio: 0,
     policy: 'accept',
   });
-  t.chain(NAT + 'POSTROUTING', [{ expr: [jump(NAT + CHAIN.postrouting)] }], {
-    type: 'nat',
-    hook: 'postrouting',
-    prio: 100,
-    policy: 'accept',
-  });
+  if (natRules.length > 0) {
+    t.chain(NAT + 'POSTROUTING', [{ expr: [jump(NAT + CHAIN.postrouting)] }], {
+      type: 'nat',
+      hook: 'postrouting',
+      prio: 100,
+      policy: 'accept',
+    });
+  }
   return t.build();
 }
 

@@ -157,5 +157,20 @@ describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
     expect(r.out).toContain('"calicache" : goto filter-cali-tw-calicache');
     expect(r.out).not.toContain('caliweb');
     expect(r.out).not.toContain('filter-cali-pi-gnp/security.screen');
+    // No pool masquerades in B: its nat hook went away with A's NAT pools.
+    expect(r.out).not.toMatch(/hook postrouting/);
+  });
+
+  it('hooks in A (no host endpoint, NAT pools) only the filter stage and NAT', () => {
+    const r = run([[emptyRuleset(), A]]);
+    expect(r.status).toBe(0);
+    const hooks = [...r.out.matchAll(/table (\w+) calico|type (\w+) hook (\w+) priority (\w+)/g)]
+      .map((m) => (m[1] ? `${m[1]}:` : `${m[2]} ${m[3]} ${m[4]}`))
+      .join(' ');
+    expect(hooks).toBe(
+      'ip: filter input filter filter forward filter filter output filter nat postrouting srcnat ' +
+        'ip6: filter input filter filter forward filter filter output filter nat postrouting srcnat',
+    );
+    expect(r.out).toContain('chain raw-cali-PREROUTING');
   });
 });
