@@ -3,8 +3,8 @@
  * etcd with a VXLAN pool (vxlanMode Always), tunnel addresses given by `ensureVxlanTunnelAddress`,
  * the bundled `calico-felix` in each node, and one pod per node from the real CNI plugin. Asserted:
  * the device, routes, neighbours and FDB entries in each node's kernel, ping and TCP/UDP across
- * nodes, the packets going through vxlan.calico (its counters), and a deleted Node's routes leaving
- * the other node. Needs root, etcd, ip, bridge, nsenter, ping, nft; see testing-internal/vxlan-lab.ts.
+ * nodes, the packets going through vxlan.calico (its counters), VXLAN from a host that is not a
+ * node dropped unless FelixConfiguration lists it, and a deleted Node's routes leaving the other node. Needs root, etcd, ip, bridge, nsenter, ping, nft; see testing-internal/vxlan-lab.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -245,6 +245,55 @@ describe.skipIf(missing.length > 0)('VXLAN integration', () => {
     });
     expect(await lab.ping(pod1, pod2.ip)).toBe(true);
   });
+
+  it('drops VXLAN from a host that is not a node, until FelixConfiguration externalNodesList names it', async () => {
+    // Another host on the fabric with its own VTEP, set up to send pod-1 a packet as node-2 would:
+    // encapsulated to node-1's VTEP. node-1 routes the answer back to it directly, so a reply
+    // means the packet got through.
+    const host = lab.addHost('ext', '198.18.0.50');
+    const inner = '198.18.250.1';
+    const t1 = tunnel.get('node-1')!;
+    const mac1 = vtepMacFor('node-1');
+    const sh = (cmd: string, args: string[]) => {
+      const r = spawnSync(cmd, args, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr}`);
+    };
+    sh('ip', [
+      ...['-n', host, 'link', 'add', 'vx0', 'address', '66:00:00:00:00:50', 'type', 'vxlan'],
+      ...['id', '4096', 'local', '198.18.0.50', 'dev', 'eth0', 'dstport', '4789', 'nolearning'],
+    ]);
+    sh('ip', ['-n', host, 'link', 'set', 'vx0', 'up']);
+    sh('ip', ['-n', host, 'addr', 'add', `${inner}/32`, 'dev', 'vx0']);
+    sh('ip', ['-n', host, 'neigh', 'add', t1, 'lladdr', mac1, 'dev', 'vx0', 'nud', 'permanent']);
+    sh('bridge', ['-n', host, 'fdb', 'add', mac1, 'dev', 'vx0', 'dst', n1.ip, 'self', 'permanent']);
+    sh('ip', ['-n', host, 'route', 'add', `${pod1.ip}/32`, 'via', t1, 'dev', 'vx0', 'onlink']);
+    sh('ip', ['-n', n1.netns, 'route', 'add', `${inner}/32`, 'via', '198.18.0.50', 'dev', 'eth0']);
+    const hostPing = () =>
+      spawnSync('ip', ['netns', 'exec', host, 'ping', '-n', '-q', '-c', '1', '-W', '1', pod1.ip]).status ===
+      0;
+    const vxlanRx = vxlanStats(n1).rx;
+
+    expect(hostPing()).toBe(false);
+    expect(hostPing()).toBe(false);
+    // Dropped before decapsulation: node-1's VTEP never saw them.
+    expect(vxlanStats(n1).rx).toBe(vxlanRx);
+    // node-2, a node, still gets through.
+    expect(await lab.ping(pod2, pod1.ip, 2)).toBe(true);
+
+    await lab.ds.create({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'FelixConfiguration',
+      metadata: { name: 'default' },
+      spec: { externalNodesList: ['198.18.0.50/32'] },
+    } as unknown as Parameters<typeof lab.ds.create>[0]);
+    try {
+      await eventually('the external host gets a reply from pod-1', hostPing);
+      expect(vxlanStats(n1).rx).toBeGreaterThan(vxlanRx);
+    } finally {
+      await lab.ds.delete('FelixConfiguration', 'default');
+    }
+    await eventually('the external host is refused again', () => !hostPing() && !hostPing());
+  }, 60_000);
 
   it('deleting node-2’s Node resource takes its route, neighbour and FDB entry out of node-1', async () => {
     const t2 = tunnel.get('node-2')!;

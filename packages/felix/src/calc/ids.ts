@@ -29,3 +29,5 @@ export function namedPortIPSetId(
 export const IPSET_ID_ALL_POOLS = 'network-ip-pools';
 /** The IP set of the CIDRs of pools with `natOutgoing`. */
 export const IPSET_ID_MASQ_POOLS = 'masq-ipam-pools';
+/** The IP set of the hosts VXLAN packets are accepted from: other nodes' VTEPs, external nodes. */
+export const IPSET_ID_ALL_VXLAN_SOURCES = 'all-vxlan-net';

@@ -51,6 +51,7 @@ describe('resolveVxlan', () => {
       ],
       neighbours: [{ dst: '198.19.0.64', lladdr: MAC_B }],
       fdb: [{ mac: MAC_B, dst: '198.18.0.3' }],
+      allowedSources: ['198.18.0.3'],
       waiting: [],
     });
   });
@@ -128,6 +129,8 @@ describe('resolveVxlan', () => {
     expect(s.routes).toEqual([{ kind: 'blackhole', dst: '198.19.0.0/26' }]);
     expect(s.neighbours).toEqual([]);
     expect(s.fdb).toEqual([]);
+    // The other node's VTEP may already send: its packets are allowed from the start.
+    expect(s.allowedSources).toEqual(['198.18.0.3']);
     expect(s.waiting).toEqual(['this node (node-a) has no VXLAN tunnel address or node IP yet']);
   });
 
@@ -216,6 +219,8 @@ describe('resolveVxlan', () => {
     expect(after.routes).toEqual(resolveVxlan(twoNodes(), CFG).routes);
     expect(after.neighbours).toEqual([{ dst: '198.19.0.64', lladdr: MAC_B }]);
     expect(after.fdb).toEqual([{ mac: MAC_B, dst: '198.18.0.3' }]);
+    expect(before.allowedSources).toEqual(['198.18.0.3', '198.18.0.4']);
+    expect(after.allowedSources).toEqual(['198.18.0.3']);
     expect(after.waiting).toEqual(['node node-c (route 198.19.0.128/26) has no VTEP yet']);
   });
 
@@ -226,6 +231,7 @@ describe('resolveVxlan', () => {
       routes: [],
       neighbours: [],
       fdb: [],
+      allowedSources: [],
       waiting: [],
     });
     const forced = resolveVxlan(noVx, { ...CFG, enabled: true });

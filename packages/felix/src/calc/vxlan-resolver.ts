@@ -86,6 +86,12 @@ export interface VxlanState {
   readonly neighbours: readonly VxlanNeighbour[];
   /** Sorted by MAC. */
   readonly fdb: readonly VxlanFdbEntry[];
+  /**
+   * The node IPs of the other nodes' VTEPs, sorted: where VXLAN packets may come from (upstream's
+   * `all-vxlan-net` IP set, with the external nodes added by the caller). Known whether or not
+   * this node is a VTEP yet.
+   */
+  readonly allowedSources: readonly string[];
   /** Why something is not programmed yet (no local VTEP, remote nodes without one). */
   readonly waiting: readonly string[];
 }
@@ -125,7 +131,7 @@ export function vxlanEnabled(input: Pick<EncapInput, 'pools'>, cfg: Pick<VxlanCo
 
 export function resolveVxlan(input: EncapInput, cfg: VxlanConfig): VxlanState {
   if (!vxlanEnabled(input, cfg)) {
-    return { enabled: false, routes: [], neighbours: [], fdb: [], waiting: [] };
+    return { enabled: false, routes: [], neighbours: [], fdb: [], allowedSources: [], waiting: [] };
   }
   const infos = input.nodes.map(nodeInfoOf);
   const vteps = new Map<string, Vtep>();
@@ -202,6 +208,9 @@ export function resolveVxlan(input: EncapInput, cfg: VxlanConfig): VxlanState {
     routes: [...routes.values()].sort((a, b) => compareCidr(a.dst, b.dst)),
     neighbours,
     fdb,
+    allowedSources: [
+      ...new Set([...vteps.values()].filter((v) => v.node !== input.hostname).map((v) => v.nodeIP)),
+    ].sort(compareCidr),
     waiting,
   };
 }

@@ -121,6 +121,29 @@ describe('resolveFelixConfig', () => {
     expect(config.InterfacePrefix).toEqual(['cali', 'tap']);
   });
 
+  it('reads the external nodes from externalNodesList or FELIX_EXTERNALNODESCIDRLIST; a bad entry is named', () => {
+    expect(resolveFelixConfig({}).config.ExternalNodesCIDRList).toEqual([]);
+    expect(
+      resolveFelixConfig({ global: { externalNodesList: ['198.18.5.0/24', '198.18.6.7'] } }).config
+        .ExternalNodesCIDRList,
+    ).toEqual(['198.18.5.0/24', '198.18.6.7/32']);
+    const { config, problems } = resolveFelixConfig({
+      env: { FELIX_EXTERNALNODESCIDRLIST: '198.18.7.0/24, 198.18.300.1' },
+      global: { externalNodesList: ['198.18.5.0/24'] },
+    });
+    expect(problems).toEqual([
+      {
+        param: 'ExternalNodesCIDRList',
+        source: 'env',
+        message: 'ignored: "198.18.300.1" is not an IPv4 address or CIDR',
+      },
+    ]);
+    expect(config.ExternalNodesCIDRList).toEqual(['198.18.5.0/24']);
+    expect(
+      resolveFelixConfig({ env: { FELIX_EXTERNALNODESCIDRLIST: '198.18.7.0/33' } }).problems[0]?.message,
+    ).toBe('ignored: "198.18.7.0/33" is not an IPv4 address or CIDR');
+  });
+
   it('accepts `none` for no failsafe ports and lists changed parameters', () => {
     const a = resolveFelixConfig({}).config;
     const b = resolveFelixConfig({

@@ -20,6 +20,7 @@ import {
   parseIfaceList,
   parseInt10,
   parseIPv4,
+  parseIPv4NetList,
   parseMarkMask,
   parseOneOf,
   parsePortList,
@@ -84,6 +85,8 @@ export function parseParam(kind: ParamKind, raw: string): unknown {
       return parseMarkMask(raw);
     case 'ipv4':
       return parseIPv4(raw);
+    case 'ipv4nets':
+      return parseIPv4NetList(raw);
     case 'regexp':
       return parseRegexp(raw);
     case 'authority':
@@ -198,6 +201,7 @@ function emptyValue(kind: ParamKind): unknown {
   switch (kind.t) {
     case 'endpoints':
     case 'ports':
+    case 'ipv4nets':
       return [];
     case 'optbool':
       return undefined;

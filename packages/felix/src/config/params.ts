@@ -18,6 +18,7 @@ export type ParamKind =
   | { readonly t: 'endpoints' }
   | { readonly t: 'mark' }
   | { readonly t: 'ipv4' }
+  | { readonly t: 'ipv4nets' }
   | { readonly t: 'regexp' }
   | { readonly t: 'authority' }
   | { readonly t: 'hostname' }
@@ -80,6 +81,8 @@ export interface FelixConfig {
   DeviceRouteProtocol: number;
   AllowVXLANPacketsFromWorkloads: boolean;
   AllowIPIPPacketsFromWorkloads: boolean;
+  /** Hosts (IPv4 addresses or CIDRs) that are not nodes but may send VXLAN packets to this one. */
+  ExternalNodesCIDRList: string[];
   OpenstackRegion: string;
   /** calico-ts: where the pod MTU is written (upstream always uses /var/lib/calico/mtu). */
   MTUFilePath: string;
@@ -209,6 +212,7 @@ export const PARAMS: readonly ParamDef[] = [
     default: 'false',
     field: 'allowIPIPPacketsFromWorkloads',
   },
+  { name: 'ExternalNodesCIDRList', kind: { t: 'ipv4nets' }, default: '', field: 'externalNodesList' },
   { name: 'OpenstackRegion', kind: { t: 'string' }, default: '', field: 'openstackRegion' },
   { name: 'MTUFilePath', kind: { t: 'string' }, default: '/var/lib/calico/mtu', local: true },
 ];

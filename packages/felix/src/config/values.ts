@@ -143,6 +143,24 @@ export function parseIPv4(raw: string): string {
   return v;
 }
 
+/** A comma-separated list of IPv4 addresses and CIDRs (a bare address is its /32). */
+export function parseIPv4NetList(raw: string): string[] {
+  const parts = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  return parts.map((p) => {
+    const [addr, len, extra] = p.split('/');
+    const ok = extra === undefined && (len === undefined || (/^\d{1,2}$/.test(len) && Number(len) <= 32));
+    try {
+      if (!ok || parseIPv4(addr!) === '') throw new RangeError('');
+    } catch {
+      throw new RangeError(`"${p}" is not an IPv4 address or CIDR`);
+    }
+    return len === undefined ? `${addr}/32` : p;
+  });
+}
+
 export function parseRegexp(raw: string): RegExp {
   try {
     return new RegExp(raw);

@@ -7,6 +7,7 @@
  *   probe (raw KV revision) ─┴► datastore reachable? ──► health: async_calc_graph         │ transaction,
  *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status            │ routes
  *   Node + IPPool (syncer) + IPAM blocks (polled) ──► resolveVxlan ──(changed?)──► setVxlanState
+ *                                                      └─ VXLAN sources changed? ──► setTunnelRules, apply
  *   health server /liveness /readiness ◄── HealthAggregator ◄── InternalDataplaneMainLoop ◄┘
  *   metrics server /metrics ◄── FelixMetrics
  *
@@ -147,6 +148,7 @@ export class FelixDaemon {
   #ipamFailing = false;
   #encapTimer: NodeJS.Timeout | undefined;
   #vxlanKey = '';
+  #tunnelRulesKey = JSON.stringify({});
   #poolsChanged = true;
   #stopped = false;
   readonly #startedAt: number;
@@ -526,6 +528,17 @@ export class FelixDaemon {
       },
       { enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, hostMtu },
     );
+    // The hosts VXLAN may come from are part of the rules: a change re-renders them.
+    const tunnelRules = state.enabled
+      ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] }
+      : {};
+    const tunnelRulesKey = JSON.stringify(tunnelRules);
+    if (tunnelRulesKey !== this.#tunnelRulesKey) {
+      this.#tunnelRulesKey = tunnelRulesKey;
+      this.#dataplane.setTunnelRules(tunnelRules);
+      this.#forceApply = true;
+      this.#scheduleFlush();
+    }
     const key = JSON.stringify(state);
     if (key === this.#vxlanKey) return;
     this.#vxlanKey = key;

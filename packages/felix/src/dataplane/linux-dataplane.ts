@@ -9,7 +9,7 @@
  *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN resync
  *           (RouteRefreshInterval)
  *
- * API: `update(state)` / `setRulesConfig(cfg)` record; `apply()` programs nftables then routes
+ * API: `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs nftables then routes
  * and resolves with what it did (throws if nftables failed; route failures are retried by the
  * timers and reported through `onError`). `setVxlanState(state)` records the VXLAN state and
  * programs it shortly after, independently of the rules (failures likewise retried). `start()` begins the monitor and timers, `stop()` ends
@@ -24,7 +24,7 @@ import type { DataplaneState } from '../calc/types.js';
 import type { VxlanState } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesConfig } from '../rules/config.js';
-import { renderRuleset } from '../rules/ruleset-renderer.js';
+import { renderRuleset, type TunnelRules } from '../rules/ruleset-renderer.js';
 import { InterfaceMonitor } from './interface-monitor.js';
 import { type NftApplyResult, NftablesDataplane } from './nftables-dataplane.js';
 import { type RouteApplyResult, RouteManager, type RouteNetOps } from './route-manager.js';
@@ -65,6 +65,7 @@ export class LinuxDataplane {
   readonly #monitor: InterfaceMonitor;
   readonly #vxlan: VxlanManager;
   #rulesConfig: RulesConfig;
+  #tunnelRules: TunnelRules = {};
   #state: DataplaneState | undefined;
   #applied = false;
   #queue: Promise<unknown> = Promise.resolve();
@@ -131,6 +132,11 @@ export class LinuxDataplane {
     this.#rulesConfig = cfg;
   }
 
+  /** Records what the rules need of the tunnels (VXLAN sources); programmed by the next `apply()`. */
+  setTunnelRules(t: TunnelRules): void {
+    this.#tunnelRules = t;
+  }
+
   /** Records the desired VXLAN state and programs it shortly (coalescing quick successions). */
   setVxlanState(state: VxlanState): void {
     this.#vxlan.setState(state);
@@ -154,7 +160,7 @@ export class LinuxDataplane {
     return this.#serial(async () => {
       const state = this.#state;
       if (!state) throw new Error('no dataplane state to apply yet');
-      const desired = renderRuleset(state, this.#rulesConfig);
+      const desired = renderRuleset(state, this.#rulesConfig, this.#tunnelRules);
       const t0 = performance.now();
       let nft: NftApplyResult;
       try {
@@ -184,7 +190,7 @@ export class LinuxDataplane {
     return this.#serial(async () => {
       if (!this.#state || !this.#applied) return undefined;
       const t0 = performance.now();
-      const r = await this.#nft.resync(renderRuleset(this.#state, this.#rulesConfig));
+      const r = await this.#nft.resync(renderRuleset(this.#state, this.#rulesConfig, this.#tunnelRules));
       this.#o.onNftApplied?.({ ...r, ok: true, seconds: (performance.now() - t0) / 1000 });
       return r;
     });

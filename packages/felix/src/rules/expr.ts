@@ -56,6 +56,9 @@ export function goto(target: string): NftVerdict {
   return { goto: { target } };
 }
 
+/** `fib daddr type local`: the destination is an address of this host. */
+export const toLocalAddress: NftStatement = match({ fib: { result: 'type', flags: ['daddr'] } }, 'local');
+
 /** `ip` or `ip6`: the payload protocol of addresses in a family. */
 export function addrProtocol(family: NftFamily): string {
   return family;

@@ -86,6 +86,7 @@ export type NftExpression =
   | { readonly payload: { readonly protocol: string; readonly field: string } }
   | { readonly meta: { readonly key: string } }
   | { readonly ct: { readonly key: string } }
+  | { readonly fib: { readonly result: string; readonly flags: readonly string[] } }
   | { readonly prefix: { readonly addr: string; readonly len: number } }
   | { readonly range: readonly [NftExpression, NftExpression] }
   | { readonly set: readonly NftExpression[] }

@@ -685,3 +685,69 @@ describe('mark bits', () => {
     expect(() => allocateMarks(0xf)).toThrow(/at least 5/);
   });
 });
+
+describe('VXLAN packets to the host', () => {
+  const state = stateOf(small);
+  const udp4789 = [
+    { match: { op: '==', left: { meta: { key: 'l4proto' } }, right: 'udp' } },
+    { match: { op: '==', left: { payload: { protocol: 'udp', field: 'dport' } }, right: 4789 } },
+    { match: { op: '==', left: { fib: { result: 'type', flags: ['daddr'] } }, right: 'local' } },
+  ];
+
+  it('are accepted from the allowed hosts and dropped from any other, first thing in filter-cali-INPUT', () => {
+    const [ip, ip6] = renderRuleset(state, DEFAULT_RULES_CONFIG, {
+      vxlanSources: ['198.18.0.3', '198.18.0.4', '198.18.9.0/24', '198.18.9.7/32'],
+    }).tables;
+    expect(ip!.sets['cali40all-vxlan-net']).toEqual({
+      name: 'cali40all-vxlan-net',
+      type: 'ipv4_addr',
+      flags: ['interval'],
+      // An address inside another entry's CIDR is left out (an interval set refuses overlaps).
+      elements: ['198.18.0.3', '198.18.0.4', { prefix: { addr: '198.18.9.0', len: 24 } }],
+    });
+    expect(ip!.chains['filter-cali-INPUT']!.rules.slice(0, 3)).toEqual([
+      {
+        expr: [
+          ...udp4789,
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip', field: 'saddr' } },
+              right: '@cali40all-vxlan-net',
+            },
+          },
+          { accept: null },
+        ],
+        comment: 'Allow IPv4 VXLAN packets from allowed hosts',
+      },
+      { expr: [...udp4789, { drop: null }], comment: 'Drop IPv4 VXLAN packets from non-allowed hosts' },
+      {
+        expr: [
+          { match: { op: '==', left: { meta: { key: 'iifname' } }, right: 'cali*' } },
+          { goto: { target: 'filter-cali-wl-to-host' } },
+        ],
+      },
+    ]);
+    // IPv4 VXLAN only: the IPv6 table has neither the set nor the rules.
+    expect(ip6!.sets['cali60all-vxlan-net']).toBeUndefined();
+    expect(JSON.stringify(ip6!.chains['filter-cali-INPUT'])).not.toContain('4789');
+  });
+
+  it('use the configured VXLAN port, and an empty set still drops every VXLAN packet', () => {
+    const [ip] = renderRuleset(
+      state,
+      { ...DEFAULT_RULES_CONFIG, vxlanPort: 8472 },
+      { vxlanSources: [] },
+    ).tables;
+    expect(ip!.sets['cali40all-vxlan-net']!.elements).toEqual([]);
+    const input = JSON.stringify(ip!.chains['filter-cali-INPUT']!.rules.slice(0, 2));
+    expect(input).toContain('"right":8472');
+    expect(input).not.toContain('4789');
+  });
+
+  it('are left alone without VXLAN', () => {
+    const [ip] = renderRuleset(state, DEFAULT_RULES_CONFIG).tables;
+    expect(ip!.sets['cali40all-vxlan-net']).toBeUndefined();
+    expect(JSON.stringify(ip!.chains['filter-cali-INPUT'])).not.toContain('4789');
+  });
+});

@@ -3,7 +3,8 @@
  * `dispatch.go`, `endpoints.go`, `policy.go`, `nat.go`, rendered the way `felix/nftables` names
  * things): table `calico` in families `ip` and `ip6`.
  *
- *   filter-INPUT   ─► filter-cali-INPUT   ─► cali* ─► filter-cali-wl-to-host ─► from-wl dispatch
+ *   filter-INPUT   ─► filter-cali-INPUT   ─► VXLAN to the host: accept from @cali40all-vxlan-net, else drop
+ *                                          ├► cali* ─► filter-cali-wl-to-host ─► from-wl dispatch
  *                                          └► filter-cali-from-host-endpoint (iifname vmap → fh-<if>)
  *   filter-FORWARD ─► filter-cali-FORWARD ─► from-hep-forward, from-wl dispatch (iifname vmap →
  *                                           fw-<if>), to-wl dispatch (oifname vmap → tw-<if>),
@@ -39,7 +40,7 @@
  * `filter-cali-pri-<name>`/`-pro-`; rules match IP sets `cali40…`/`cali60…`.
  */
 
-import { IPSET_ID_ALL_POOLS, IPSET_ID_MASQ_POOLS } from '../calc/ids.js';
+import { IPSET_ID_ALL_POOLS, IPSET_ID_ALL_VXLAN_SOURCES, IPSET_ID_MASQ_POOLS } from '../calc/ids.js';
 import type { DataplaneState, EndpointState, EndpointTier } from '../calc/types.js';
 import { allocateMarks, type MarkBits, type ProtoPort, type RulesConfig } from './config.js';
 import { renderEndpointChain } from './endpoint-renderer.js';
@@ -57,6 +58,7 @@ import {
   meta,
   payload,
   ret,
+  toLocalAddress,
 } from './expr.js';
 import {
   ALL_INTERFACES,
@@ -202,9 +204,20 @@ function allInterfacesHostEndpoint(state: DataplaneState): EndpointState | undef
   return undefined;
 }
 
+/** What the rules need to know of the node's tunnels, beyond the configuration. */
+export interface TunnelRules {
+  /**
+   * With VXLAN on: the IPv4 hosts (addresses or CIDRs) VXLAN packets are accepted from, the other
+   * nodes' VTEPs and the external nodes; VXLAN packets to this host from anywhere else are
+   * dropped. Absent: VXLAN is off, and no rule looks at VXLAN packets to the host.
+   */
+  readonly vxlanSources?: readonly string[];
+}
+
 function renderTable(
   state: DataplaneState,
   config: RulesConfig,
+  tunnels: TunnelRules,
   marks: MarkBits,
   family: NftFamily,
 ): NftTableDesired {
@@ -476,7 +489,26 @@ function renderTable(
     expr: [markSet(marks.accept), accept],
     comment: 'Accepted by untracked or pre-DNAT policy',
   };
+  // VXLAN packets to the host come from known hosts only (upstream's first rules of cali-INPUT).
+  const vxlanInput: NftRuleDesired[] = [];
+  if (tunnels.vxlanSources !== undefined && family === 'ip') {
+    const sources = ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES);
+    t.netSet(sources, tunnels.vxlanSources);
+    const vxlanToHost = [
+      match(meta('l4proto'), 'udp'),
+      match(payload('udp', 'dport'), config.vxlanPort),
+      toLocalAddress,
+    ];
+    vxlanInput.push(
+      {
+        expr: [...vxlanToHost, match(payload(family, 'saddr'), `@${sources}`), accept],
+        comment: 'Allow IPv4 VXLAN packets from allowed hosts',
+      },
+      { expr: [...vxlanToHost, drop], comment: 'Drop IPv4 VXLAN packets from non-allowed hosts' },
+    );
+  }
   t.chain(FILTER + CHAIN.input, [
+    ...vxlanInput,
     ...wildcards.map((w) => ({ expr: [match(iif, w), goto(FILTER + CHAIN.wlToHost)] })),
     alreadyAccepted,
     { expr: [clearMarkBits(policyMarks)] },
@@ -590,8 +622,12 @@ function renderTable(
 }
 
 /** The full desired ruleset: table `calico` for `ip`, and for `ip6` when IPv6 is supported. */
-export function renderRuleset(state: DataplaneState, config: RulesConfig): NftDesired {
+export function renderRuleset(
+  state: DataplaneState,
+  config: RulesConfig,
+  tunnels: TunnelRules = {},
+): NftDesired {
   const marks = allocateMarks(config.markMask);
   const families: NftFamily[] = config.ipv6Support ? ['ip', 'ip6'] : ['ip'];
-  return { tables: families.map((f) => renderTable(state, config, marks, f)) };
+  return { tables: families.map((f) => renderTable(state, config, tunnels, marks, f)) };
 }

@@ -14,7 +14,7 @@ import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from './config.js';
 import { emptyRuleset, type NftDesired } from './ruleset.js';
 import { diffRuleset, toNftDocument } from './ruleset-diff.js';
-import { renderRuleset } from './ruleset-renderer.js';
+import { renderRuleset, type TunnelRules } from './ruleset-renderer.js';
 
 function available(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
@@ -24,11 +24,11 @@ if (!ready && process.env.CI === 'true') {
   throw new Error('ruleset.int.test needs root, nft and unshare (CI=true: prerequisites are required)');
 }
 
-function render(resources: CalcResource[]): NftDesired {
+function render(resources: CalcResource[], tunnels: TunnelRules = {}): NftDesired {
   const g = new CalcGraph({ hostname: 'node1' });
   for (const r of resources) g.onUpdate({ kind: 'set', resource: r });
   g.flush();
-  return renderRuleset(g.state(), DEFAULT_RULES_CONFIG);
+  return renderRuleset(g.state(), DEFAULT_RULES_CONFIG, tunnels);
 }
 
 const A = render([
@@ -73,47 +73,50 @@ const A = render([
   pool('p6', 'fd00:19::/64', true),
 ]);
 
-const B = render([
-  profile('kns.a', { ingress: [{ action: 'Allow' }] }),
-  wep('a', 'db', { labels: { app: 'db' }, profiles: ['kns.a'], ips: ['198.19.0.2/32'], iface: 'calidb' }),
-  wep('a', 'cache', {
-    labels: { app: 'web' },
-    profiles: ['kns.a'],
-    ips: ['198.19.0.3/32'],
-    iface: 'calicache',
-  }),
-  np('a', 'db', {
-    selector: "app == 'db'",
-    ingress: [
-      {
-        action: 'Allow',
-        protocol: 'UDP',
-        source: { selector: "app == 'web'", ports: ['dns'] },
-        destination: { ports: ['dns', 53] },
-      },
-    ],
-  }),
-  hep('eth0', { labels: { host: 'y' }, ips: ['198.18.0.1'], iface: 'eth0' }),
-  gnp('host', {
-    selector: 'has(host)',
-    applyOnForward: true,
-    ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [22] } }],
-  }),
-  gnp('host-untracked', {
-    selector: 'has(host)',
-    doNotTrack: true,
-    applyOnForward: true,
-    ingress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }],
-    egress: [{ action: 'Allow', protocol: 'UDP', source: { ports: [53] } }],
-  }),
-  gnp('host-prednat', {
-    selector: 'has(host)',
-    preDNAT: true,
-    applyOnForward: true,
-    ingress: [{ action: 'Deny', source: { nets: ['198.18.9.0/24'] } }],
-  }),
-  pool('p', '198.19.0.0/16', false),
-]);
+const B = render(
+  [
+    profile('kns.a', { ingress: [{ action: 'Allow' }] }),
+    wep('a', 'db', { labels: { app: 'db' }, profiles: ['kns.a'], ips: ['198.19.0.2/32'], iface: 'calidb' }),
+    wep('a', 'cache', {
+      labels: { app: 'web' },
+      profiles: ['kns.a'],
+      ips: ['198.19.0.3/32'],
+      iface: 'calicache',
+    }),
+    np('a', 'db', {
+      selector: "app == 'db'",
+      ingress: [
+        {
+          action: 'Allow',
+          protocol: 'UDP',
+          source: { selector: "app == 'web'", ports: ['dns'] },
+          destination: { ports: ['dns', 53] },
+        },
+      ],
+    }),
+    hep('eth0', { labels: { host: 'y' }, ips: ['198.18.0.1'], iface: 'eth0' }),
+    gnp('host', {
+      selector: 'has(host)',
+      applyOnForward: true,
+      ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [22] } }],
+    }),
+    gnp('host-untracked', {
+      selector: 'has(host)',
+      doNotTrack: true,
+      applyOnForward: true,
+      ingress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }],
+      egress: [{ action: 'Allow', protocol: 'UDP', source: { ports: [53] } }],
+    }),
+    gnp('host-prednat', {
+      selector: 'has(host)',
+      preDNAT: true,
+      applyOnForward: true,
+      ingress: [{ action: 'Deny', source: { nets: ['198.18.9.0/24'] } }],
+    }),
+    pool('p', '198.19.0.0/16', false),
+  ],
+  { vxlanSources: ['198.18.0.3', '198.18.9.0/24'] },
+);
 
 describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
   const dir = mkdtempSync(join(tmpdir(), 'felix-nft-'));
@@ -157,6 +160,11 @@ describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
     expect(r.out).toContain('"calicache" : goto filter-cali-tw-calicache');
     expect(r.out).not.toContain('caliweb');
     expect(r.out).not.toContain('filter-cali-pi-gnp/security.screen');
+    expect(r.out).toContain('elements = { 198.18.0.3, 198.18.9.0/24 }');
+    expect(r.out).toMatch(
+      /udp dport 4789 fib daddr type local ip saddr @cali40all-vxlan-net accept comment "Allow IPv4 VXLAN packets from allowed hosts"/,
+    );
+    expect(r.out).toMatch(/udp dport 4789 fib daddr type local drop/);
     // No pool masquerades in B: its nat hook went away with A's NAT pools.
     expect(r.out).not.toMatch(/hook postrouting/);
   });

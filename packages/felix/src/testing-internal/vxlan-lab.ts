@@ -154,6 +154,31 @@ export class VxlanLab {
     }
   }
 
+  /** A namespace on the fabric at `address`/24 that runs nothing of Calico (another host). */
+  addHost(suffix: string, address: string): string {
+    const netns = `${this.id}-${suffix}`;
+    this.#netns(netns);
+    const fabricIf = `fab-${suffix}`.slice(0, 15);
+    ip([
+      'link',
+      'add',
+      fabricIf,
+      'netns',
+      this.fabric,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      'eth0',
+      'netns',
+      netns,
+    ]);
+    ip(['-n', this.fabric, 'link', 'set', fabricIf, 'master', 'br0', 'up']);
+    ip(['-n', netns, 'addr', 'add', `${address}/24`, 'dev', 'eth0']);
+    ip(['-n', netns, 'link', 'set', 'eth0', 'up']);
+    return netns;
+  }
+
   /** What calico-node and calicoctl would have written: cluster info, the pool, Nodes, namespaces. */
   async seed(pool: Record<string, unknown>, namespaces: string[]): Promise<void> {
     await this.create({
