@@ -4,7 +4,9 @@
 // 169.254.1.1, answered by proxy ARP on the node's end, and the node routes the pod's /32 to that
 // end, as the CNI plugin sets it up. Remote pods are reached by a static route (bgp mode: what
 // BIRD programs) or through a VXLAN device with static neighbour and FDB entries (vxlan mode: what
-// Felix programs). No nftables table, no conntrack, no rp_filter.
+// Felix programs). No nftables table, no conntrack, no rp_filter; `conntrack(true)` adds to each
+// node the least a stateful policy needs: one table whose input, forward and output chains accept
+// established traffic, which turns connection tracking on for the node.
 //
 // Addresses are in 198.18.0.0/15 and the namespaces are never connected to the host's network.
 import { spawnSync } from 'node:child_process';
@@ -139,11 +141,29 @@ export class BarePath {
     }
   }
 
+  /** Turns the nodes' conntrack table on or off. */
+  conntrack(on) {
+    for (const node of [this.ns.n1, this.ns.n2]) {
+      const r = spawnSync('ip', ['netns', 'exec', node, 'nft', '-f', '-'], {
+        input: on ? CONNTRACK_TABLE : 'delete table ip bare\n',
+        encoding: 'utf8',
+      });
+      if (r.status !== 0) throw new Error(`nft in ${node}: ${r.stderr.trim()}`);
+    }
+  }
+
   /** Removes every namespace this path made (and with them their links); safe to call twice. */
   down() {
     for (const n of this.made.splice(0).reverse()) spawnSync('ip', ['netns', 'del', n]);
   }
 }
+
+const CONNTRACK_TABLE = `table ip bare {
+  chain input { type filter hook input priority filter; ct state established,related accept; }
+  chain forward { type filter hook forward priority filter; ct state established,related accept; }
+  chain output { type filter hook output priority filter; ct state established,related accept; }
+}
+`;
 
 function nodeIp(i) {
   return `${NODE_NET}.1${i}`;
