@@ -31,3 +31,5 @@ export const IPSET_ID_ALL_POOLS = 'network-ip-pools';
 export const IPSET_ID_MASQ_POOLS = 'masq-ipam-pools';
 /** The IP set of the hosts VXLAN packets are accepted from: other nodes' VTEPs, external nodes. */
 export const IPSET_ID_ALL_VXLAN_SOURCES = 'all-vxlan-net';
+/** The IP set of every Calico host's address (and the external nodes): where IPIP may come from. */
+export const IPSET_ID_ALL_HOSTS = 'all-hosts-net';

@@ -1,6 +1,6 @@
 /** The IPIP resolver as whole states: tunl0 and the routes Felix would program for IPIP pools. */
 import { describe, expect, it } from 'vitest';
-import { resolveIpip } from './ipip-resolver.js';
+import { hostAddresses, resolveIpip } from './ipip-resolver.js';
 import type { EncapInput } from './route-resolver.js';
 import { block, encapPool, node } from './testing-internal/encap-resources.js';
 
@@ -83,5 +83,19 @@ describe('resolveIpip', () => {
       CFG,
     );
     expect(s.routes.map((r) => r.dst)).toEqual(['198.19.0.0/26', '198.19.0.64/26', '198.19.0.70/32']);
+  });
+});
+
+describe('hostAddresses', () => {
+  it('is every node’s IPv4 address, sorted numerically, once each, skipping nodes without one', () => {
+    expect(
+      hostAddresses([
+        node('node-c', '198.18.1.3/24'),
+        node('node-a', '198.18.0.10/24'),
+        node('node-b', '198.18.0.9/24'),
+        node('node-d', '198.18.0.9/24'),
+        node('node-e', undefined),
+      ]),
+    ).toEqual(['198.18.0.9', '198.18.0.10', '198.18.1.3']);
   });
 });

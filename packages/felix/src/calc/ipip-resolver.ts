@@ -47,6 +47,19 @@ export interface IpipState {
   readonly waiting: readonly string[];
 }
 
+/**
+ * Every node's IPv4 address, sorted and without repeats: the hosts IPIP packets may come from
+ * (upstream's `all-hosts-net` IP set, to which the caller adds the external nodes).
+ */
+export function hostAddresses(nodes: EncapInput['nodes']): string[] {
+  const out = new Set<string>();
+  for (const n of nodes) {
+    const ip = nodeInfoOf(n).ipv4;
+    if (ip !== undefined) out.add(ip);
+  }
+  return [...out].sort(compareCidr);
+}
+
 export function ipipEnabled(input: Pick<EncapInput, 'pools'>, cfg: Pick<IpipConfig, 'enabled'>): boolean {
   return cfg.enabled ?? input.pools.some((p) => poolInfoOf(p)?.encap === 'ipip');
 }

@@ -1,7 +1,8 @@
 /**
  * FelixDaemon's VXLAN path on fakes: Nodes and IPPools from the in-memory datastore, IPAM blocks
  * from a polled source, and the kernel state FakeTunnelNet ends up with. A Node deleted takes its
- * routes, neighbour and FDB entry away; a new block appears as a route.
+ * routes, neighbour and FDB entry away; a new block appears as a route. The hosts tunnel packets
+ * are accepted from follow the Nodes and the external nodes.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -36,6 +37,7 @@ describe('FelixDaemon VXLAN', () => {
   let net: FakeTunnelNet;
   let blocks: BlockRecord[];
   let daemon: FelixDaemon;
+  let nft: FakeNft;
 
   const nodeRes = (name: string, ip: string, tunnel: string) =>
     ({
@@ -65,6 +67,7 @@ describe('FelixDaemon VXLAN', () => {
     } as Resource & { kind: 'IPPool' });
     await ds.create(nodeRes('node-a', '198.18.0.2/24', '198.19.0.0'));
     await ds.create(nodeRes('node-b', '198.18.0.3/24', '198.19.0.64'));
+    nft = new FakeNft();
     daemon = new FelixDaemon({
       local: {
         env: { FELIX_FELIXHOSTNAME: 'node-a', FELIX_MTUFILEPATH: join(dir, 'mtu') },
@@ -74,7 +77,7 @@ describe('FelixDaemon VXLAN', () => {
       datastore: ds,
       ipamBlocks: { listBlocks: async () => ({ items: blocks.map((value) => ({ value })) }) },
       ipamPollMs: 20,
-      nft: new FakeNft(),
+      nft,
       net,
       log: NOOP_LOGGER,
       debounceMs: 10,
@@ -118,6 +121,57 @@ describe('FelixDaemon VXLAN', () => {
       'addr 198.19.0.0/32 dev vxlan.calico',
       `link vxlan.calico mtu 1450 up vxlan id 4096 dstport 4789 local 198.18.0.2 dev eth0 address ${vtepMacFor('node-a')}`,
     ]);
+  });
+
+  /** The members of an IPv4 set of table calico in the fake kernel, or undefined without the set. */
+  const setMembers = (name: string) =>
+    nft
+      .dump()
+      .tables.find((t) => t.family === 'ip' && t.name === 'calico')
+      ?.sets.find((x) => x.name === name)
+      ?.elem?.map((e) => JSON.stringify(e));
+
+  it('accepts VXLAN from the other nodes’ VTEPs and the external nodes; the set follows the Nodes', async () => {
+    await until('node-b in the VXLAN sources', () => setMembers('cali40all-vxlan-net')?.length === 1);
+    expect(setMembers('cali40all-vxlan-net')).toEqual(['"198.18.0.3"']);
+    // No IPIP pool: no IPIP rules.
+    expect(setMembers('cali40all-hosts-net')).toBeUndefined();
+
+    await ds.create({
+      apiVersion: V3,
+      kind: 'FelixConfiguration',
+      metadata: { name: 'default' },
+      spec: { externalNodesList: ['198.18.7.0/24'] },
+    } as Resource & { kind: 'FelixConfiguration' });
+    await until(
+      'the external nodes in the VXLAN sources',
+      () => setMembers('cali40all-vxlan-net')?.length === 2,
+    );
+    expect(setMembers('cali40all-vxlan-net')).toEqual([
+      '"198.18.0.3"',
+      JSON.stringify({ prefix: { addr: '198.18.7.0', len: 24 } }),
+    ]);
+
+    await ds.delete('Node', 'node-b');
+    await until('node-b gone from the VXLAN sources', () => setMembers('cali40all-vxlan-net')?.length === 1);
+  });
+
+  it('accepts IPIP from every Calico host once a pool uses IPIP', async () => {
+    await until('the VXLAN rules', () => setMembers('cali40all-vxlan-net') !== undefined);
+    await ds.create({
+      apiVersion: V3,
+      kind: 'IPPool',
+      metadata: { name: 'ipip' },
+      spec: {
+        cidr: '198.18.64.0/18',
+        blockSize: 26,
+        ipipMode: 'Always',
+        vxlanMode: 'Never',
+        nodeSelector: 'all()',
+      },
+    } as Resource & { kind: 'IPPool' });
+    await until('the IPIP sources', () => setMembers('cali40all-hosts-net') !== undefined);
+    expect(setMembers('cali40all-hosts-net')).toEqual(['"198.18.0.2"', '"198.18.0.3"']);
   });
 
   it('an IPPool turned to vxlanMode Never removes the device', async () => {

@@ -7,7 +7,7 @@
  *   probe (raw KV revision) ─┴► datastore reachable? ──► health: async_calc_graph         │ transaction,
  *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status            │ routes
  *   Node + IPPool (syncer) + IPAM blocks (polled) ──► resolveVxlan ──(changed?)──► setVxlanState
- *                                                      └─ VXLAN sources changed? ──► setTunnelRules, apply
+ *                                                      └─ IPIP/VXLAN sources changed? ──► setTunnelRules, apply
  *   health server /liveness /readiness ◄── HealthAggregator ◄── InternalDataplaneMainLoop ◄┘
  *   metrics server /metrics ◄── FelixMetrics
  *
@@ -28,6 +28,7 @@ import type { Datastore } from '@calico-ts/datastore';
 import type { NftClient } from '@calico-ts/nftables';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { isEmptyDiff } from '../calc/dataplane-state.js';
+import { hostAddresses, ipipEnabled } from '../calc/ipip-resolver.js';
 import {
   type BlockRecord,
   type BlockRoutes,
@@ -42,6 +43,7 @@ import { type LocalConfigSources, resolveWith } from '../config/load-config.js';
 import type { FelixConfig } from '../config/params.js';
 import { type DataplaneNetOps, LinuxDataplane } from '../dataplane/linux-dataplane.js';
 import { errorMessage, type Logger } from '../logging.js';
+import type { TunnelRules } from '../rules/ruleset-renderer.js';
 import { DatastoreSyncer, type SyncerUpdate } from './datastore-syncer.js';
 import { boundPort, closeServer, HealthAggregator, startHealthServer } from './health.js';
 import { FelixMetrics, startMetricsServer } from './metrics.js';
@@ -519,19 +521,18 @@ export class FelixDaemon {
     } catch (e) {
       this.#log.warn({ err: errorMessage(e) }, 'listing interfaces for the host MTU failed; assuming 1500');
     }
+    const nodes = [...this.#nodes.values()];
+    const pools = [...this.#ipPools.values()];
     const state: VxlanState = resolveVxlan(
-      {
-        hostname: cfg.FelixHostname,
-        nodes: [...this.#nodes.values()],
-        pools: [...this.#ipPools.values()],
-        blocks: this.#blocks,
-      },
+      { hostname: cfg.FelixHostname, nodes, pools, blocks: this.#blocks },
       { enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, hostMtu },
     );
-    // The hosts VXLAN may come from are part of the rules: a change re-renders them.
-    const tunnelRules = state.enabled
-      ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] }
-      : {};
+    // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
+    const ipipOn = ipipEnabled({ pools }, { enabled: cfg.IpInIpEnabled });
+    const tunnelRules: TunnelRules = {
+      ...(ipipOn ? { ipipSources: [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList] } : {}),
+      ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] } : {}),
+    };
     const tunnelRulesKey = JSON.stringify(tunnelRules);
     if (tunnelRulesKey !== this.#tunnelRulesKey) {
       this.#tunnelRulesKey = tunnelRulesKey;

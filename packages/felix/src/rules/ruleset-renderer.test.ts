@@ -745,6 +745,36 @@ describe('VXLAN packets to the host', () => {
     expect(input).not.toContain('4789');
   });
 
+  it('come after the IPIP pair, which accepts IPIP only from Calico hosts', () => {
+    const [ip] = renderRuleset(state, DEFAULT_RULES_CONFIG, {
+      ipipSources: ['198.18.0.2', '198.18.0.3'],
+      vxlanSources: ['198.18.0.3'],
+    }).tables;
+    expect(ip!.sets['cali40all-hosts-net']!.elements).toEqual(['198.18.0.2', '198.18.0.3']);
+    const ipip = { match: { op: '==', left: { meta: { key: 'l4proto' } }, right: 4 } };
+    const rules = ip!.chains['filter-cali-INPUT']!.rules;
+    expect(rules.slice(0, 2)).toEqual([
+      {
+        expr: [
+          ipip,
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip', field: 'saddr' } },
+              right: '@cali40all-hosts-net',
+            },
+          },
+          udp4789[2],
+          { accept: null },
+        ],
+        comment: 'Allow IPIP packets from Calico hosts',
+      },
+      // Unlike VXLAN's, the drop is not limited to local destinations.
+      { expr: [ipip, { drop: null }], comment: 'Drop IPIP packets from non-Calico hosts' },
+    ]);
+    expect(rules[2]!.comment).toBe('Allow IPv4 VXLAN packets from allowed hosts');
+  });
+
   it('are left alone without VXLAN', () => {
     const [ip] = renderRuleset(state, DEFAULT_RULES_CONFIG).tables;
     expect(ip!.sets['cali40all-vxlan-net']).toBeUndefined();

@@ -3,7 +3,8 @@
  * `dispatch.go`, `endpoints.go`, `policy.go`, `nat.go`, rendered the way `felix/nftables` names
  * things): table `calico` in families `ip` and `ip6`.
  *
- *   filter-INPUT   ─► filter-cali-INPUT   ─► VXLAN to the host: accept from @cali40all-vxlan-net, else drop
+ *   filter-INPUT   ─► filter-cali-INPUT   ─► IPIP: accept from @cali40all-hosts-net, else drop;
+ *                                          │  VXLAN to the host: accept from @cali40all-vxlan-net, else drop
  *                                          ├► cali* ─► filter-cali-wl-to-host ─► from-wl dispatch
  *                                          └► filter-cali-from-host-endpoint (iifname vmap → fh-<if>)
  *   filter-FORWARD ─► filter-cali-FORWARD ─► from-hep-forward, from-wl dispatch (iifname vmap →
@@ -40,7 +41,12 @@
  * `filter-cali-pri-<name>`/`-pro-`; rules match IP sets `cali40…`/`cali60…`.
  */
 
-import { IPSET_ID_ALL_POOLS, IPSET_ID_ALL_VXLAN_SOURCES, IPSET_ID_MASQ_POOLS } from '../calc/ids.js';
+import {
+  IPSET_ID_ALL_HOSTS,
+  IPSET_ID_ALL_POOLS,
+  IPSET_ID_ALL_VXLAN_SOURCES,
+  IPSET_ID_MASQ_POOLS,
+} from '../calc/ids.js';
 import type { DataplaneState, EndpointState, EndpointTier } from '../calc/types.js';
 import { allocateMarks, type MarkBits, type ProtoPort, type RulesConfig } from './config.js';
 import { renderEndpointChain } from './endpoint-renderer.js';
@@ -52,6 +58,7 @@ import {
   drop,
   goto,
   jump,
+  l4protoExpr,
   markClear,
   markSet,
   match,
@@ -212,6 +219,11 @@ export interface TunnelRules {
    * dropped. Absent: VXLAN is off, and no rule looks at VXLAN packets to the host.
    */
   readonly vxlanSources?: readonly string[];
+  /**
+   * With IPIP on: every Calico host's IPv4 address and the external nodes, where IPIP packets are
+   * accepted from; IPIP from anywhere else is dropped. Absent: IPIP is off.
+   */
+  readonly ipipSources?: readonly string[];
 }
 
 function renderTable(
@@ -489,8 +501,20 @@ function renderTable(
     expr: [markSet(marks.accept), accept],
     comment: 'Accepted by untracked or pre-DNAT policy',
   };
-  // VXLAN packets to the host come from known hosts only (upstream's first rules of cali-INPUT).
-  const vxlanInput: NftRuleDesired[] = [];
+  // Tunnel packets to the host come from known hosts only (upstream's first rules of cali-INPUT).
+  const tunnelInput: NftRuleDesired[] = [];
+  if (tunnels.ipipSources !== undefined && family === 'ip') {
+    const hosts = ipSetName(family, IPSET_ID_ALL_HOSTS);
+    t.netSet(hosts, tunnels.ipipSources);
+    const ipip = match(meta('l4proto'), l4protoExpr(4));
+    tunnelInput.push(
+      {
+        expr: [ipip, match(payload(family, 'saddr'), `@${hosts}`), toLocalAddress, accept],
+        comment: 'Allow IPIP packets from Calico hosts',
+      },
+      { expr: [ipip, drop], comment: 'Drop IPIP packets from non-Calico hosts' },
+    );
+  }
   if (tunnels.vxlanSources !== undefined && family === 'ip') {
     const sources = ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES);
     t.netSet(sources, tunnels.vxlanSources);
@@ -499,7 +523,7 @@ function renderTable(
       match(payload('udp', 'dport'), config.vxlanPort),
       toLocalAddress,
     ];
-    vxlanInput.push(
+    tunnelInput.push(
       {
         expr: [...vxlanToHost, match(payload(family, 'saddr'), `@${sources}`), accept],
         comment: 'Allow IPv4 VXLAN packets from allowed hosts',
@@ -508,7 +532,7 @@ function renderTable(
     );
   }
   t.chain(FILTER + CHAIN.input, [
-    ...vxlanInput,
+    ...tunnelInput,
     ...wildcards.map((w) => ({ expr: [match(iif, w), goto(FILTER + CHAIN.wlToHost)] })),
     alreadyAccepted,
     { expr: [clearMarkBits(policyMarks)] },

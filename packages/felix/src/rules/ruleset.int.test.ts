@@ -115,7 +115,7 @@ const B = render(
     }),
     pool('p', '198.19.0.0/16', false),
   ],
-  { vxlanSources: ['198.18.0.3', '198.18.9.0/24'] },
+  { ipipSources: ['198.18.0.2', '198.18.0.3'], vxlanSources: ['198.18.0.3', '198.18.9.0/24'] },
 );
 
 describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
@@ -165,6 +165,10 @@ describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
       /udp dport 4789 fib daddr type local ip saddr @cali40all-vxlan-net accept comment "Allow IPv4 VXLAN packets from allowed hosts"/,
     );
     expect(r.out).toMatch(/udp dport 4789 fib daddr type local drop/);
+    expect(r.out).toMatch(
+      /meta l4proto ipencap ip saddr @cali40all-hosts-net fib daddr type local accept comment "Allow IPIP packets from Calico hosts"/,
+    );
+    expect(r.out).toMatch(/meta l4proto ipencap drop comment "Drop IPIP packets from non-Calico hosts"/);
     // No pool masquerades in B: its nat hook went away with A's NAT pools.
     expect(r.out).not.toMatch(/hook postrouting/);
   });
