@@ -127,24 +127,7 @@ export class VxlanLab {
         dir: join(this.tmp, `node-${i}`),
       };
       await mkdir(node.dir);
-      this.#netns(netns);
-      ip([
-        'link',
-        'add',
-        `fab${i}`,
-        'netns',
-        this.fabric,
-        'type',
-        'veth',
-        'peer',
-        'name',
-        'eth0',
-        'netns',
-        netns,
-      ]);
-      ip(['-n', this.fabric, 'link', 'set', `fab${i}`, 'master', 'br0', 'up']);
-      ip(['-n', netns, 'addr', 'add', `${node.ip}/24`, 'dev', 'eth0']);
-      ip(['-n', netns, 'link', 'set', 'eth0', 'up']);
+      this.#attach(netns, `fab${i}`, node.ip);
       // A host has a default route; proxy ARP for the pods' gateway needs one to answer.
       ip(['-n', netns, 'route', 'add', 'default', 'via', '198.18.0.1']);
       await writeFile(join(node.dir, 'nodename'), node.name);
@@ -157,8 +140,13 @@ export class VxlanLab {
   /** A namespace on the fabric at `address`/24 that runs nothing of Calico (another host). */
   addHost(suffix: string, address: string): string {
     const netns = `${this.id}-${suffix}`;
+    this.#attach(netns, `fab-${suffix}`.slice(0, 15), address);
+    return netns;
+  }
+
+  /** A new namespace whose `eth0` is at `address`/24 on the fabric bridge (its end: `fabricIf`). */
+  #attach(netns: string, fabricIf: string, address: string): void {
     this.#netns(netns);
-    const fabricIf = `fab-${suffix}`.slice(0, 15);
     ip([
       'link',
       'add',
@@ -176,7 +164,6 @@ export class VxlanLab {
     ip(['-n', this.fabric, 'link', 'set', fabricIf, 'master', 'br0', 'up']);
     ip(['-n', netns, 'addr', 'add', `${address}/24`, 'dev', 'eth0']);
     ip(['-n', netns, 'link', 'set', 'eth0', 'up']);
-    return netns;
   }
 
   /** What calico-node and calicoctl would have written: cluster info, the pool, Nodes, namespaces. */
