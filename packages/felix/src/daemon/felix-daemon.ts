@@ -80,6 +80,8 @@ const LIVE_PARAMS: ReadonlySet<string> = new Set([
   'VXLANEnabled',
   'VXLANMTU',
   'VXLANVNI',
+  'IpInIpEnabled',
+  'ExternalNodesCIDRList',
 ]);
 /** Consecutive failed applies after which the dataplane reports itself not live. */
 const MAX_FAILURES_LIVE = 10;
