@@ -7,13 +7,16 @@ export { CalcGraph, type CalcGraphOptions, DEFAULT_ALLOW_PROFILE } from './calc/
 export { applyDataplaneDiff, emptyDataplaneState, isEmptyDiff } from './calc/dataplane-state.js';
 export { lengthLimitedID, makeUniqueID } from './calc/hash.js';
 export {
+  IPSET_ID_ALL_HOSTS,
   IPSET_ID_ALL_POOLS,
+  IPSET_ID_ALL_VXLAN_SOURCES,
   IPSET_ID_MASQ_POOLS,
   namedPortIPSetId,
   policyId,
   selectorIPSetId,
 } from './calc/ids.js';
 export {
+  hostAddresses,
   IPIP_DEVICE,
   type IpipConfig,
   type IpipDevice,
@@ -106,7 +109,7 @@ export { type PolicyRenderContext, type RenderedRule, renderPolicyRules } from '
 export type * from './rules/ruleset.js';
 export { emptyRuleset } from './rules/ruleset.js';
 export { diffRuleset, toNftDocument } from './rules/ruleset-diff.js';
-export { renderRuleset } from './rules/ruleset-renderer.js';
+export { renderRuleset, type TunnelRules } from './rules/ruleset-renderer.js';
 export {
   ensureIpipTunnelAddress,
   ensureTunnelAddress,

@@ -81,7 +81,7 @@ export interface FelixConfig {
   DeviceRouteProtocol: number;
   AllowVXLANPacketsFromWorkloads: boolean;
   AllowIPIPPacketsFromWorkloads: boolean;
-  /** Hosts (IPv4 addresses or CIDRs) that are not nodes but may send VXLAN packets to this one. */
+  /** Hosts (IPv4 addresses or CIDRs) that are not nodes but may send VXLAN and IPIP packets here. */
   ExternalNodesCIDRList: string[];
   OpenstackRegion: string;
   /** calico-ts: where the pod MTU is written (upstream always uses /var/lib/calico/mtu). */

@@ -149,12 +149,17 @@ export function parseIPv4NetList(raw: string): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  return parts.map((p) => {
-    const [addr, len, extra] = p.split('/');
-    const ok = extra === undefined && (len === undefined || (/^\d{1,2}$/.test(len) && Number(len) <= 32));
+  const isAddress = (a: string) => {
     try {
-      if (!ok || parseIPv4(addr!) === '') throw new RangeError('');
+      return parseIPv4(a) !== '';
     } catch {
+      return false;
+    }
+  };
+  return parts.map((p) => {
+    const [addr = '', len, extra] = p.split('/');
+    const lenOk = len === undefined || (/^\d{1,2}$/.test(len) && Number(len) <= 32);
+    if (extra !== undefined || !lenOk || !isAddress(addr)) {
       throw new RangeError(`"${p}" is not an IPv4 address or CIDR`);
     }
     return len === undefined ? `${addr}/32` : p;

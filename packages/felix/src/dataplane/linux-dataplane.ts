@@ -9,10 +9,11 @@
  *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN resync
  *           (RouteRefreshInterval)
  *
- * API: `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs nftables then routes
- * and resolves with what it did (throws if nftables failed; route failures are retried by the
- * timers and reported through `onError`). `setVxlanState(state)` records the VXLAN state and
- * programs it shortly after, independently of the rules (failures likewise retried). `start()` begins the monitor and timers, `stop()` ends
+ * API: `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs
+ * nftables then routes and resolves with what it did (throws if nftables failed; route failures
+ * are retried by the timers and reported through `onError`). `setVxlanState(state)` records the
+ * VXLAN state and programs it shortly after, independently of the rules (failures likewise
+ * retried). `start()` begins the monitor and timers, `stop()` ends
  * them and leaves everything programmed in place.
  *
  * Thread-safety: one event loop; kernel operations are serialised on an internal queue.
@@ -132,7 +133,7 @@ export class LinuxDataplane {
     this.#rulesConfig = cfg;
   }
 
-  /** Records what the rules need of the tunnels (VXLAN sources); programmed by the next `apply()`. */
+  /** Records what the rules need of the tunnels (IPIP and VXLAN sources); the next `apply()` programs it. */
   setTunnelRules(t: TunnelRules): void {
     this.#tunnelRules = t;
   }
