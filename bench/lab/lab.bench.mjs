@@ -195,7 +195,9 @@ async function measureMode(mode) {
     const n1 = node('n1');
     const n2 = node('n2');
 
-    bare = new BarePath(mode, mtuOf(a.netns, 'eth0')).up();
+    // Assigned before `up()`, so that the `finally` below removes what a failed `up()` made.
+    bare = new BarePath(mode, mtuOf(a.netns, 'eth0'));
+    bare.up();
     const ends = {
       pod: { from: a.netns, to: b.netns, ip: b.ip },
       node: { from: n1.netns, to: n2.netns, ip: n2.ip },
