@@ -124,9 +124,9 @@ describe('resolveFelixConfig', () => {
   it('reads the external nodes from externalNodesList or FELIX_EXTERNALNODESCIDRLIST; a bad entry is named', () => {
     expect(resolveFelixConfig({}).config.ExternalNodesCIDRList).toEqual([]);
     expect(
-      resolveFelixConfig({ global: { externalNodesList: ['198.18.5.0/24', '198.18.6.7'] } }).config
-        .ExternalNodesCIDRList,
-    ).toEqual(['198.18.5.0/24', '198.18.6.7/32']);
+      resolveFelixConfig({ global: { externalNodesList: ['198.18.5.0/24', '198.18.6.7', '198.18.9.0/23'] } })
+        .config.ExternalNodesCIDRList,
+    ).toEqual(['198.18.5.0/24', '198.18.6.7/32', '198.18.8.0/23']);
     const { config, problems } = resolveFelixConfig({
       env: { FELIX_EXTERNALNODESCIDRLIST: '198.18.7.0/24, 198.18.300.1' },
       global: { externalNodesList: ['198.18.5.0/24'] },

@@ -3,6 +3,7 @@
  * them: every source (env, file, datastore) is reduced to strings first, then parsed here. Each
  * parser returns the typed value or throws a `RangeError` saying what is wrong. Pure.
  */
+import { formatCidr, parseCidrOrIP } from '@calico-ts/api';
 
 export interface ProtoPort {
   readonly protocol: 'tcp' | 'udp' | 'sctp';
@@ -143,27 +144,20 @@ export function parseIPv4(raw: string): string {
   return v;
 }
 
-/** A comma-separated list of IPv4 addresses and CIDRs (a bare address is its /32). */
+/**
+ * A comma-separated list of IPv4 addresses and CIDRs, as canonical CIDRs: a bare address is its
+ * /32 and host bits are cleared (`198.18.3.0/23` is `198.18.2.0/23`, as the kernel stores it).
+ */
 export function parseIPv4NetList(raw: string): string[] {
-  const parts = raw
+  return raw
     .split(',')
     .map((s) => s.trim())
-    .filter((s) => s !== '');
-  const isAddress = (a: string) => {
-    try {
-      return parseIPv4(a) !== '';
-    } catch {
-      return false;
-    }
-  };
-  return parts.map((p) => {
-    const [addr = '', len, extra] = p.split('/');
-    const lenOk = len === undefined || (/^\d{1,2}$/.test(len) && Number(len) <= 32);
-    if (extra !== undefined || !lenOk || !isAddress(addr)) {
-      throw new RangeError(`"${p}" is not an IPv4 address or CIDR`);
-    }
-    return len === undefined ? `${addr}/32` : p;
-  });
+    .filter((s) => s !== '')
+    .map((p) => {
+      const c = parseCidrOrIP(p);
+      if (c?.family !== 4) throw new RangeError(`"${p}" is not an IPv4 address or CIDR`);
+      return formatCidr(c);
+    });
 }
 
 export function parseRegexp(raw: string): RegExp {
