@@ -59,6 +59,9 @@ export function goto(target: string): NftVerdict {
 /** `fib daddr type local`: the destination is an address of this host. */
 export const toLocalAddress: NftStatement = match({ fib: { result: 'type', flags: ['daddr'] } }, 'local');
 
+/** `fib saddr type local`: the source is an address of this host. */
+export const fromLocalAddress: NftStatement = match({ fib: { result: 'type', flags: ['saddr'] } }, 'local');
+
 /** `ip` or `ip6`: the payload protocol of addresses in a family. */
 export function addrProtocol(family: NftFamily): string {
   return family;

@@ -155,17 +155,18 @@ describe('renderRuleset', () => {
     ]);
   });
 
-  it('hooks no raw or mangle stage without a host endpoint, and NAT only where a pool masquerades', () => {
+  it('hooks no raw, mangle or output stage without a host endpoint, and NAT only where a pool masquerades', () => {
     const hooked = (t: typeof ip) =>
       Object.values(t!.chains)
         .filter((c) => c.base)
         .map((c) => c.name)
         .sort();
     // pool4 (IPv4) has natOutgoing; no IPv6 pool does.
-    expect(hooked(ip)).toEqual(['filter-FORWARD', 'filter-INPUT', 'filter-OUTPUT', 'nat-POSTROUTING']);
-    expect(hooked(ip6)).toEqual(['filter-FORWARD', 'filter-INPUT', 'filter-OUTPUT']);
+    expect(hooked(ip)).toEqual(['filter-FORWARD', 'filter-INPUT', 'nat-POSTROUTING']);
+    expect(hooked(ip6)).toEqual(['filter-FORWARD', 'filter-INPUT']);
     // The unhooked stages' chains are still there, for when a host endpoint appears.
     expect(ip!.chains['raw-cali-PREROUTING']).toBeDefined();
+    expect(ip!.chains['filter-cali-OUTPUT']).toBeDefined();
     expect(ip!.chains['mangle-cali-PREROUTING']).toBeDefined();
     expect(ip6!.chains['nat-cali-POSTROUTING']).toBeDefined();
   });
@@ -361,6 +362,12 @@ describe('host endpoint untracked and pre-DNAT stages', () => {
     });
     // Priorities: raw < conntrack (-200) < mangle < dstnat (-100) < filter (0).
     expect(t.chains['mangle-PREROUTING']!.base!.prio).toBeLessThan(-100);
+    // With a host endpoint, its egress policy needs the output hook.
+    expect(t.chains['filter-OUTPUT']).toEqual({
+      name: 'filter-OUTPUT',
+      base: { type: 'filter', hook: 'output', prio: 0, policy: 'accept' },
+      rules: [{ expr: [jumpTo('filter-cali-OUTPUT')] }],
+    });
   });
 
   it('renders the static raw and mangle chains: clear marks, dispatch, accept on the accept mark', () => {
@@ -773,6 +780,36 @@ describe('VXLAN packets to the host', () => {
       { expr: [ipip, { drop: null }], comment: 'Drop IPIP packets from non-Calico hosts' },
     ]);
     expect(rules[2]!.comment).toBe('Allow IPv4 VXLAN packets from allowed hosts');
+  });
+
+  it('to the other hosts pass before host endpoint policy in filter-cali-OUTPUT', () => {
+    const [ip] = renderRuleset(state, DEFAULT_RULES_CONFIG, {
+      ipipSources: ['198.18.0.2', '198.18.0.3'],
+      vxlanSources: ['198.18.0.3'],
+    }).tables;
+    const fromLocal = {
+      match: { op: '==', left: { fib: { result: 'type', flags: ['saddr'] } }, right: 'local' },
+    };
+    const daddrIn = (set: string) => ({
+      match: { op: '==', left: { payload: { protocol: 'ip', field: 'daddr' } }, right: `@${set}` },
+    });
+    const rules = ip!.chains['filter-cali-OUTPUT']!.rules;
+    const hepJump = rules.findIndex((r) => JSON.stringify(r.expr).includes('filter-cali-to-host-endpoint'));
+    expect(rules.slice(hepJump - 3, hepJump - 1)).toEqual([
+      {
+        expr: [
+          { match: { op: '==', left: { meta: { key: 'l4proto' } }, right: 4 } },
+          daddrIn('cali40all-hosts-net'),
+          fromLocal,
+          { accept: null },
+        ],
+        comment: 'Allow IPIP packets to other Calico hosts',
+      },
+      {
+        expr: [udp4789[0], udp4789[1], fromLocal, daddrIn('cali40all-vxlan-net'), { accept: null }],
+        comment: 'Allow IPv4 VXLAN packets to other allowed hosts',
+      },
+    ]);
   });
 
   it('are left alone without VXLAN', () => {

@@ -10,7 +10,8 @@
  *   filter-FORWARD ─► filter-cali-FORWARD ─► from-hep-forward, from-wl dispatch (iifname vmap →
  *                                           fw-<if>), to-wl dispatch (oifname vmap → tw-<if>),
  *                                           to-hep-forward; accept if the accept mark is set
- *   filter-OUTPUT  ─► filter-cali-OUTPUT  ─► filter-cali-to-host-endpoint (oifname vmap → th-<if>)
+ *   filter-OUTPUT  ─► filter-cali-OUTPUT  ─► IPIP / VXLAN to the other hosts: accept
+ *                                          └► filter-cali-to-host-endpoint (oifname vmap → th-<if>)
  *   nat-POSTROUTING ─► nat-cali-POSTROUTING ─► nat-cali-nat-outgoing (masquerade pool → outside)
  *
  * Host endpoints' doNotTrack and preDNAT policies run in earlier stages (upstream's raw and mangle
@@ -28,8 +29,8 @@
  * filter-cali-INPUT and -OUTPUT accept a packet that already carries the accept mark, and
  * filter-cali-FORWARD skips the from-host-endpoint forward policy for it.
  *
- * The raw and mangle base chains are hooked only on a node with a host endpoint, and
- * nat-POSTROUTING only when a pool of the family has NAT outgoing; the chains they jump to are
+ * The raw and mangle base chains and filter-OUTPUT are hooked only on a node with a host endpoint,
+ * and nat-POSTROUTING only when a pool of the family has NAT outgoing; the chains they jump to are
  * always rendered.
  *
  * An all-interfaces host endpoint (`interfaceName: "*"`, upstream's "any-interface-at-all") has
@@ -56,6 +57,7 @@ import {
   clearMarkBits,
   ctState,
   drop,
+  fromLocalAddress,
   goto,
   jump,
   l4protoExpr,
@@ -501,35 +503,42 @@ function renderTable(
     expr: [markSet(marks.accept), accept],
     comment: 'Accepted by untracked or pre-DNAT policy',
   };
-  // Tunnel packets to the host come from known hosts only (upstream's first rules of cali-INPUT).
+  // Tunnel packets to the host come from known hosts only (upstream's first rules of cali-INPUT),
+  // and tunnel packets from the host to those hosts pass whatever host endpoint policy says
+  // (upstream's cali-OUTPUT), so that no host policy can cut the pod network.
   const tunnelInput: NftRuleDesired[] = [];
+  const tunnelOutput: NftRuleDesired[] = [];
   if (tunnels.ipipSources !== undefined && family === 'ip') {
-    const hosts = ipSetName(family, IPSET_ID_ALL_HOSTS);
-    t.netSet(hosts, tunnels.ipipSources);
+    const hosts = `@${ipSetName(family, IPSET_ID_ALL_HOSTS)}`;
+    t.netSet(ipSetName(family, IPSET_ID_ALL_HOSTS), tunnels.ipipSources);
     const ipip = match(meta('l4proto'), l4protoExpr(4));
     tunnelInput.push(
       {
-        expr: [ipip, match(payload(family, 'saddr'), `@${hosts}`), toLocalAddress, accept],
+        expr: [ipip, match(payload(family, 'saddr'), hosts), toLocalAddress, accept],
         comment: 'Allow IPIP packets from Calico hosts',
       },
       { expr: [ipip, drop], comment: 'Drop IPIP packets from non-Calico hosts' },
     );
+    tunnelOutput.push({
+      expr: [ipip, match(payload(family, 'daddr'), hosts), fromLocalAddress, accept],
+      comment: 'Allow IPIP packets to other Calico hosts',
+    });
   }
   if (tunnels.vxlanSources !== undefined && family === 'ip') {
-    const sources = ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES);
-    t.netSet(sources, tunnels.vxlanSources);
-    const vxlanToHost = [
-      match(meta('l4proto'), 'udp'),
-      match(payload('udp', 'dport'), config.vxlanPort),
-      toLocalAddress,
-    ];
+    const sources = `@${ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES)}`;
+    t.netSet(ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES), tunnels.vxlanSources);
+    const vxlan = [match(meta('l4proto'), 'udp'), match(payload('udp', 'dport'), config.vxlanPort)];
     tunnelInput.push(
       {
-        expr: [...vxlanToHost, match(payload(family, 'saddr'), `@${sources}`), accept],
+        expr: [...vxlan, toLocalAddress, match(payload(family, 'saddr'), sources), accept],
         comment: 'Allow IPv4 VXLAN packets from allowed hosts',
       },
-      { expr: [...vxlanToHost, drop], comment: 'Drop IPv4 VXLAN packets from non-allowed hosts' },
+      { expr: [...vxlan, toLocalAddress, drop], comment: 'Drop IPv4 VXLAN packets from non-allowed hosts' },
     );
+    tunnelOutput.push({
+      expr: [...vxlan, fromLocalAddress, match(payload(family, 'daddr'), sources), accept],
+      comment: 'Allow IPv4 VXLAN packets to other allowed hosts',
+    });
   }
   t.chain(FILTER + CHAIN.input, [
     ...tunnelInput,
@@ -551,6 +560,7 @@ function renderTable(
   t.chain(FILTER + CHAIN.output, [
     alreadyAccepted,
     ...wildcards.map((w) => ({ expr: [match(oif, w), ret] })),
+    ...tunnelOutput,
     { expr: [clearMarkBits(policyMarks)] },
     { expr: [jump(FILTER + CHAIN.toHostEndpoint)] },
     { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
@@ -593,9 +603,9 @@ function renderTable(
 
   // Base chains hooked into netfilter. Every hook costs each packet that passes it, and a VXLAN
   // packet passes a node's hooks twice (inner and outer), so a stage that cannot change anything
-  // is not hooked: the raw and mangle stages only when the node has a host endpoint (without one
-  // their dispatch maps are empty, and the marks they clear matter only to host endpoint policy),
-  // the nat hook only when there is something to masquerade.
+  // is not hooked: the raw and mangle stages (and filter output, below) only when the node has a
+  // host endpoint (without one their dispatch maps are empty, and the marks they clear matter only
+  // to host endpoint policy), the nat hook only when there is something to masquerade.
   if (heps.length > 0) {
     t.chain(RAW + 'PREROUTING', [{ expr: [jump(RAW + CHAIN.prerouting)] }], {
       type: 'filter',
@@ -628,12 +638,15 @@ function renderTable(
     prio: 0,
     policy: 'accept',
   });
-  t.chain(FILTER + 'OUTPUT', [{ expr: [jump(FILTER + CHAIN.output)] }], {
-    type: 'filter',
-    hook: 'output',
-    prio: 0,
-    policy: 'accept',
-  });
+  // Output is only host endpoint policy: without one, every packet would be accepted anyway.
+  if (heps.length > 0) {
+    t.chain(FILTER + 'OUTPUT', [{ expr: [jump(FILTER + CHAIN.output)] }], {
+      type: 'filter',
+      hook: 'output',
+      prio: 0,
+      policy: 'accept',
+    });
+  }
   if (natRules.length > 0) {
     t.chain(NAT + 'POSTROUTING', [{ expr: [jump(NAT + CHAIN.postrouting)] }], {
       type: 'nat',

@@ -169,19 +169,25 @@ describe.skipIf(!ready)('rendered rulesets in real nftables', () => {
       /meta l4proto ipencap ip saddr @cali40all-hosts-net fib daddr type local accept comment "Allow IPIP packets from Calico hosts"/,
     );
     expect(r.out).toMatch(/meta l4proto ipencap drop comment "Drop IPIP packets from non-Calico hosts"/);
+    expect(r.out).toMatch(
+      /meta l4proto ipencap ip daddr @cali40all-hosts-net fib saddr type local accept comment "Allow IPIP packets to other Calico hosts"/,
+    );
+    expect(r.out).toMatch(/udp dport 4789 fib saddr type local ip daddr @cali40all-vxlan-net accept/);
+    // B has a host endpoint: its egress policy runs in the output hook.
+    expect(r.out).toMatch(/type filter hook output priority filter; policy accept;/);
     // No pool masquerades in B: its nat hook went away with A's NAT pools.
     expect(r.out).not.toMatch(/hook postrouting/);
   });
 
-  it('hooks in A (no host endpoint, NAT pools) only the filter stage and NAT', () => {
+  it('hooks in A (no host endpoint, NAT pools) only filter input and forward, and NAT', () => {
     const r = run([[emptyRuleset(), A]]);
     expect(r.status).toBe(0);
     const hooks = [...r.out.matchAll(/table (\w+) calico|type (\w+) hook (\w+) priority (\w+)/g)]
       .map((m) => (m[1] ? `${m[1]}:` : `${m[2]} ${m[3]} ${m[4]}`))
       .join(' ');
     expect(hooks).toBe(
-      'ip: filter input filter filter forward filter filter output filter nat postrouting srcnat ' +
-        'ip6: filter input filter filter forward filter filter output filter nat postrouting srcnat',
+      'ip: filter input filter filter forward filter nat postrouting srcnat ' +
+        'ip6: filter input filter filter forward filter nat postrouting srcnat',
     );
     expect(r.out).toContain('chain raw-cali-PREROUTING');
   });
