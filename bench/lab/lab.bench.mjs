@@ -17,7 +17,7 @@
 // Reported, never asserted (a busy machine is not a failure). Each mode gets its own lab (own name
 // and state directory), removed at the end, also on failure.
 //
-//   node bench/lab/lab.bench.mjs [--modes bgp,vxlan] [--rounds 3] [--seconds 3]
+//   node bench/lab/lab.bench.mjs [--modes bgp,vxlan] [--rounds 5] [--seconds 3]
 //                                [--ping-rounds 12] [--pings 200] [--ping-interval 0.001] [--out file.json]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -32,7 +32,7 @@ import { BarePath } from './bare-path.mjs';
 const { values: args } = parseArgs({
   options: {
     modes: { type: 'string', default: 'bgp,vxlan' },
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '3' },
     'ping-rounds': { type: 'string', default: '12' },
     pings: { type: 'string', default: '200' },
