@@ -92,7 +92,14 @@ import {
   TO_HOST_ENDPOINT_PREFIX,
   TO_WORKLOAD_PREFIX,
 } from './names.js';
-import type { NftExpression, NftFamily, NftStatement, NftVerdict } from './nft-json.js';
+import type {
+  NftChainType,
+  NftExpression,
+  NftFamily,
+  NftHook,
+  NftStatement,
+  NftVerdict,
+} from './nft-json.js';
 import { renderPolicyRules, withoutContained } from './policy-renderer.js';
 import type {
   NftChainDesired,
@@ -603,58 +610,27 @@ function renderTable(
 
   // Base chains hooked into netfilter. Every hook costs each packet that passes it, and a VXLAN
   // packet passes a node's hooks twice (inner and outer), so a stage that cannot change anything
-  // is not hooked: the raw and mangle stages (and filter output, below) only when the node has a
-  // host endpoint (without one their dispatch maps are empty, and the marks they clear matter only
-  // to host endpoint policy), the nat hook only when there is something to masquerade.
-  if (heps.length > 0) {
-    t.chain(RAW + 'PREROUTING', [{ expr: [jump(RAW + CHAIN.prerouting)] }], {
-      type: 'filter',
-      hook: 'prerouting',
-      prio: PRIORITY_RAW,
+  // is not hooked: filter output and the raw and mangle stages only when the node has a host
+  // endpoint (without one their dispatch maps are empty, output accepts everything, and the marks
+  // they clear matter only to host endpoint policy), the nat hook only when there is something to
+  // masquerade.
+  const hookChain = (layer: string, hook: NftHook, prio: number, target: string, type: NftChainType) =>
+    t.chain(layer + hook.toUpperCase(), [{ expr: [jump(layer + target)] }], {
+      type,
+      hook,
+      prio,
       policy: 'accept',
     });
-    t.chain(RAW + 'OUTPUT', [{ expr: [jump(RAW + CHAIN.output)] }], {
-      type: 'filter',
-      hook: 'output',
-      prio: PRIORITY_RAW,
-      policy: 'accept',
-    });
-    t.chain(MANGLE + 'PREROUTING', [{ expr: [jump(MANGLE + CHAIN.prerouting)] }], {
-      type: 'filter',
-      hook: 'prerouting',
-      prio: PRIORITY_MANGLE,
-      policy: 'accept',
-    });
+  const hasHostEndpoint = heps.length > 0;
+  if (hasHostEndpoint) {
+    hookChain(RAW, 'prerouting', PRIORITY_RAW, CHAIN.prerouting, 'filter');
+    hookChain(RAW, 'output', PRIORITY_RAW, CHAIN.output, 'filter');
+    hookChain(MANGLE, 'prerouting', PRIORITY_MANGLE, CHAIN.prerouting, 'filter');
   }
-  t.chain(FILTER + 'INPUT', [{ expr: [jump(FILTER + CHAIN.input)] }], {
-    type: 'filter',
-    hook: 'input',
-    prio: 0,
-    policy: 'accept',
-  });
-  t.chain(FILTER + 'FORWARD', [{ expr: [jump(FILTER + CHAIN.forward)] }], {
-    type: 'filter',
-    hook: 'forward',
-    prio: 0,
-    policy: 'accept',
-  });
-  // Output is only host endpoint policy: without one, every packet would be accepted anyway.
-  if (heps.length > 0) {
-    t.chain(FILTER + 'OUTPUT', [{ expr: [jump(FILTER + CHAIN.output)] }], {
-      type: 'filter',
-      hook: 'output',
-      prio: 0,
-      policy: 'accept',
-    });
-  }
-  if (natRules.length > 0) {
-    t.chain(NAT + 'POSTROUTING', [{ expr: [jump(NAT + CHAIN.postrouting)] }], {
-      type: 'nat',
-      hook: 'postrouting',
-      prio: 100,
-      policy: 'accept',
-    });
-  }
+  hookChain(FILTER, 'input', 0, CHAIN.input, 'filter');
+  hookChain(FILTER, 'forward', 0, CHAIN.forward, 'filter');
+  if (hasHostEndpoint) hookChain(FILTER, 'output', 0, CHAIN.output, 'filter');
+  if (natRules.length > 0) hookChain(NAT, 'postrouting', 100, CHAIN.postrouting, 'nat');
   return t.build();
 }
 
