@@ -83,6 +83,15 @@ function usageError(argv: readonly string[]): CtlError {
   );
 }
 
+/** `get` and `delete` name their resources either by KIND [NAME…] or by `-f`, never both or neither. */
+function requireKindOrFile(
+  argv: readonly string[],
+  kind: string | undefined,
+  filename: string | undefined,
+): void {
+  if ((kind === undefined) === (filename === undefined)) throw usageError(argv);
+}
+
 /**
  * Whether `e` is the datastore's error. Its module is loaded here only for an error that is not
  * calicoctl's own; one the datastore threw means a command has loaded it already.
@@ -322,7 +331,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
           names: string[],
           o: Common & { filename?: string; skipNotExists?: boolean },
         ) => {
-          if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
+          requireKindOrFile(args, kind, o.filename);
           return withDatastore(o, async (ds, conn) => {
             const { deleteCommand } = await import('./commands/write.js');
             const ipam = conn.kv ? (await ipamOf(ds, conn)).ipam : undefined;
@@ -357,7 +366,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
           names: string[],
           o: Common & { filename?: string; output: string; allNamespaces?: boolean; export?: boolean },
         ) => {
-          if ((kind === undefined) === (o.filename === undefined)) throw usageError(args);
+          requireKindOrFile(args, kind, o.filename);
           return withDatastore(
             o,
             async (ds) => {

@@ -134,20 +134,7 @@ export class FelixLab {
 
     this.#netns(this.fabric);
     this.#netns(this.node);
-    ip([
-      'link',
-      'add',
-      'fab0',
-      'netns',
-      this.fabric,
-      'type',
-      'veth',
-      'peer',
-      'name',
-      'eth0',
-      'netns',
-      this.node,
-    ]);
+    vethToFabric(this.fabric, 'fab0', this.node);
     ip(['-n', this.fabric, 'addr', 'add', '198.18.0.1/24', 'dev', 'fab0']);
     ip(['-n', this.fabric, 'link', 'set', 'fab0', 'up']);
     ip(['-n', this.node, 'addr', 'add', '198.18.0.2/24', 'dev', 'eth0']);
@@ -356,6 +343,11 @@ export class FelixLab {
     this.#namespaces.push(name);
     ip(['-n', name, 'link', 'set', 'lo', 'up']);
   }
+}
+
+/** A veth pair: `fabricIf` in namespace `fabric`, `eth0` in namespace `netns`. */
+export function vethToFabric(fabric: string, fabricIf: string, netns: string): void {
+  ip(['link', 'add', fabricIf, 'netns', fabric, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns]);
 }
 
 function ip(args: string[]): void {

@@ -23,7 +23,7 @@ import type { Resource } from '@calico-ts/api';
 import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
 import { IpamClient } from '@calico-ts/ipam';
-import { collectLines, logFile, runCapture } from './felix-lab.js';
+import { collectLines, logFile, runCapture, vethToFabric } from './felix-lab.js';
 
 const V3 = 'projectcalico.org/v3';
 
@@ -147,20 +147,7 @@ export class VxlanLab {
   /** A new namespace whose `eth0` is at `address`/24 on the fabric bridge (its end: `fabricIf`). */
   #attach(netns: string, fabricIf: string, address: string): void {
     this.#netns(netns);
-    ip([
-      'link',
-      'add',
-      fabricIf,
-      'netns',
-      this.fabric,
-      'type',
-      'veth',
-      'peer',
-      'name',
-      'eth0',
-      'netns',
-      netns,
-    ]);
+    vethToFabric(this.fabric, fabricIf, netns);
     ip(['-n', this.fabric, 'link', 'set', fabricIf, 'master', 'br0', 'up']);
     ip(['-n', netns, 'addr', 'add', `${address}/24`, 'dev', 'eth0']);
     ip(['-n', netns, 'link', 'set', 'eth0', 'up']);
