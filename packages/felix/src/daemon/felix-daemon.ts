@@ -277,7 +277,8 @@ export class FelixDaemon {
     if (this.#probeTimer !== undefined) clearInterval(this.#probeTimer);
     if (this.#ipamTimer !== undefined) clearTimeout(this.#ipamTimer);
     if (this.#encapTimer !== undefined) clearTimeout(this.#encapTimer);
-    this.#status?.stop();
+    // A report still being written would otherwise fail against the datastore closed after this.
+    await this.#status?.stop();
     await this.#syncer?.stop();
     await this.#flushing?.catch(() => {});
     await this.#dataplane?.stop();

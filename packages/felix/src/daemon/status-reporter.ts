@@ -35,6 +35,8 @@ export class StatusReporter {
   readonly #log: Logger;
   #first = true;
   #timer: NodeJS.Timeout | undefined;
+  /** The report being written, if any: `stop()` waits for it. */
+  #inFlight: Promise<void> | undefined;
 
   constructor(opts: StatusReporterOptions) {
     this.#o = opts;
@@ -59,12 +61,20 @@ export class StatusReporter {
 
   start(): void {
     if (this.#o.intervalSecs <= 0) return;
-    void this.report();
-    this.#timer = setInterval(() => void this.report(), this.#o.intervalSecs * 1000);
+    const tick = () => {
+      const r = this.report().finally(() => {
+        if (this.#inFlight === r) this.#inFlight = undefined;
+      });
+      this.#inFlight = r;
+    };
+    tick();
+    this.#timer = setInterval(tick, this.#o.intervalSecs * 1000);
   }
 
-  stop(): void {
+  /** Stops the timer and resolves once a report already being written has finished. */
+  async stop(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    await this.#inFlight;
   }
 }
