@@ -18,4 +18,13 @@ export {
   k8sLabelSelectorToCalico,
   simplifyPorts,
 } from './k8s-network-policy.js';
+export {
+  ENDPOINT_SLICE_SERVICE_LABEL,
+  endpointSliceService,
+  type K8sEndpoint,
+  type K8sEndpointPort,
+  type K8sEndpointSlice,
+  type K8sService,
+  type K8sServicePort,
+} from './k8s-service.js';
 export { convertV1ToV3, isV1Document, V1_KINDS, type V1ConversionResult, type V1Kind } from './v1-to-v3.js';

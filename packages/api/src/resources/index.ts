@@ -32,6 +32,25 @@ export {
 export * from './config.js';
 export { decodeDocuments } from './decode.js';
 export * from './endpoints.js';
+export {
+  ENTITY_RULE_FIELDS,
+  type FieldHandling,
+  GLOBAL_NETWORK_POLICY_SPEC_FIELDS,
+  HOST_ENDPOINT_SPEC_FIELDS,
+  HTTP_MATCH_FIELDS,
+  ICMP_FIELDS,
+  NETWORK_POLICY_SPEC_FIELDS,
+  PROFILE_SPEC_FIELDS,
+  RULE_FIELDS,
+  SERVICE_ACCOUNT_MATCH_FIELDS,
+  SERVICE_MATCH_FIELDS,
+  type UnenforcedField,
+  type UnenforcedRuleField,
+  unenforcedConsequence,
+  unenforcedPolicyFields,
+  unenforcedRuleFields,
+  WORKLOAD_ENDPOINT_SPEC_FIELDS,
+} from './enforcement.js';
 export * from './go-encoding.js';
 export * from './ippool.js';
 export { objectMetaSchema } from './metadata.js';

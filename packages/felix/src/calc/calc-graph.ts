@@ -13,6 +13,7 @@
  *                                                  ▼                      IP set refcounts ◄┘
  *                                 all endpoints + network sets × active IP set selectors
  *                                               ──► ipSetIndex ──► IP set members
+ *  Service, EndpointSlice ──► serviceIndex ──► members of active service IP sets (`services`)
  *
  * API: `onUpdate(update)` records a change and marks what it affects dirty; `flush()` computes
  * the dirty items' desired state, compares it with what was last emitted and returns the
@@ -34,6 +35,8 @@ import {
   type GlobalNetworkPolicy,
   type HostEndpoint,
   type IPPool,
+  type K8sEndpointSlice,
+  type K8sService,
   NAMESPACE_LABEL,
   type NetworkPolicy,
   ORCHESTRATOR_LABEL,
@@ -57,6 +60,7 @@ import {
   scanRules,
 } from './rule-scanner.js';
 import { type Labels, SelectorIndex } from './selector-index.js';
+import { ServiceIndex } from './service-index.js';
 import type {
   CalcUpdate,
   DataplaneDiff,
@@ -236,6 +240,9 @@ export class CalcGraph {
   private readonly ipSetMembers = new Map<string, Map<string, number>>();
   private readonly ipSetIndex: SelectorIndex;
   private suppressMembers = false;
+  private readonly serviceIndex = new ServiceIndex();
+  /** `namespace/name` → active service IP sets naming it. */
+  private readonly serviceSets = new Map<string, Set<string>>();
 
   private readonly dirtyIPSets = new Set<string>();
   private readonly dirtyPolicies = new Set<string>();
@@ -313,6 +320,16 @@ export class CalcGraph {
         return;
       case 'IPPool':
         this.updatePool(name, del ? undefined : (r as IPPool));
+        return;
+      case 'Service':
+        this.refreshServiceSets([
+          this.serviceIndex.onService(namespace ?? '', name, del ? undefined : (r as K8sService)),
+        ]);
+        return;
+      case 'EndpointSlice':
+        this.refreshServiceSets(
+          this.serviceIndex.onEndpointSlice(namespace ?? '', name, del ? undefined : (r as K8sEndpointSlice)),
+        );
         return;
       default:
         throw new TypeError(`CalcGraph: unsupported kind ${String((r as { kind: unknown }).kind)}`);
@@ -550,10 +567,27 @@ export class CalcGraph {
     }
   }
 
+  /** Recomputes the members of every active IP set of the named Services. */
+  private refreshServiceSets(serviceKeys: readonly string[]): void {
+    for (const key of serviceKeys) {
+      for (const id of this.serviceSets.get(key) ?? []) {
+        const def = this.ipSetDefs.get(id)!;
+        this.ipSetMembers.set(id, new Map(this.serviceIndex.members(def.service!).map((m) => [m, 1])));
+        this.dirtyIPSets.add(id);
+      }
+    }
+  }
+
   private activateIPSet(def: IPSetDefinition): void {
     this.ipSetDefs.set(def.id, def);
     this.ipSetMembers.set(def.id, new Map());
     this.dirtyIPSets.add(def.id);
+    if (def.service) {
+      const key = `${def.service.namespace}/${def.service.name}`;
+      addTo(this.serviceSets, key, def.id);
+      this.refreshServiceSets([key]);
+      return;
+    }
     const first =
       addTo(this.selectorSets, def.selector, def.id) && this.selectorSets.get(def.selector)!.size === 1;
     if (first && !this.ipSetIndex.hasSelector(def.selector)) {
@@ -572,6 +606,10 @@ export class CalcGraph {
     this.ipSetDefs.delete(id);
     this.ipSetMembers.delete(id);
     this.dirtyIPSets.add(id);
+    if (def.service) {
+      removeFrom(this.serviceSets, `${def.service.namespace}/${def.service.name}`, id);
+      return;
+    }
     removeFrom(this.selectorSets, def.selector, id);
     if (!this.selectorSets.has(def.selector)) this.ipSetIndex.deleteSelector(def.selector);
   }
@@ -835,7 +873,7 @@ export class CalcGraph {
     const def = this.ipSetDefs.get(id);
     if (!def) return undefined;
     const members = [...(this.ipSetMembers.get(id)?.keys() ?? [])].sort(byString);
-    return { ...def, type: def.namedPort ? 'ip-port' : 'net', members };
+    return { ...def, type: def.namedPort || def.service?.includePorts ? 'ip-port' : 'net', members };
   }
 
   private policyState(id: string): PolicyState | undefined {

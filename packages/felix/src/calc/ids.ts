@@ -25,6 +25,14 @@ export function namedPortIPSetId(
   return makeUniqueID('n', `${selectorIPSetId(canonicalSelector)},${protocol},${port}`);
 }
 
+/**
+ * The ID of a Service's IP set: `svc:` with ports (a destination match), `svcnoport:` with the
+ * addresses only (a source match), over `<namespace>/<name>`.
+ */
+export function serviceIPSetId(namespace: string, name: string, includePorts: boolean): string {
+  return makeUniqueID(includePorts ? 'svc' : 'svcnoport', `${namespace}/${name}`);
+}
+
 /** The IP set of every IP pool's CIDR (the destinations NAT outgoing leaves alone). */
 export const IPSET_ID_ALL_POOLS = 'network-ip-pools';
 /** The IP set of the CIDRs of pools with `natOutgoing`. */

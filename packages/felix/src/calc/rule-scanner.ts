@@ -23,8 +23,9 @@ import {
   printSelector,
   type Rule,
   type ServiceAccountMatch,
+  unenforcedRuleFields,
 } from '@calico-ts/api';
-import { namedPortIPSetId, selectorIPSetId } from './ids.js';
+import { namedPortIPSetId, selectorIPSetId, serviceIPSetId } from './ids.js';
 import type {
   ICMPMatch,
   IPSetDefinition,
@@ -223,6 +224,19 @@ function normalizeRule(
   const srcIPSetIds = srcPorts.numeric.length > 0 || srcPorts.named.length === 0 ? selectorSet(srcSel) : [];
   const dstIPSetIds = dstPorts.numeric.length > 0 || dstPorts.named.length === 0 ? selectorSet(dstSel) : [];
 
+  // Services (upstream: a source service is an address set, a destination one an address-and-
+  // port set). The namespace defaults to the policy's own. A set with no members (no such
+  // Service, no endpoints, no Kubernetes API at all) makes the rule match nothing.
+  const serviceSet = (svc: { name?: string; namespace?: string }, includePorts: boolean): string[] => {
+    const ns = svc.namespace || namespace || '';
+    const name = svc.name ?? '';
+    const id = serviceIPSetId(ns, name, includePorts);
+    if (!sets.has(id)) sets.set(id, { id, selector: '', service: { namespace: ns, name, includePorts } });
+    return [id];
+  };
+  if (rule.source?.services) srcIPSetIds.push(...serviceSet(rule.source.services, false));
+  const dstIPPortSetIds = rule.destination?.services ? serviceSet(rule.destination.services, true) : [];
+
   const out: {
     -readonly [K in keyof NormalizedRule]: NormalizedRule[K];
   } = {
@@ -243,7 +257,10 @@ function normalizeRule(
     notSrcNamedPortIPSetIds,
     dstNamedPortIPSetIds,
     notDstNamedPortIPSetIds,
+    dstIPPortSetIds,
   };
+  const unenforced = unenforcedRuleFields(rule).map((f) => f.path);
+  if (unenforced.length > 0) out.unenforced = unenforced;
   if (rule.ipVersion !== undefined) out.ipVersion = rule.ipVersion;
   if (protocol !== undefined) out.protocol = protocol;
   const notProtocol = normalizeProtocol(rule.notProtocol);

@@ -8,6 +8,8 @@ import type {
   GlobalNetworkSet,
   HostEndpoint,
   IPPool,
+  K8sEndpointSlice,
+  K8sService,
   NetworkPolicy,
   NetworkSet,
   Profile,
@@ -25,7 +27,9 @@ export type CalcResource =
   | Profile
   | NetworkSet
   | GlobalNetworkSet
-  | IPPool;
+  | IPPool
+  | K8sService
+  | K8sEndpointSlice;
 
 export type CalcKind = CalcResource['kind'];
 
@@ -91,18 +95,43 @@ export interface NormalizedRule {
   readonly notSrcNamedPortIPSetIds: readonly string[];
   readonly dstNamedPortIPSetIds: readonly string[];
   readonly notDstNamedPortIPSetIds: readonly string[];
+
+  /** Destination `services`: sets of `addr,proto:port` (the endpoints', and the cluster IPs'). */
+  readonly dstIPPortSetIds: readonly string[];
+
+  /**
+   * Paths of the rule's fields this dataplane does not enforce (`http`, an unknown key). An
+   * Allow, Pass or Log rule with any is rendered as matching nothing; a Deny rule applies its
+   * other criteria. Absent when the rule is enforced in full.
+   */
+  readonly unenforced?: readonly string[];
 }
 
 // ---- desired dataplane state -----------------------------------------------------------------
 
 export type NamedPortProtocol = 'tcp' | 'udp' | 'sctp';
 
-/** What an IP set stands for: endpoints matching a selector, optionally narrowed to a named port. */
+/** The Kubernetes Service a `services` match names. */
+export interface ServiceRef {
+  readonly namespace: string;
+  readonly name: string;
+  /**
+   * True for a destination match: members are `addr,proto:port` of the endpoints and cluster IPs.
+   * False for a source match: members are the endpoints' addresses.
+   */
+  readonly includePorts: boolean;
+}
+
+/**
+ * What an IP set stands for: endpoints matching a selector, optionally narrowed to a named port;
+ * or, with `service` set (and `selector` empty), the endpoints of a Kubernetes Service.
+ */
 export interface IPSetDefinition {
   readonly id: string;
-  /** Canonical selector text. */
+  /** Canonical selector text; '' for a service set. */
   readonly selector: string;
   readonly namedPort?: { readonly name: string; readonly protocol: NamedPortProtocol };
+  readonly service?: ServiceRef;
 }
 
 /**

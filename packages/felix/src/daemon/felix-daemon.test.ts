@@ -210,6 +210,40 @@ describe('FelixDaemon on fakes', () => {
     await until('ready again', () => daemon.ready);
   });
 
+  it('holds the programmed dataplane while ClusterInformation says datastoreReady: false', async () => {
+    const info = (ready: boolean) =>
+      ({
+        apiVersion: V3,
+        kind: 'ClusterInformation',
+        metadata: { name: 'default' },
+        spec: { clusterGUID: 'abc', calicoVersion: 'v3.32.1', datastoreReady: ready },
+      }) as Resource & { kind: 'ClusterInformation' };
+    const created = await ds.create(info(true));
+    await daemon.start();
+    await until('ready', () => daemon.ready);
+    const programmed = nft.dumpJson();
+
+    await ds.update({ ...info(false), metadata: created.metadata });
+    await until('not ready while locked', () => !daemon.ready);
+    const r = await get('/readiness');
+    expect(r.status).toBe(503);
+    expect(r.body).toMatch(/datastore locked/);
+    await ds.create({
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name: 'deny-web', namespace: 'a' },
+      spec: { selector: "app == 'web'", ingress: [{ action: 'Deny' }], types: ['Ingress'] },
+    } as Resource & { kind: 'NetworkPolicy' });
+    // Give the daemon many debounce periods to (wrongly) apply the policy.
+    await new Promise((res) => setTimeout(res, 300));
+    expect(nft.dumpJson()).toBe(programmed);
+
+    const locked = await ds.get('ClusterInformation', 'default');
+    await ds.update({ ...info(true), metadata: locked.metadata });
+    await until('policy chain after unlock', () => chains().includes('filter-cali-pi-np/a/deny-web'));
+    await until('ready after unlock', () => daemon.ready);
+  });
+
   it('is not ready before its first apply, and leaves the rules in place when stopped', async () => {
     await daemon.start();
     expect(daemon.ready).toBe(false);

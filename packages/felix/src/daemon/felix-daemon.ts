@@ -16,14 +16,20 @@
  * removes routes.
  *
  * Readiness is false until the first in-sync has been programmed, and while the datastore is
- * unreachable (the rules stay as they are meanwhile; reconnecting resyncs everything). `stop()`
+ * unreachable (the rules stay as they are meanwhile; reconnecting resyncs everything).
+ * ClusterInformation `datastoreReady: false` (calicoctl's datastore lock, set during a migration)
+ * holds every apply: the programmed dataplane stays exactly as it is, updates keep reaching the
+ * graph, and the first apply after the lock lifts programs everything that changed meanwhile.
+ *
+ * A policy or profile rule with a field Felix does not enforce (HTTP matches, an unknown key) fails
+ * closed in the graph; the daemon logs it once per policy and rule set. `stop()`
  * ends every loop and server but leaves the programmed rules and routes in place.
  *
  * API: `start()` resolves once the configuration is loaded and the loops run; `stop()`.
  * Thread-safety: one event loop; dataplane applies never overlap.
  */
 import type { Server } from 'node:http';
-import type { FelixConfigurationSpec, IPPool, Kind, Node } from '@calico-ts/api';
+import type { ClusterInformationSpec, FelixConfigurationSpec, IPPool, Kind, Node } from '@calico-ts/api';
 import type { Datastore } from '@calico-ts/datastore';
 import type { NftClient } from '@calico-ts/nftables';
 import { CalcGraph } from '../calc/calc-graph.js';
@@ -35,7 +41,7 @@ import {
   blockRoutesOf,
   encapRouteProtocol,
 } from '../calc/route-resolver.js';
-import type { CalcResource } from '../calc/types.js';
+import type { CalcResource, DataplaneDiff, NormalizedRule } from '../calc/types.js';
 import { resolveVxlan, type VxlanState } from '../calc/vxlan-resolver.js';
 import { hostMtuOf, podMtu, rulesConfigOf, statusPrefix } from '../config/derived.js';
 import { changedParams, type ResolvedConfig } from '../config/felix-config.js';
@@ -154,6 +160,10 @@ export class FelixDaemon {
   #vxlanKey = '';
   #tunnelRulesKey = JSON.stringify({});
   #poolsChanged = true;
+  /** ClusterInformation says `datastoreReady: false`: apply nothing until it says true. */
+  #datastoreLocked = false;
+  /** Owner ID → the unenforced-field warning last logged for it. */
+  readonly #unenforcedLogged = new Map<string, string>();
   #stopped = false;
   readonly #startedAt: number;
 
@@ -248,7 +258,7 @@ export class FelixDaemon {
     this.#dataplane.start();
     this.#syncer = new DatastoreSyncer({
       datastore: this.#o.datastore,
-      kinds: [...CALC_KINDS, 'FelixConfiguration', 'Node'],
+      kinds: [...CALC_KINDS, 'FelixConfiguration', 'Node', 'ClusterInformation'],
       onUpdate: (u) => this.#onUpdate(u),
       onInSync: () => {
         this.#log.info({}, 'datastore in sync');
@@ -353,6 +363,11 @@ export class FelixDaemon {
       this.#onConfigResource(u);
       return;
     }
+    if (r.kind === 'ClusterInformation') {
+      if (r.metadata.name === 'default')
+        this.#setDatastoreLock(u.kind === 'set' ? (r.spec as ClusterInformationSpec) : undefined);
+      return;
+    }
     if (r.kind === 'Node') {
       if (u.kind === 'set') this.#nodes.set(r.metadata.name, r as Node);
       else this.#nodes.delete(r.metadata.name);
@@ -414,8 +429,64 @@ export class FelixDaemon {
     });
   }
 
+  /**
+   * Upstream's datastore lock: `datastoreReady: false` holds applies (a missing ClusterInformation
+   * does not: a cluster that never had one is not locked).
+   */
+  #setDatastoreLock(spec: ClusterInformationSpec | undefined): void {
+    const locked = spec?.datastoreReady === false;
+    if (locked === this.#datastoreLocked) return;
+    this.#datastoreLocked = locked;
+    if (locked) {
+      this.#log.warn(
+        {},
+        'ClusterInformation datastoreReady is false: keeping the programmed dataplane and applying no change until it is true',
+      );
+    } else {
+      this.#log.info({}, 'ClusterInformation datastoreReady is true again: applying what changed meanwhile');
+      this.#forceApply = true;
+      this.#scheduleFlush(0);
+      this.#scheduleEncap();
+    }
+    this.#reportCalcHealth();
+  }
+
+  /** Logs each active policy's or profile's unenforced fields once per distinct rule set. */
+  #logUnenforced(diff: DataplaneDiff): void {
+    const fields = (dir: string, rules: readonly NormalizedRule[]) =>
+      rules.flatMap((r, i) =>
+        (r.unenforced ?? []).map(
+          (f) =>
+            `${dir}[${i}].${f} (${r.action === 'deny' ? 'Deny rule applies its other criteria' : `${r.action} rule matches nothing`})`,
+        ),
+      );
+    const owners = [
+      ...diff.policiesUpdated.map((p) => ({ kind: 'policy', id: p.id, in: p.inbound, out: p.outbound })),
+      ...diff.profilesUpdated.map((p) => ({ kind: 'profile', id: p.id, in: p.inbound, out: p.outbound })),
+    ];
+    for (const o of owners) {
+      const list = [...fields('ingress', o.in), ...fields('egress', o.out)];
+      const key = `${o.kind}:${o.id}`;
+      const text = list.join('; ');
+      if (text === (this.#unenforcedLogged.get(key) ?? '')) continue;
+      if (list.length === 0) {
+        this.#unenforcedLogged.delete(key);
+        continue;
+      }
+      this.#unenforcedLogged.set(key, text);
+      this.#log.warn(
+        { [o.kind]: o.id, unenforced: list },
+        'rule fields this dataplane does not enforce: they fail closed',
+      );
+    }
+    for (const id of diff.policiesRemoved) this.#unenforcedLogged.delete(`policy:${id}`);
+    for (const id of diff.profilesRemoved) this.#unenforcedLogged.delete(`profile:${id}`);
+  }
+
   async #flushOnce(): Promise<void> {
+    if (this.#datastoreLocked) return;
     const diff = this.#graph.flush();
+    this.#logUnenforced(diff);
     if (!diff.inSync) return;
     if (isEmptyDiff(diff) && !this.#forceApply) return;
     const state = this.#graph.state();
@@ -516,7 +587,7 @@ export class FelixDaemon {
 
   /** The desired VXLAN state from what is known now; handed to the dataplane when it changed. */
   async #computeEncap(): Promise<void> {
-    if (!this.#syncer?.inSync || this.#blocks === undefined || this.#stopped) return;
+    if (!this.#syncer?.inSync || this.#blocks === undefined || this.#stopped || this.#datastoreLocked) return;
     const cfg = this.config;
     let hostMtu = 1500;
     try {
@@ -581,10 +652,13 @@ export class FelixDaemon {
     const up = this.#down.size === 0;
     const detail = !up
       ? `datastore unreachable: ${[...this.#down.values()][0]}`.slice(0, 120)
-      : inSync
-        ? undefined
-        : 'waiting for the datastore to sync';
-    this.health.report(CALC_GRAPH, { live: true, ready: inSync && up, ...(detail ? { detail } : {}) });
+      : this.#datastoreLocked
+        ? 'datastore locked (ClusterInformation datastoreReady: false); dataplane held as programmed'
+        : inSync
+          ? undefined
+          : 'waiting for the datastore to sync';
+    const ready = inSync && up && !this.#datastoreLocked;
+    this.health.report(CALC_GRAPH, { live: true, ready, ...(detail ? { detail } : {}) });
   }
 
   #runProbe(): void {

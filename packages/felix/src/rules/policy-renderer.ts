@@ -2,7 +2,7 @@
  * Policy and profile rules → nftables rules (upstream `felix/rules/policy.go`).
  *
  * Each `NormalizedRule` becomes one rule per family (none if its ipVersion or nets rule the family
- * out): the match, then the action — Allow sets the accept mark and returns, Pass sets the pass
+ * out, and none for an Allow, Pass or Log rule with a field we do not enforce: it fails closed): the match, then the action — Allow sets the accept mark and returns, Pass sets the pass
  * mark and returns, Deny drops, Log logs and falls through. Several nets are one anonymous set;
  * numeric ports and named ports of one side are OR-ed, which one rule cannot express, so when a
  * side has both (or several named ports) the rule is preceded by a block of rules that sets
@@ -104,6 +104,7 @@ class RuleBuilder {
     );
   }
 
+  /** `addr . l4proto . port` in a set of such triples: named ports and destination services. */
   namedPortMatch(side: Side, id: string, negated: boolean): NftStatement {
     const port = payload('th', side === 'src' ? 'sport' : 'dport');
     return match(
@@ -163,6 +164,9 @@ class RuleBuilder {
   build(): RenderedRule[] {
     const r = this.rule;
     const fam = this.ctx.family;
+    // Fail closed: a rule that would grant (or log) on a criterion we do not enforce matches
+    // nothing. A Deny rule keeps its other criteria, so it denies more, never less.
+    if (r.unenforced && r.unenforced.length > 0 && r.action !== 'deny') return [];
     if (r.ipVersion !== undefined && (r.ipVersion === 4) !== (fam === 'ip')) return [];
     // An ICMP rule can only match its own family's ICMP.
     const v4icmp = r.protocol === 'icmp' || r.protocol === 1;
@@ -198,6 +202,7 @@ class RuleBuilder {
     for (const id of r.dstIPSetIds) m.push(this.setMatch('dst', id, false));
     if (dstPorts.length > 0) m.push(this.portMatch('dst', dstPorts, false));
     for (const id of dstNamed) m.push(this.namedPortMatch('dst', id, false));
+    for (const id of r.dstIPPortSetIds) m.push(this.namedPortMatch('dst', id, false));
     if (r.icmp) m.push(...this.icmpMatch(r.icmp, false));
 
     if (r.notProtocol !== undefined) m.push(match(meta('l4proto'), l4protoExpr(r.notProtocol), '!='));
