@@ -20,6 +20,32 @@ spec:
 `;
 
 describe('apply', () => {
+  test('warns about rule fields the dataplane does not enforce, and still stores the policy', async () => {
+    const h = harness();
+    const r = await h.run('apply -f -', {
+      stdin: `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: api, namespace: prod}
+spec:
+  selector: app == 'api'
+  ingress:
+  - action: Allow
+    protocol: TCP
+    http: {methods: [GET], paths: [{prefix: /public}]}
+  - action: Allow
+    source: {services: {name: frontend}}
+`,
+    });
+    expect(r).toEqual({
+      code: 0,
+      stdout: "Successfully applied 1 'NetworkPolicy' resource(s)\n",
+      stderr:
+        "Warning: NetworkPolicy 'prod/api': spec.ingress[0].http is not enforced (HTTP matches need an application-layer proxy, which this dataplane does not run); the Allow rule matches nothing\n",
+    });
+    const stored = await h.datastore.get('NetworkPolicy', 'api', { namespace: 'prod' });
+    expect(stored.spec.ingress?.[0]?.http).toEqual({ methods: ['GET'], paths: [{ prefix: '/public' }] });
+  });
+
   test('the seed: a v1 ipPool from stdin is converted, noted on stderr, and applied', async () => {
     const h = harness();
     const r = await h.run('apply -f -', { stdin: SEED_V1 });

@@ -3,7 +3,7 @@
  * load.ts); then each resource is written in order, and the summary is upstream's, word for word
  * (`Successfully applied 1 'IPPool' resource(s)`, `Partial success: …`, `Hit error(s): […]`).
  */
-import { KINDS, type Kind } from '@calico-ts/api';
+import { KINDS, type Kind, type Rule, unenforcedConsequence, unenforcedPolicyFields } from '@calico-ts/api';
 import type { Datastore } from '@calico-ts/datastore';
 import { ensureInitialized } from '../cluster.js';
 import { CtlError } from '../errors.js';
@@ -70,6 +70,32 @@ function summarize(verb: 'created' | 'applied', t: Tally, ctx: CommandContext): 
   );
 }
 
+const RULE_KINDS: ReadonlySet<string> = new Set([
+  'NetworkPolicy',
+  'GlobalNetworkPolicy',
+  'StagedNetworkPolicy',
+  'StagedGlobalNetworkPolicy',
+  'Profile',
+]);
+
+/**
+ * One stderr line per rule field the dataplane does not enforce (HTTP matches, unknown keys):
+ * the resource is still written, and the line says what the rule does instead (fail closed).
+ */
+export function warnUnenforced(resources: readonly PreparedResource[], ctx: CommandContext): void {
+  for (const r of resources) {
+    if (!RULE_KINDS.has(r.kind)) continue;
+    const meta = (r.resource.metadata ?? {}) as Obj;
+    const spec = (r.resource.spec ?? {}) as { ingress?: Rule[]; egress?: Rule[] };
+    const name = meta.namespace ? `${String(meta.namespace)}/${String(meta.name)}` : String(meta.name);
+    for (const f of unenforcedPolicyFields(spec)) {
+      ctx.io.stderr(
+        `Warning: ${r.kind} '${name}': ${f.fullPath} is not enforced (${f.reason}); ${unenforcedConsequence(f.action)}\n`,
+      );
+    }
+  }
+}
+
 async function eachResource(
   resources: readonly PreparedResource[],
   op: (r: PreparedResource) => Promise<unknown>,
@@ -91,6 +117,7 @@ async function eachResource(
 
 export async function createCommand(args: CreateArgs, ds: Datastore, ctx: CommandContext): Promise<number> {
   const resources = await loadResources('create', args, ctx);
+  warnUnenforced(resources, ctx);
   if (resources.length > 0) await initialize(ds, ctx);
   const t = await eachResource(
     resources,
@@ -102,6 +129,7 @@ export async function createCommand(args: CreateArgs, ds: Datastore, ctx: Comman
 
 export async function applyCommand(args: FileArgs, ds: Datastore, ctx: CommandContext): Promise<number> {
   const resources = await loadResources('apply', args, ctx);
+  warnUnenforced(resources, ctx);
   if (resources.length > 0) await initialize(ds, ctx);
   const t = await eachResource(
     resources,
@@ -113,6 +141,7 @@ export async function applyCommand(args: FileArgs, ds: Datastore, ctx: CommandCo
 
 export async function replaceCommand(args: FileArgs, ds: Datastore, ctx: CommandContext): Promise<number> {
   const resources = await loadResources('replace', args, ctx);
+  warnUnenforced(resources, ctx);
   const kind = singleKind(resources);
   if (resources.length === 0) {
     ctx.io.stdout('No resources specified\n');
