@@ -26,3 +26,56 @@ if [ "$(pnpm --version 2>/dev/null || true)" != "$want_pnpm" ]; then
   npm install -g "pnpm@$want_pnpm" >/dev/null 2>&1
 fi
 pnpm install --frozen-lockfile
+
+# A real kube-apiserver for the Kubernetes-datastore tests, built from the Go module pinned in
+# tools/kube-apiserver and cached outside the repo by version. The tests look for exactly this path
+# (packages/datastore/src/testing/kube-apiserver.ts).
+CACHE_BIN=/var/cache/calico-ts/bin
+KUBE_VERSION=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 } $1 == "k8s.io/kubernetes" { print $2 }' \
+  tools/kube-apiserver/go.mod | head -n1)
+if [ -z "$KUBE_VERSION" ]; then
+  echo "setup: no k8s.io/kubernetes version in tools/kube-apiserver/go.mod" >&2
+  exit 1
+fi
+
+go_build() { # <package> <output file>
+  local go_bin
+  go_bin=$(command -v go || true)
+  [ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/go ] || go_bin=/usr/local/go/bin/go
+  if [ -z "$go_bin" ]; then
+    echo "setup: 'go' not found: Go 1.26 or newer is needed to build $(basename "$2") (https://go.dev/dl/)" >&2
+    exit 1
+  fi
+  echo "setup: building $(basename "$2") from $1 into $CACHE_BIN (the first build takes several minutes)"
+  mkdir -p "$CACHE_BIN"
+  # Into a temp file first, so an interrupted build never leaves a binary this script would keep.
+  local tmp="$2.partial.$$"
+  # A module build leaves the version at v0.0.0-master; set it as upstream's release build does, so
+  # the server reports the release (kubectl skew checks, Helm kubeVersion constraints).
+  local ldflags='-s -w' major minor pkg
+  major=${KUBE_VERSION#v}
+  minor=${major#*.}
+  major=${major%%.*}
+  minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  done
+  if ! (cd tools/kube-apiserver &&
+    GOFLAGS=-mod=readonly GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false \
+      "$go_bin" build -trimpath -ldflags="$ldflags" -o "$tmp" "$1" </dev/null); then
+    rm -f "$tmp"
+    echo "setup: building $1 failed (see the go output above)" >&2
+    exit 1
+  fi
+  mv -f "$tmp" "$2"
+}
+
+# Kept when it runs and reports the pinned release; rebuilt otherwise.
+if [ "$("$CACHE_BIN/kube-apiserver-$KUBE_VERSION" --version 2>/dev/null || true)" != "Kubernetes $KUBE_VERSION" ]; then
+  go_build k8s.io/kubernetes/cmd/kube-apiserver "$CACHE_BIN/kube-apiserver-$KUBE_VERSION"
+fi
+# kubectl comes from the machine: tools/kube-apiserver pins only kube-apiserver's dependencies.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "setup: WARNING: no kubectl on PATH; the tests that drive the test kube-apiserver with kubectl" \
+    "will fail under CI=true. Install kubectl (any recent release) or set CALICO_TEST_KUBECTL_BIN." >&2
+fi

@@ -7,3 +7,10 @@ export {
   type StartEtcdOptions,
   startEtcd,
 } from './etcd-server.js';
+export {
+  findKubectl,
+  type KubeApiServer,
+  kubeApiServerAvailable,
+  type StartKubeApiServerOptions,
+  startKubeApiServer,
+} from './kube-apiserver.js';
