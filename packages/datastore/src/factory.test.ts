@@ -31,16 +31,39 @@ describe('createDatastore', () => {
     }
   });
 
-  it('says the Kubernetes datastore is not available yet', async () => {
-    await expect(createDatastore({ datastoreType: 'kubernetes', etcdEndpoints: [] })).rejects.toThrowError(
-      expect.objectContaining({
-        code: 'unsupported',
-        message: 'the Kubernetes datastore is not available yet; use datastoreType: etcdv3',
-      }),
-    );
-    await expect(createKVStore({ datastoreType: 'kubernetes', etcdEndpoints: [] })).rejects.toThrowError(
-      expect.objectContaining({ code: 'unsupported' }),
-    );
+  it('says what is missing for the Kubernetes datastore outside a pod without a kubeconfig', async () => {
+    const saved = process.env.KUBERNETES_SERVICE_HOST;
+    delete process.env.KUBERNETES_SERVICE_HOST;
+    try {
+      await expect(createDatastore({ datastoreType: 'kubernetes', etcdEndpoints: [] })).rejects.toThrowError(
+        expect.objectContaining({
+          code: 'config',
+          message:
+            'no kubeconfig given and not running in a pod (KUBERNETES_SERVICE_HOST is not set): set KUBECONFIG or kubeconfig in the configuration',
+        }),
+      );
+      await expect(
+        createKVStore({
+          datastoreType: 'kubernetes',
+          etcdEndpoints: [],
+          kubeconfig: '/nonexistent/kubeconfig',
+        }),
+      ).rejects.toThrowError(
+        expect.objectContaining({
+          code: 'config',
+          message: expect.stringMatching(/^cannot read kubeconfig \/nonexistent\/kubeconfig: /),
+        }),
+      );
+      await expect(
+        createKVStore({
+          datastoreType: 'kubernetes',
+          etcdEndpoints: [],
+          calicoAPIGroup: 'projectcalico.org/v3',
+        }),
+      ).rejects.toThrowError(expect.objectContaining({ code: 'unsupported' }));
+    } finally {
+      if (saved !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved;
+    }
   });
 
   it('rejects an invalid configuration before connecting', async () => {

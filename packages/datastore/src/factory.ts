@@ -4,11 +4,12 @@
  *
  *   ClientConfig ──validate──► etcdv3 ──(SRV lookup, TLS files)──► transport 'grpc':  EtcdKVStore ──────┐
  *                             │                                  transport 'http2': EtcdHttp2KVStore ─┤
- *                             memory ──────────────────────────────────────────────► MemoryKVStore ─┴─► KVDatastore
- *                             kubernetes ──► 'unsupported' (for now)
+ *                             memory ──────────────────────────────────────────────► MemoryKVStore ─┤
+ *                             kubernetes ──(kubeconfig / k8s fields / in-cluster)──► KubeKVStore ───┴─► KVDatastore
  *
  * The etcd3 store is imported only when chosen: a process on the http2 transport never loads etcd3,
- * grpc-js or protobufjs.
+ * grpc-js or protobufjs. The Kubernetes store reads its kubeconfig itself unless the user's
+ * credentials need `@kubernetes/client-node` (exec or auth-provider plugins), which is then loaded.
  */
 import { assertNever } from '@calico-ts/api';
 import { type ClientConfig, validateClientConfig } from './config/client-config.js';
@@ -19,8 +20,6 @@ import type { KVStore } from './kv/kv-store.js';
 import { MemoryKVStore } from './kv/memory-kv-store.js';
 import { KVDatastore } from './kv-datastore.js';
 import type { Datastore } from './types.js';
-
-const KUBERNETES_UNAVAILABLE = 'the Kubernetes datastore is not available yet; use datastoreType: etcdv3';
 
 export interface CreateKVStoreOptions {
   /**
@@ -64,10 +63,41 @@ export async function createKVStore(cfg: ClientConfig, options: CreateKVStoreOpt
     case 'memory':
       return new MemoryKVStore();
     case 'kubernetes':
-      throw new DatastoreError('unsupported', KUBERNETES_UNAVAILABLE);
+      return createKubeKVStore(cfg);
     default:
       return assertNever(cfg.datastoreType);
   }
+}
+
+async function createKubeKVStore(cfg: ClientConfig): Promise<KVStore> {
+  if (cfg.calicoAPIGroup === 'projectcalico.org/v3') {
+    throw new DatastoreError(
+      'unsupported',
+      'calicoAPIGroup projectcalico.org/v3 (v3 CRDs) is not supported; the Kubernetes datastore uses crd.projectcalico.org/v1',
+    );
+  }
+  const [{ KubeKVStore }, { KubeHttp }, conn] = await Promise.all([
+    import('./kube/kube-kv-store.js'),
+    import('./kube/kube-http.js'),
+    import('./kube/kube-connection.js'),
+  ]);
+  let connection: Awaited<ReturnType<typeof conn.loadKubeConnection>>;
+  if (cfg.kubeconfig && (await kubeconfigNeedsPlugin(cfg.kubeconfig, cfg.k8sCurrentContext, conn))) {
+    connection = await conn.loadKubeConnectionWithClientNode(cfg.kubeconfig, cfg.k8sCurrentContext);
+  } else {
+    connection = await conn.loadKubeConnection(cfg);
+  }
+  return new KubeKVStore(new KubeHttp(connection));
+}
+
+async function kubeconfigNeedsPlugin(
+  path: string,
+  context: string | undefined,
+  conn: typeof import('./kube/kube-connection.js'),
+): Promise<boolean> {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(path, 'utf8').catch(() => undefined);
+  return text !== undefined && conn.kubeconfigNeedsClientNode(text, context);
 }
 
 /** The typed client for a configuration (see `loadClientConfig`). */
@@ -78,10 +108,8 @@ export async function createDatastore(
   switch (cfg.datastoreType) {
     case 'etcdv3':
     case 'memory':
-      return new KVDatastore(await createKVStore(cfg, options), { backend: cfg.datastoreType });
     case 'kubernetes':
-      validateClientConfig(cfg);
-      throw new DatastoreError('unsupported', KUBERNETES_UNAVAILABLE);
+      return new KVDatastore(await createKVStore(cfg, options), { backend: cfg.datastoreType });
     default:
       validateClientConfig(cfg);
       return assertNever(cfg.datastoreType);

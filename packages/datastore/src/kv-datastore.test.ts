@@ -72,7 +72,7 @@ describe('KVDatastore (memory specifics)', () => {
   });
 
   it('rejects a bad backend name at construction', () => {
-    expect(() => new KVDatastore(new MemoryKVStore(), { backend: 'kubernetes' as never })).toThrow(
+    expect(() => new KVDatastore(new MemoryKVStore(), { backend: 'consul' as never })).toThrow(
       expect.objectContaining({ code: 'config' }),
     );
   });

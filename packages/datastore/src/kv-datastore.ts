@@ -53,7 +53,7 @@ import type {
 } from './types.js';
 
 export interface KVDatastoreOptions {
-  backend: 'etcdv3' | 'memory';
+  backend: 'etcdv3' | 'memory' | 'kubernetes';
   /** Clock for `creationTimestamp` (tests pass a fixed one). */
   now?: () => Date;
   /** UID generator for new resources (tests pass a fixed one). */
@@ -67,7 +67,7 @@ const MAX_APPLY_ATTEMPTS = 10;
 type Meta = Resource['metadata'];
 
 export class KVDatastore implements Datastore {
-  readonly backend: 'etcdv3' | 'memory';
+  readonly backend: 'etcdv3' | 'memory' | 'kubernetes';
   /** The creationTimestamp of a resource created now. */
   private readonly timestamp: () => string;
   private readonly newUid: () => string;
@@ -76,10 +76,10 @@ export class KVDatastore implements Datastore {
     private readonly store: KVStore,
     options: KVDatastoreOptions,
   ) {
-    if (options.backend !== 'etcdv3' && options.backend !== 'memory') {
+    if (options.backend !== 'etcdv3' && options.backend !== 'memory' && options.backend !== 'kubernetes') {
       throw new DatastoreError(
         'config',
-        `KVDatastore backend must be etcdv3 or memory, got ${String(options.backend)}`,
+        `KVDatastore backend must be etcdv3, memory or kubernetes, got ${String(options.backend)}`,
       );
     }
     this.backend = options.backend;

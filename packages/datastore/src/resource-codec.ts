@@ -161,6 +161,12 @@ export function decodeResource(kv: KV, parts: ResourceKeyParts): Resource {
   if (meta.selfLink !== undefined) delete meta.selfLink; // never stored by upstream; rare
   if (parts.namespace !== undefined) meta.namespace = parts.namespace;
   meta.resourceVersion = kv.modRevision;
+  if (
+    obj.spec !== undefined &&
+    (obj.spec === null || typeof obj.spec !== 'object' || Array.isArray(obj.spec))
+  ) {
+    throw new DatastoreError('invalid', `${kv.key}: stored spec is not an object`);
+  }
   const resource: Record<string, unknown> = {
     apiVersion: API_VERSION,
     kind: parts.kind,

@@ -18,6 +18,12 @@ export interface DatastoreContractEnv {
   /** The raw store under the datastore. */
   kv(): KVStore;
   compact(revision: string): Promise<void>;
+  /**
+   * Store something under `namespace`/`name` of NetworkSet that the client cannot decode, around
+   * the client. Default: a value that is not JSON, through the raw store (etcd and memory take
+   * any bytes; the Kubernetes backend takes only objects, so it writes an invalid spec instead).
+   */
+  writeUndecodable?(namespace: string, name: string): Promise<'stored' | 'refused'>;
 }
 
 let n = 0;
@@ -378,7 +384,17 @@ export function datastoreContract(
         signal: ac.signal,
       });
       const it = w[Symbol.asyncIterator]();
-      await env.kv().put(`/calico/resources/v3/projectcalico.org/networksets/${ns}/broken`, '{not json');
+      let outcome: 'stored' | 'refused' = 'stored';
+      if (env.writeUndecodable) outcome = await env.writeUndecodable(ns, 'broken');
+      else await env.kv().put(`/calico/resources/v3/projectcalico.org/networksets/${ns}/broken`, '{not json');
+      if (outcome === 'refused') {
+        // The store itself refused it (a schema-checking API server): nothing to misreport.
+        await ds.create(networkSet('fine', ns));
+        const events = await take(it, (e) => e.length >= 1);
+        ac.abort();
+        expect(events.map(describeEvent)).toEqual(['added fine']);
+        return;
+      }
       const events = await take(it, (e) => e.length >= 1);
       ac.abort();
       expect(events.map(describeEvent)).toEqual([

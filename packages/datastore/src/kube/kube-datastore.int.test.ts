@@ -1,0 +1,303 @@
+/**
+ * The typed client and IPAM on the Kubernetes datastore, against a real kube-apiserver with the
+ * CRDs from deploy/crds installed: the same contract suites etcd and memory pass, what kubectl
+ * shows of what we wrote (upstream's stored shape), a watch across an API server restart, and a
+ * 410 Gone turned into a resync. Racing IPAM allocations on this backend: packages/ipam.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKVStore } from '../factory.js';
+import type { KVStore } from '../kv/kv-store.js';
+import { KVDatastore } from '../kv-datastore.js';
+import {
+  findKubectl,
+  type KubeApiServer,
+  kubeApiServerAvailable,
+  startKubeApiServer,
+} from '../testing/index.js';
+import {
+  datastoreContract,
+  describeEvent,
+  ipPool,
+  networkSet,
+  take,
+  uniqueName,
+} from '../testing-internal/datastore-contract.js';
+import { ipamContract } from '../testing-internal/ipam-contract.js';
+import { locateKey, restPath } from './kv-mapping.js';
+
+const run = promisify(execFile);
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
+const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');
+
+function missingPrerequisites(): string[] {
+  const missing: string[] = [];
+  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
+  if (!findKubectl()) missing.push('kubectl');
+  if (!existsSync(CRDS)) missing.push(`the CRDs in ${CRDS}`);
+  return missing;
+}
+const missing = missingPrerequisites();
+if (missing.length > 0) {
+  describe('Kubernetes datastore', () => {
+    it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
+      throw new Error(`missing prerequisites: ${missing.join(', ')}`);
+    });
+  });
+}
+
+async function kubectl(api: KubeApiServer, args: string[]): Promise<string> {
+  const { stdout } = await run(findKubectl()!, ['--kubeconfig', api.kubeconfigPath, ...args], {
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return stdout;
+}
+
+async function kubectlStdin(api: KubeApiServer, args: string[], input: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      findKubectl()!,
+      ['--kubeconfig', api.kubeconfigPath, ...args],
+      (err, stdout, stderr) =>
+        err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+    );
+    child.stdin!.end(input);
+  });
+}
+
+async function installCrds(api: KubeApiServer): Promise<void> {
+  await kubectl(api, ['apply', '--server-side', '-f', CRDS]);
+  await kubectl(api, ['wait', '--for', 'condition=established', '--timeout', '60s', 'crd', '--all']);
+}
+
+/**
+ * The store as a component would open it. The contract suites put resources in fresh namespaces,
+ * which a cluster would already have: the test creates each one the first time the API server
+ * says it is missing, as an administrator would, and retries.
+ */
+async function kubeStore(api: KubeApiServer): Promise<KVStore> {
+  const store = await createKVStore({
+    datastoreType: 'kubernetes',
+    etcdEndpoints: [],
+    kubeconfig: api.kubeconfigPath,
+  });
+  const missingNs = /namespace "([^"]+)" does not exist/;
+  const withNamespace =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      try {
+        return await f(...a);
+      } catch (e) {
+        const m = missingNs.exec((e as Error).message);
+        if (!m) throw e;
+        await kubectl(api, ['create', 'namespace', m[1]!]).catch(() => '');
+        return f(...a);
+      }
+    };
+  return {
+    get: (k) => store.get(k),
+    list: (p) => store.list(p),
+    readAll: (r) => store.readAll(r),
+    update: (k, v, r) => store.update(k, v, r),
+    delete: (k, r) => store.delete(k, r),
+    watch: (p, o) => store.watch(p, o),
+    revision: () => store.revision(),
+    close: () => store.close(),
+    create: withNamespace((k: string, v: string) => store.create(k, v)),
+    put: withNamespace((k: string, v: string) => store.put(k, v)),
+    writeAll: withNamespace((w: Parameters<KVStore['writeAll']>[0]) => store.writeAll(w)),
+  };
+}
+
+describe.skipIf(missing.length > 0)('Kubernetes datastore on a real kube-apiserver', () => {
+  // The watch cache is off so that compacting the API server's etcd makes old resourceVersions
+  // answer 410 Gone, as the contract's compaction case needs. The restart test below runs on a
+  // second server with the cache on.
+  let api: KubeApiServer;
+  let kv: KVStore;
+  let ds: KVDatastore;
+  beforeAll(async () => {
+    api = await startKubeApiServer({ extraArgs: ['--watch-cache=false'] });
+    await installCrds(api);
+    kv = await kubeStore(api);
+    ds = new KVDatastore(kv, { backend: 'kubernetes' });
+  }, 120_000);
+  afterAll(async () => {
+    await ds?.close();
+    await api?.stop();
+  });
+
+  datastoreContract(
+    'KVDatastore over KubeKVStore',
+    {
+      datastore: () => ds,
+      newClient: async () => new KVDatastore(await kubeStore(api), { backend: 'kubernetes' }),
+      kv: () => kv,
+      compact: (r) => api.etcd.compact(r),
+      // A spec that is not an object: the CRD's schema refuses it, or, if the schema let it
+      // through, the client must report it as undecodable.
+      writeUndecodable: async (namespace, name) => {
+        const body = JSON.stringify({
+          apiVersion: 'crd.projectcalico.org/v1',
+          kind: 'NetworkSet',
+          metadata: { name, namespace },
+          spec: 'not an object',
+        });
+        await kubectl(api, ['create', 'namespace', namespace]).catch(() => '');
+        try {
+          await kubectlStdin(api, ['create', '-f', '-'], body);
+          return 'stored';
+        } catch (e) {
+          expect((e as Error).message).toMatch(/spec: Invalid value: "string"/);
+          return 'refused';
+        }
+      },
+    },
+    { increments: 20 },
+  );
+
+  ipamContract('IpamStore over KubeKVStore, raw access through the API', {
+    store: () => kv,
+    // Raw records go to the API server as objects through the key mapping; one the mapping
+    // refuses is written as it stands (its spec the raw value), as a broken client could.
+    writeRaw: async (key, value) => {
+      try {
+        await kv.put(key, value);
+      } catch {
+        const loc = locateKey(key);
+        // The fields the CRD requires, then whatever the raw value says.
+        const required = { allocations: [], unallocated: [], attributes: [], strictAffinity: false };
+        const doc = {
+          apiVersion: 'crd.projectcalico.org/v1',
+          kind: loc.collection.kind,
+          metadata: { name: loc.name },
+          spec: { ...(loc.collection.kind === 'IPAMBlock' ? required : {}), ...JSON.parse(value) },
+        };
+        await kubectlStdin(api, ['create', '-f', '-'], JSON.stringify(doc));
+      }
+    },
+    readRaw: async (key) => (await kv.get(key))?.value,
+    unknownFields: 'pruned',
+  });
+
+  it('stores an IPPool as upstream does: kubectl shows crd.projectcalico.org/v1 with the v3 spec', async () => {
+    const name = uniqueName('pool');
+    const created = await ds.create(
+      ipPool(name, '198.19.192.0/20', { natOutgoing: true, vxlanMode: 'Always' }),
+    );
+    const out = JSON.parse(await kubectl(api, ['get', 'ippools.crd.projectcalico.org', name, '-o', 'json']));
+    expect(out.apiVersion).toBe('crd.projectcalico.org/v1');
+    expect(out.kind).toBe('IPPool');
+    expect(out.spec).toEqual({
+      cidr: '198.19.192.0/20',
+      vxlanMode: 'Always',
+      ipipMode: 'Never',
+      natOutgoing: true,
+      blockSize: 26,
+      nodeSelector: 'all()',
+      allowedUses: ['Workload', 'Tunnel'],
+      assignmentMode: 'Automatic',
+    });
+    expect(JSON.parse(out.metadata.annotations['projectcalico.org/metadata'])).toEqual({
+      uid: created.metadata.uid,
+      creationTimestamp: created.metadata.creationTimestamp,
+    });
+    expect(created.metadata.resourceVersion).toBe(out.metadata.resourceVersion);
+  });
+
+  it('reads an IPPool written by kubectl in upstream shape', async () => {
+    const name = uniqueName('kpool');
+    const doc = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPPool',
+      metadata: { name },
+      spec: { cidr: '198.19.224.0/20', ipipMode: 'Always', natOutgoing: true, nodeSelector: 'all()' },
+    };
+    await kubectlStdin(api, ['create', '-f', '-'], JSON.stringify(doc));
+    const pool = await ds.get('IPPool', name);
+    expect(pool.spec).toMatchObject({
+      cidr: '198.19.224.0/20',
+      ipipMode: 'Always',
+      natOutgoing: true,
+      blockSize: 26,
+    });
+    expect(pool.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('a watch from a revision older than the API server keeps answers 410, and becomes a resync', async () => {
+    const ns = uniqueName('old');
+    await ds.create(networkSet('x', ns));
+    await api.etcd.compact(await kv.revision());
+    const ac = new AbortController();
+    const it = ds
+      .watch('NetworkSet', { namespace: ns, revision: '2', signal: ac.signal })
+      [Symbol.asyncIterator]();
+    const first = await take(it, (e) => e.length >= 1);
+    ac.abort();
+    expect(first.map(describeEvent)).toEqual(['resync [x]']);
+  });
+
+  it('refuses records that have no place in Kubernetes with a clear error', async () => {
+    await expect(kv.put('/calico/felix/v2/no-region/host/n1/status', '{}')).rejects.toThrowError(
+      expect.objectContaining({
+        code: 'unsupported',
+        message: expect.stringContaining('no place in the Kubernetes datastore'),
+      }),
+    );
+    const loc = locateKey('/calico/ipam/v2/config');
+    expect(restPath(loc.collection)).toBe('/apis/crd.projectcalico.org/v1/ipamconfigs');
+  });
+});
+
+describe.skipIf(missing.length > 0)('Kubernetes datastore across an API server restart', () => {
+  let api: KubeApiServer;
+  beforeAll(async () => {
+    api = await startKubeApiServer();
+    await installCrds(api);
+  }, 120_000);
+  afterAll(async () => {
+    await api?.stop();
+  });
+
+  it('a watch misses nothing written while the API server was down or just back', async () => {
+    const kv = await kubeStore(api);
+    const ds = new KVDatastore(kv, { backend: 'kubernetes' });
+    const ns = uniqueName('rs');
+    const start = await ds.list('NetworkSet', { namespace: ns });
+    const ac = new AbortController();
+    const it = ds
+      .watch('NetworkSet', { namespace: ns, revision: start.revision, signal: ac.signal })
+      [Symbol.asyncIterator]();
+    await ds.create(networkSet('before', ns));
+    const seenBefore = await take(it, (e) => e.some((x) => x.kind === 'added'));
+    await api.restart();
+    // Written by another client right after the restart, before our watch has reconnected.
+    const other = new KVDatastore(await kubeStore(api), { backend: 'kubernetes' });
+    await other.create(networkSet('during', ns));
+    await other.create(networkSet('after', ns));
+    // What the watch tells: each name either as an added event or inside a resync (a restarted
+    // API server may have forgotten the revision the watch stood at: 410, then a full list).
+    const names = (events: typeof seenBefore) => {
+      const out = new Set<string>();
+      for (const e of events) {
+        if (e.kind === 'added') out.add(e.resource.metadata.name);
+        if (e.kind === 'resync') for (const r of e.items) out.add(r.metadata.name);
+      }
+      return out;
+    };
+    const rest = await take(it, (e) => names(e).has('during') && names(e).has('after'), 60_000);
+    ac.abort();
+    expect(seenBefore.filter((e) => e.kind === 'added').map(describeEvent)).toEqual(['added before']);
+    expect([...names(rest)].sort()).toEqual(expect.arrayContaining(['after', 'during']));
+    const kinds = rest.map((e) => e.kind);
+    expect(kinds).toContain('reconnected');
+    // Never a silent gap: either every add arrived as an event, or a resync replaced the state.
+    if (!kinds.includes('resync')) expect(rest.filter((e) => e.kind === 'added').length).toBe(2);
+    await other.close();
+    await ds.close();
+  }, 120_000);
+});

@@ -1,0 +1,439 @@
+/**
+ * KubeKVStore: the `KVStore` seam over a Kubernetes API server, so the typed client
+ * (`KVDatastore`: validation, defaults, codecs) and IPAM (`IpamStore`) run unchanged on the
+ * Kubernetes datastore. Keys are Calico's etcd keys; kv-mapping.ts says which object each is.
+ *
+ *   get/create/update/delete(key) ──► locateKey ──► GET/POST/PUT/DELETE one object
+ *   list(prefix), watch(prefix)   ──► collectionsForPrefix ──► list/watch each collection,
+ *                                     objects → KVs, keys filtered by the prefix
+ *
+ * Revisions: an object's `resourceVersion` is the API server's etcd revision of its last write,
+ * and a list's is the store revision at the time, so `modRevision` and list revisions keep their
+ * etcd meaning (one counter, a watch from a list's revision misses nothing). Kubernetes calls
+ * them opaque; the kube-apiserver this is tested against (v1.36) hands out etcd's.
+ *
+ * Where Kubernetes differs from etcd, and what this does about it:
+ *   - compare-and-swap update: PUT with `metadata.resourceVersion` (409 Conflict on a stale one);
+ *   - compare-and-delete: DELETE with `preconditions.resourceVersion`;
+ *   - no multi-object transactions: `readAll` reads one after the other (not at one revision);
+ *     `writeAll` writes in order and, when a later write fails, undoes the earlier ones (a
+ *     created object is deleted, an updated one is put back), then reports the failure. A crash
+ *     between two writes can leave them apart, as upstream's Kubernetes IPAM can; the IPAM check
+ *     and garbage collection find such records.
+ *   - a watch whose resourceVersion is too old gets 410 Gone: reported as `resync` with the full
+ *     current list, as etcd's compaction is. A broken watch is resumed from the last revision seen
+ *     (bookmarks keep that fresh), with `disconnected` / `reconnected` around the gap.
+ *
+ * Thread-safety: any number of concurrent calls.
+ */
+import { DatastoreError, isDatastoreError } from '../errors.js';
+import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from '../kv/kv-store.js';
+import type { KubeHttp, KubeWatchEvent } from './kube-http.js';
+import { type Collection, collectionsForPrefix, locateKey, type Obj, restPath } from './kv-mapping.js';
+
+interface KubeList {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: Obj[];
+}
+
+const PAGE = 500;
+
+function compareRevisions(a: string, b: string): number {
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+function rvOf(o: Obj): string {
+  return String((o.metadata as Obj | undefined)?.resourceVersion ?? '0');
+}
+
+function named(e: unknown, key: string): never {
+  if (e instanceof DatastoreError) {
+    throw new DatastoreError(e.code, `${key}: ${e.message}`, { cause: e });
+  }
+  throw e;
+}
+
+export interface KubeKVStoreOptions {
+  /** Backoff between watch reconnects, doubling to `maxRetryMs`. */
+  retryMs?: number;
+  maxRetryMs?: number;
+}
+
+export class KubeKVStore implements KVStore {
+  readonly #http: KubeHttp;
+  readonly #opts: KubeKVStoreOptions;
+  readonly #closing = new AbortController();
+
+  constructor(http: KubeHttp, opts: KubeKVStoreOptions = {}) {
+    this.#http = http;
+    this.#opts = opts;
+  }
+
+  #toKV(c: Collection, o: Obj, created = false): KV | undefined {
+    const kv = c.toKV(o);
+    if (!kv) return undefined;
+    const rev = rvOf(o);
+    return { key: kv.key, value: kv.value, modRevision: rev, createRevision: created ? rev : '0' };
+  }
+
+  async get(key: string): Promise<KV | undefined> {
+    const loc = locateKey(key);
+    try {
+      const o = await this.#http.request<Obj>('GET', restPath(loc.collection, loc.namespace, loc.name));
+      const kv = this.#toKV(loc.collection, o);
+      return kv?.key === key ? kv : undefined;
+    } catch (e) {
+      if (isDatastoreError(e, 'not-found')) return undefined;
+      return named(e, key);
+    }
+  }
+
+  async #listCollection(
+    c: Collection,
+    namespace: string | undefined,
+  ): Promise<{ kvs: KV[]; revision: string }> {
+    const kvs: KV[] = [];
+    let cont: string | undefined;
+    let revision = '0';
+    do {
+      const q = new URLSearchParams({ limit: String(PAGE) });
+      if (cont) q.set('continue', cont);
+      let list: KubeList;
+      try {
+        list = await this.#http.request<KubeList>('GET', `${restPath(c, namespace)}?${q}`);
+      } catch (e) {
+        // A CRD that is not installed has nothing in it.
+        if (isDatastoreError(e, 'not-found')) return { kvs, revision: await this.revision() };
+        throw e;
+      }
+      if (!cont) revision = list.metadata?.resourceVersion ?? '0';
+      for (const o of list.items ?? []) {
+        const kv = this.#toKV(c, o);
+        if (kv) kvs.push({ ...kv, createRevision: kv.modRevision });
+      }
+      cont = list.metadata?.continue || undefined;
+    } while (cont);
+    return { kvs, revision };
+  }
+
+  async list(prefix: string): Promise<KVList> {
+    const targets = collectionsForPrefix(prefix);
+    if (targets.length === 0) return { kvs: [], revision: await this.revision() };
+    const lists = await Promise.all(targets.map((t) => this.#listCollection(t.collection, t.namespace)));
+    const seen = new Set<string>();
+    const kvs: KV[] = [];
+    for (const l of lists) {
+      for (const kv of l.kvs) {
+        if (!kv.key.startsWith(prefix) || seen.has(kv.key)) continue;
+        seen.add(kv.key);
+        kvs.push(kv);
+      }
+    }
+    kvs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // The oldest list revision: a watch from there misses no collection's changes.
+    const revision = lists.map((l) => l.revision).reduce((a, b) => (compareRevisions(a, b) <= 0 ? a : b));
+    return { kvs, revision };
+  }
+
+  async create(key: string, value: string): Promise<KV> {
+    const loc = locateKey(key);
+    const body = loc.collection.toObject(key, value);
+    try {
+      const o = await this.#http.request<Obj>('POST', restPath(loc.collection, loc.namespace), body);
+      return this.#mustKV(loc.collection, o, key, true);
+    } catch (e) {
+      if (isDatastoreError(e, 'not-found') && loc.namespace) {
+        throw new DatastoreError(
+          'invalid',
+          `${key}: namespace "${loc.namespace}" does not exist (in the Kubernetes datastore a namespaced resource needs its namespace)`,
+          { cause: e },
+        );
+      }
+      return named(e, key);
+    }
+  }
+
+  #mustKV(c: Collection, o: Obj, key: string, created = false): KV {
+    const kv = this.#toKV(c, o, created);
+    if (!kv) throw new DatastoreError('invalid', `${key}: the API server returned an object with no key`);
+    return kv;
+  }
+
+  async update(key: string, value: string, modRevision: string): Promise<KV> {
+    const loc = locateKey(key);
+    const body = loc.collection.toObject(key, value);
+    (body.metadata as Obj).resourceVersion = modRevision;
+    try {
+      const o = await this.#http.request<Obj>('PUT', restPath(loc.collection, loc.namespace, loc.name), body);
+      return this.#mustKV(loc.collection, o, key);
+    } catch (e) {
+      return named(e, key);
+    }
+  }
+
+  async put(key: string, value: string): Promise<KV> {
+    for (let attempt = 0; ; attempt++) {
+      const existing = await this.get(key);
+      try {
+        return existing ? await this.update(key, value, existing.modRevision) : await this.create(key, value);
+      } catch (e) {
+        const raced =
+          isDatastoreError(e, 'conflict') ||
+          isDatastoreError(e, 'already-exists') ||
+          isDatastoreError(e, 'not-found');
+        if (!raced || attempt >= 10) throw e;
+      }
+    }
+  }
+
+  async delete(key: string, modRevision?: string): Promise<KV> {
+    const loc = locateKey(key);
+    const current = await this.get(key);
+    if (!current) throw new DatastoreError('not-found', `${key}: not found`);
+    if (modRevision !== undefined && modRevision !== current.modRevision) {
+      throw new DatastoreError(
+        'conflict',
+        `${key}: revision ${modRevision} is not the current ${current.modRevision}`,
+      );
+    }
+    const body = {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      preconditions: { resourceVersion: current.modRevision },
+    };
+    try {
+      await this.#http.request('DELETE', restPath(loc.collection, loc.namespace, loc.name), body);
+    } catch (e) {
+      return named(e, key);
+    }
+    return current;
+  }
+
+  async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
+    const results: KV[][] = [];
+    let revision = '0';
+    for (const r of reads) {
+      if (r.prefix) {
+        const l = await this.list(r.key);
+        results.push(r.keysOnly ? l.kvs.map((kv) => ({ ...kv, value: '' })) : l.kvs);
+        if (compareRevisions(l.revision, revision) > 0) revision = l.revision;
+      } else {
+        const kv = await this.get(r.key).catch((e: unknown) => {
+          if (isDatastoreError(e, 'unsupported')) return undefined;
+          throw e;
+        });
+        results.push(kv ? [r.keysOnly ? { ...kv, value: '' } : kv] : []);
+      }
+    }
+    if (revision === '0') revision = await this.revision();
+    return { results, revision };
+  }
+
+  async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {
+    const done: { write: KVWrite; kv: KV; before?: KV }[] = [];
+    try {
+      for (const w of writes) {
+        if (w.modRevision === undefined) {
+          done.push({ write: w, kv: await this.create(w.key, w.value) });
+        } else {
+          const before = await this.get(w.key);
+          if (!before) throw new DatastoreError('not-found', `${w.key}: not found`);
+          if (before.modRevision !== w.modRevision) {
+            throw new DatastoreError(
+              'conflict',
+              `${w.key}: revision ${w.modRevision} is not the current ${before.modRevision}`,
+            );
+          }
+          done.push({ write: w, kv: await this.update(w.key, w.value, w.modRevision), before });
+        }
+      }
+    } catch (e) {
+      // Undo in reverse order, each only if nothing else wrote it meanwhile.
+      for (const d of done.reverse()) {
+        try {
+          if (d.before) await this.update(d.write.key, d.before.value, d.kv.modRevision);
+          else await this.delete(d.write.key, d.kv.modRevision);
+        } catch {
+          // Someone else changed it since: theirs stands.
+        }
+      }
+      throw e;
+    }
+    return done.map((d) => d.kv);
+  }
+
+  async revision(): Promise<string> {
+    // The cheapest consistent read: an empty page of one collection carries the store revision.
+    const list = await this.#http
+      .request<KubeList>('GET', `${restPath(locateKey('/calico/ipam/v2/config').collection)}?limit=1`)
+      .catch(async (e: unknown) => {
+        if (!isDatastoreError(e, 'not-found')) throw e;
+        return this.#http.request<KubeList>('GET', '/api/v1/namespaces?limit=1');
+      });
+    return list.metadata?.resourceVersion ?? '0';
+  }
+
+  watch(prefix: string, options: KVWatchOptions = {}): AsyncIterable<KVWatchMessage> {
+    return this.#watch(prefix, options);
+  }
+
+  async *#watch(prefix: string, options: KVWatchOptions): AsyncGenerator<KVWatchMessage> {
+    const mine = new AbortController();
+    const signal = anySignal(options.signal, this.#closing.signal, mine.signal);
+    const targets = collectionsForPrefix(prefix);
+    // Every collection's watch feeds one queue; events are delivered in arrival order.
+    const queue: KVWatchMessage[] = [];
+    let wake: (() => void) | undefined;
+    const push = (m: KVWatchMessage) => {
+      queue.push(m);
+      wake?.();
+    };
+    const from = options.fromRevision ?? String(BigInt(await this.revision()) + 1n);
+    let down = 0;
+    const loops = targets.map((t) =>
+      this.#watchCollection(t.collection, t.namespace, prefix, from, signal, push, (isDown) => {
+        const was = down;
+        down += isDown ? 1 : -1;
+        if (was === 0 && down > 0)
+          push({ kind: 'disconnected', error: new DatastoreError('unavailable', 'watch connection lost') });
+        if (was > 0 && down === 0) push({ kind: 'reconnected' });
+      }),
+    );
+    let ended = false;
+    void Promise.allSettled(loops).then(() => {
+      ended = true;
+      wake?.();
+    });
+    signal.addEventListener('abort', () => wake?.(), { once: true });
+    try {
+      for (;;) {
+        while (queue.length === 0 && !ended && !signal.aborted) await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        if (queue.length === 0 || signal.aborted) return;
+        yield queue.shift()!;
+      }
+    } finally {
+      // The consumer stopped (or the signal fired): end every collection's watch.
+      mine.abort();
+    }
+  }
+
+  async #watchCollection(
+    c: Collection,
+    namespace: string | undefined,
+    prefix: string,
+    fromRevision: string,
+    signal: AbortSignal,
+    push: (m: KVWatchMessage) => void,
+    linkState: (down: boolean) => void,
+  ): Promise<void> {
+    // Kubernetes watches report changes after `resourceVersion`; etcd's fromRevision is inclusive.
+    let rv = String(BigInt(fromRevision) - 1n);
+    // The last value seen of each key, so a modification or deletion carries what it replaced
+    // (Kubernetes watch events do not).
+    const seen = new Map<string, KV>();
+    let delay = this.#opts.retryMs ?? 250;
+    let isDown = false;
+    while (!signal.aborted) {
+      const q = new URLSearchParams({ watch: '1', allowWatchBookmarks: 'true', resourceVersion: rv });
+      try {
+        const opened = () => {
+          if (isDown) {
+            isDown = false;
+            linkState(false);
+          }
+        };
+        for await (const ev of this.#http.watch(`${restPath(c, namespace)}?${q}`, signal, opened)) {
+          delay = this.#opts.retryMs ?? 250;
+          rv = this.#onEvent(c, ev, prefix, push, seen) ?? rv;
+        }
+        // The server ends watches after a while: resume from where it stopped.
+      } catch (e) {
+        if (signal.aborted) return;
+        if (isDatastoreError(e, 'compacted')) {
+          const list = await this.#listForResync(c, namespace, prefix).catch(() => undefined);
+          if (list) {
+            seen.clear();
+            for (const kv of list.kvs) seen.set(kv.key, kv);
+            push({ kind: 'resync', list, reason: 'compacted' });
+            rv = list.revision;
+            continue;
+          }
+        } else if (isDatastoreError(e, 'not-found')) {
+          // The CRD is not installed: nothing to watch until it is.
+        }
+        if (!isDown) {
+          isDown = true;
+          linkState(true);
+        }
+        await sleep(delay, signal);
+        delay = Math.min(delay * 2, this.#opts.maxRetryMs ?? 5000);
+      }
+    }
+  }
+
+  async #listForResync(c: Collection, namespace: string | undefined, prefix: string): Promise<KVList> {
+    const l = await this.#listCollection(c, namespace);
+    return {
+      kvs: l.kvs.filter((kv) => kv.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : 1)),
+      revision: l.revision,
+    };
+  }
+
+  /** Turns one Kubernetes watch event into KV events; returns the revision it moves to. */
+  #onEvent(
+    c: Collection,
+    ev: KubeWatchEvent,
+    prefix: string,
+    push: (m: KVWatchMessage) => void,
+    seen: Map<string, KV>,
+  ): string | undefined {
+    if (ev.type === 'ERROR') {
+      const status = ev.object as { code?: number; message?: string };
+      if (status.code === 410)
+        throw new DatastoreError('compacted', status.message ?? 'resourceVersion too old');
+      throw new DatastoreError('unavailable', status.message ?? 'watch error');
+    }
+    const rev = rvOf(ev.object);
+    if (ev.type === 'BOOKMARK') return rev;
+    const kv = this.#toKV(c, ev.object, ev.type === 'ADDED');
+    if (!kv?.key.startsWith(prefix)) return rev;
+    const prev = seen.get(kv.key);
+    if (ev.type === 'DELETED') {
+      seen.delete(kv.key);
+      push({
+        kind: 'events',
+        events: [{ kind: 'delete', key: kv.key, modRevision: rev, prev: prev ?? kv }],
+        revision: rev,
+      });
+    } else {
+      seen.set(kv.key, kv);
+      push({ kind: 'events', events: [{ kind: 'put', kv, ...(prev ? { prev } : {}) }], revision: rev });
+    }
+    return rev;
+  }
+
+  async close(): Promise<void> {
+    this.#closing.abort();
+    this.#http.close();
+  }
+}
+
+function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
+  const live = signals.filter((s): s is AbortSignal => s !== undefined);
+  return live.length === 1 ? live[0]! : AbortSignal.any(live);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
