@@ -111,6 +111,15 @@ describe('service IP sets', () => {
     expect(g.state().ipSets[SRC]!.members).toEqual(['198.19.3.1/32']);
   });
 
+  it('leave out the cluster IP while the Service has no endpoints', () => {
+    const g = graphWith(
+      client,
+      dnsPolicy,
+      service('kube-system', 'kube-dns', '198.18.128.10', [{ port: 53, protocol: 'UDP' }]),
+    );
+    expect(g.state().ipSets[DST]!.members).toEqual([]);
+  });
+
   it('follow slice changes and deletions', () => {
     const g = graphWith(client, dnsPolicy);
     const s1 = slice('kube-system', 'kd-1', 'kube-dns', ['198.19.1.5'], [{ port: 53, protocol: 'UDP' }]);

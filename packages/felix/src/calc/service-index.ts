@@ -8,8 +8,8 @@
  *   kubernetes.io/service-name) ──┘        plus cluster IPs × Service ports  → `addr,proto:port`
  *                                        source: endpoint addresses          → `addr/32`, `addr/128`
  *
- * A Service that does not exist, or has no endpoints, has no members, so a rule naming it
- * matches nothing. Pure: no I/O.
+ * A Service that does not exist, or has no endpoints, has no members (not even its cluster IP), so
+ * a rule naming it matches nothing. Pure: no I/O.
  */
 import {
   endpointSliceService,
@@ -94,8 +94,10 @@ export class ServiceIndex {
         }
       }
     }
+    // Cluster IPs count only while the Service has an endpoint: with none, nothing answers there
+    // and the rule matches nothing.
     const svc = this.services.get(key);
-    if (ref.includePorts && svc?.spec) {
+    if (ref.includePorts && svc?.spec && out.size > 0) {
       const ips = svc.spec.clusterIPs ?? (svc.spec.clusterIP ? [svc.spec.clusterIP] : []);
       for (const ipText of ips) {
         const ip = canonicalIP(ipText);
