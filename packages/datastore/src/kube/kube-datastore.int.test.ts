@@ -301,3 +301,199 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore across an API server r
     await ds.close();
   }, 120_000);
 });
+
+describe.skipIf(missing.length > 0)('Kubernetes datastore: what it derives from Kubernetes objects', () => {
+  let api: KubeApiServer;
+  let ds: KVDatastore;
+  const apply = (doc: object) => kubectlStdin(api, ['apply', '-f', '-'], JSON.stringify(doc));
+  const getJson = async (args: string[]) => JSON.parse(await kubectl(api, ['get', ...args, '-o', 'json']));
+  beforeAll(async () => {
+    api = await startKubeApiServer();
+    await installCrds(api);
+    ds = new KVDatastore(await kubeStore(api), { backend: 'kubernetes' });
+  }, 120_000);
+  afterAll(async () => {
+    await ds?.close();
+    await api?.stop();
+  });
+
+  it('a Kubernetes Node is the Calico Node: reads its annotations, writes them back, cannot be created here', async () => {
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: 'kn-1',
+        labels: { zone: 'a' },
+        annotations: { 'projectcalico.org/ASNumber': '64513' },
+      },
+    });
+    const node = await ds.get('Node', 'kn-1');
+    expect(node.spec).toMatchObject({
+      bgp: { asNumber: 64513 },
+      orchRefs: [{ nodeName: 'kn-1', orchestrator: 'k8s' }],
+    });
+    expect(node.metadata.labels).toEqual({ zone: 'a' });
+    const updated = await ds.update({
+      ...node,
+      metadata: { ...node.metadata, labels: { ...node.metadata.labels, 'calico-only': 'yes' } },
+      spec: {
+        ...node.spec,
+        bgp: { ...node.spec.bgp, ipv4Address: '198.18.0.21/24' },
+        ipv4VXLANTunnelAddr: '198.19.7.0',
+        vxlanTunnelMACAddr: '66:d3:b7:2e:6f:11',
+      },
+    });
+    expect(updated.spec.bgp?.ipv4Address).toBe('198.18.0.21/24');
+    const k8s = await getJson(['node', 'kn-1']);
+    expect(k8s.metadata.annotations).toMatchObject({
+      'projectcalico.org/IPv4Address': '198.18.0.21/24',
+      'projectcalico.org/ASNumber': '64513',
+      'projectcalico.org/IPv4VXLANTunnelAddr': '198.19.7.0',
+      'projectcalico.org/VXLANTunnelMACAddr': '66:d3:b7:2e:6f:11',
+      'projectcalico.org/labels': '{"calico-only":"yes"}',
+    });
+    expect(k8s.metadata.labels).toEqual({ zone: 'a' });
+    expect((await ds.get('Node', 'kn-1')).metadata.labels).toEqual({ zone: 'a', 'calico-only': 'yes' });
+    // A stale write loses, as on etcd.
+    expect((await errorOfP(ds.update(node))).code).toBe('conflict');
+    const noNode = await errorOfP(ds.create({ ...node, metadata: { name: 'kn-none' } }));
+    expect(noNode.code).toBe('not-found');
+    expect((noNode as { cause?: Error }).cause?.message).toMatch(
+      /the Kubernetes Node kn-none does not exist/,
+    );
+    expect((await errorOfP(ds.delete('Node', 'kn-1'))).message).toMatch(/kubectl delete node kn-1/);
+  });
+
+  it('a Pod with the CNI annotations is a WorkloadEndpoint; writing one annotates the Pod, deleting clears it', async () => {
+    await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { team: 'a' } } });
+    await apply({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'api', namespace: 'shop', labels: { tier: 'x' } },
+    });
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web-1', namespace: 'shop', labels: { app: 'web' } },
+      spec: {
+        nodeName: 'kn-1',
+        serviceAccountName: 'api',
+        containers: [
+          { name: 'c', image: 'none', ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }] },
+        ],
+      },
+    });
+    const wepName = 'kn--1-k8s-web--1-eth0';
+    expect((await ds.list('WorkloadEndpoint', { namespace: 'shop' })).items).toEqual([]);
+    await ds.create({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'WorkloadEndpoint',
+      metadata: { name: wepName, namespace: 'shop' },
+      spec: {
+        orchestrator: 'k8s',
+        node: 'kn-1',
+        pod: 'web-1',
+        endpoint: 'eth0',
+        containerID: 'abc123',
+        ipNetworks: ['198.19.7.5/32'],
+        interfaceName: 'cali0123456789a',
+        profiles: ['kns.shop'],
+      },
+    });
+    // What the datastore holds is derived from the Pod: its labels, service account and ports.
+    const created = await ds.get('WorkloadEndpoint', wepName, { namespace: 'shop' });
+    expect(created.metadata.labels).toEqual({
+      app: 'web',
+      'projectcalico.org/namespace': 'shop',
+      'projectcalico.org/orchestrator': 'k8s',
+      'projectcalico.org/serviceaccount': 'api',
+    });
+    expect(created.spec).toMatchObject({
+      node: 'kn-1',
+      pod: 'web-1',
+      containerID: 'abc123',
+      ipNetworks: ['198.19.7.5/32'],
+      profiles: ['kns.shop', 'ksa.shop.api'],
+      serviceAccountName: 'api',
+      ports: [{ name: 'http', protocol: 'TCP', port: 8080, hostPort: 0, hostIP: '' }],
+    });
+    const pod = await getJson(['pod', 'web-1', '-n', 'shop']);
+    expect(pod.metadata.annotations).toMatchObject({
+      'cni.projectcalico.org/podIP': '198.19.7.5/32',
+      'cni.projectcalico.org/podIPs': '198.19.7.5/32',
+      'cni.projectcalico.org/containerID': 'abc123',
+    });
+    expect(
+      (await ds.list('WorkloadEndpoint', { namespace: 'shop' })).items.map((w) => w.metadata.name),
+    ).toEqual([wepName]);
+    await ds.delete('WorkloadEndpoint', wepName, { namespace: 'shop' });
+    const after = await getJson(['pod', 'web-1', '-n', 'shop']);
+    expect(after.metadata.annotations?.['cni.projectcalico.org/podIP']).toBeUndefined();
+    expect((await errorOfP(ds.get('WorkloadEndpoint', wepName, { namespace: 'shop' }))).code).toBe(
+      'not-found',
+    );
+  });
+
+  it('Namespaces and ServiceAccounts are the kns.* and ksa.* profiles, read-only', async () => {
+    const kns = await ds.get('Profile', 'kns.shop');
+    expect(kns.spec).toEqual({
+      ingress: [{ action: 'Allow' }],
+      egress: [{ action: 'Allow' }],
+      labelsToApply: {
+        'pcns.team': 'a',
+        'pcns.projectcalico.org/name': 'shop',
+        'pcns.kubernetes.io/metadata.name': 'shop',
+      },
+    });
+    const ksa = await ds.get('Profile', 'ksa.shop.api');
+    expect(ksa.spec.labelsToApply).toEqual({ 'pcsa.tier': 'x', 'pcsa.projectcalico.org/name': 'api' });
+    const names = (await ds.list('Profile')).items.map((p) => p.metadata.name);
+    expect(names).toEqual(
+      expect.arrayContaining(['kns.shop', 'ksa.shop.api', 'kns.default', 'projectcalico-default-allow']),
+    );
+    const refused = await errorOfP(
+      ds.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Profile',
+        metadata: { name: 'mine' },
+        spec: {},
+      }),
+    );
+    expect(refused.code).toBe('unsupported');
+  });
+
+  it('Kubernetes NetworkPolicies show as knp.default.* NetworkPolicies beside Calico ones, read-only', async () => {
+    await apply({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'deny-all', namespace: 'shop' },
+      spec: { podSelector: {}, policyTypes: ['Ingress'] },
+    });
+    await ds.create({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'allow-web', namespace: 'shop' },
+      spec: { selector: "app == 'web'", ingress: [{ action: 'Allow' }] },
+    });
+    const list = await ds.list('NetworkPolicy', { namespace: 'shop' });
+    expect(list.items.map((p) => p.metadata.name).sort()).toEqual(['allow-web', 'knp.default.deny-all']);
+    const knp = list.items.find((p) => p.metadata.name === 'knp.default.deny-all')!;
+    expect(knp.spec).toMatchObject({
+      order: 1000,
+      selector: "projectcalico.org/orchestrator == 'k8s'",
+      types: ['Ingress'],
+    });
+    expect(
+      (await errorOfP(ds.delete('NetworkPolicy', 'knp.default.deny-all', { namespace: 'shop' }))).code,
+    ).toBe('unsupported');
+  });
+});
+
+async function errorOfP(p: Promise<unknown>): Promise<{ code?: string; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as { code?: string; message: string };
+  }
+  throw new Error('expected the call to fail');
+}

@@ -137,8 +137,46 @@ export class KubeKVStore implements KVStore {
     return { kvs, revision };
   }
 
+  #refuseReadonly(c: Collection, key: string): void {
+    if (c.write === 'readonly')
+      throw new DatastoreError('unsupported', `${key}: ${c.readonlyReason ?? 'read-only'}`);
+  }
+
+  /** The Kubernetes object behind a `merge` record; a clear error when it does not exist. */
+  async #current(loc: ReturnType<typeof locateKey>, key: string): Promise<Obj> {
+    try {
+      return await this.#http.request<Obj>('GET', restPath(loc.collection, loc.namespace, loc.name));
+    } catch (e) {
+      if (isDatastoreError(e, 'not-found')) {
+        const where = loc.namespace ? `${loc.namespace}/${loc.name}` : loc.name;
+        throw new DatastoreError(
+          'not-found',
+          `${key}: the Kubernetes ${loc.collection.kind} ${where} does not exist`,
+          { cause: e },
+        );
+      }
+      return named(e, key);
+    }
+  }
+
+  async #putMerged(loc: ReturnType<typeof locateKey>, key: string, obj: Obj): Promise<KV> {
+    try {
+      const o = await this.#http.request<Obj>('PUT', restPath(loc.collection, loc.namespace, loc.name), obj);
+      return this.#mustKV(loc.collection, o, key);
+    } catch (e) {
+      return named(e, key);
+    }
+  }
+
   async create(key: string, value: string): Promise<KV> {
     const loc = locateKey(key);
+    this.#refuseReadonly(loc.collection, key);
+    if (loc.collection.write === 'merge') {
+      const current = await this.#current(loc, key);
+      const existing = this.#toKV(loc.collection, current);
+      if (existing?.key === key) throw new DatastoreError('already-exists', `${key}: already exists`);
+      return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
+    }
     const body = loc.collection.toObject(key, value);
     try {
       const o = await this.#http.request<Obj>('POST', restPath(loc.collection, loc.namespace), body);
@@ -163,6 +201,14 @@ export class KubeKVStore implements KVStore {
 
   async update(key: string, value: string, modRevision: string): Promise<KV> {
     const loc = locateKey(key);
+    this.#refuseReadonly(loc.collection, key);
+    if (loc.collection.write === 'merge') {
+      const current = await this.#current(loc, key);
+      const rv = rvOf(current);
+      if (rv !== modRevision)
+        throw new DatastoreError('conflict', `${key}: revision ${modRevision} is not the current ${rv}`);
+      return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
+    }
     const body = loc.collection.toObject(key, value);
     (body.metadata as Obj).resourceVersion = modRevision;
     try {
@@ -190,6 +236,34 @@ export class KubeKVStore implements KVStore {
 
   async delete(key: string, modRevision?: string): Promise<KV> {
     const loc = locateKey(key);
+    this.#refuseReadonly(loc.collection, key);
+    if (loc.collection.write === 'merge') {
+      if (!loc.collection.clear) {
+        throw new DatastoreError(
+          'unsupported',
+          `${key}: a ${loc.collection.kind} is deleted in Kubernetes itself (kubectl delete ${loc.collection.kind.toLowerCase()} ${loc.name})`,
+        );
+      }
+      const current = await this.#current(loc, key);
+      const kv = this.#toKV(loc.collection, current);
+      if (kv?.key !== key) throw new DatastoreError('not-found', `${key}: not found`);
+      if (modRevision !== undefined && modRevision !== kv.modRevision) {
+        throw new DatastoreError(
+          'conflict',
+          `${key}: revision ${modRevision} is not the current ${kv.modRevision}`,
+        );
+      }
+      try {
+        await this.#http.request(
+          'PUT',
+          restPath(loc.collection, loc.namespace, loc.name),
+          loc.collection.clear(current),
+        );
+      } catch (e) {
+        return named(e, key);
+      }
+      return kv;
+    }
     const current = await this.get(key);
     if (!current) throw new DatastoreError('not-found', `${key}: not found`);
     if (modRevision !== undefined && modRevision !== current.modRevision) {

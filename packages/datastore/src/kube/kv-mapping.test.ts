@@ -55,20 +55,31 @@ describe('keys', () => {
   });
 
   it('find the collections a prefix reaches', () => {
-    const plural = (p: string) =>
-      collectionsForPrefix(p).map((t) => `${t.collection.plural}${t.namespace ? `@${t.namespace}` : ''}`);
-    expect(plural('/calico/resources/v3/projectcalico.org/networkpolicies/prod/')).toEqual([
-      'networkpolicies@prod',
+    const reach = (p: string) =>
+      collectionsForPrefix(p).map((t) =>
+        `${t.collection.base}/${t.collection.plural}${t.namespace ? `@${t.namespace}` : ''}`.replace(
+          /^\/apis?\//,
+          '',
+        ),
+      );
+    expect(reach('/calico/resources/v3/projectcalico.org/networkpolicies/prod/')).toEqual([
+      'crd.projectcalico.org/v1/networkpolicies@prod',
+      'networking.k8s.io/v1/networkpolicies@prod',
     ]);
-    expect(plural('/calico/ipam/v2/host/node-1/')).toEqual(['blockaffinities']);
-    expect(plural('/calico/ipam/v2/')).toEqual([
+    expect(reach('/calico/resources/v3/projectcalico.org/profiles/')).toEqual([
+      'v1/namespaces',
+      'v1/serviceaccounts',
+    ]);
+    expect(reach('/calico/resources/v3/projectcalico.org/workloadendpoints/prod/')).toEqual(['v1/pods@prod']);
+    expect(reach('/calico/ipam/v2/host/node-1/')).toEqual(['crd.projectcalico.org/v1/blockaffinities']);
+    expect(reach('/calico/ipam/v2/').map((p) => p.split('/').pop())).toEqual([
       'ipamblocks',
       'blockaffinities',
       'blockaffinities',
       'ipamhandles',
       'ipamconfigs',
     ]);
-    expect(plural('/calico/nothing/')).toEqual([]);
+    expect(reach('/calico/nothing/')).toEqual([]);
   });
 
   it('names CIDRs as upstream', () => {

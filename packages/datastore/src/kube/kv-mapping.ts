@@ -21,6 +21,7 @@
 import { formatCidr, KINDS, type Kind, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
 import { goJson, parseJsonExact } from '../go-json.js';
+import { KNP_PREFIX, NATIVE_COLLECTIONS, type WriteMode } from './native-mapping.js';
 
 export const CRD_GROUP = 'crd.projectcalico.org';
 export const CRD_VERSION = 'v1';
@@ -70,6 +71,11 @@ export interface Collection {
   readonly plural: string;
   readonly kind: string;
   readonly namespaced: boolean;
+  /** REST base of the API group: `/apis/crd.projectcalico.org/v1`, `/api/v1`. */
+  readonly base: string;
+  /** `replace`: the object is the record; `merge`: the record is written into an object Kubernetes owns; `readonly`. */
+  readonly write: WriteMode;
+  readonly readonlyReason?: string;
   /** Every key of this collection starts with it. */
   readonly keyPrefix: string;
   /** Where a key lives, or undefined when the key is not one of this collection's. */
@@ -78,7 +84,13 @@ export interface Collection {
   toKV(obj: Obj): { readonly key: string; readonly value: string } | undefined;
   /** The object to write for a key and value (without resourceVersion). */
   toObject(key: string, value: string): Obj;
+  /** `merge` collections: the Kubernetes object with the record written into it. */
+  merge?(current: Obj, key: string, value: string): Obj;
+  /** `merge` collections: the Kubernetes object with the record taken out (a delete). */
+  clear?(current: Obj): Obj;
 }
+
+const CRD_BASE = `/apis/${CRD_GROUP}/${CRD_VERSION}`;
 
 function parseObj(value: string, key: string): Obj {
   let o: unknown;
@@ -133,21 +145,28 @@ function resourceCollection(kind: Kind): Collection {
   const info = KINDS[kind];
   const keyPrefix = `${RESOURCE_ROOT}${info.plural}/`;
   const isPolicy = POLICY_KINDS.has(kind);
+  // Kubernetes NetworkPolicies appear among NetworkPolicies as `knp.default.<name>`; no CRD
+  // object owns those names.
+  const mirrorsKnp = kind === 'NetworkPolicy';
   return {
     plural: info.plural,
     kind,
     namespaced: info.namespaced,
+    base: CRD_BASE,
+    write: 'replace',
     keyPrefix,
     locate(key) {
       if (!key.startsWith(keyPrefix)) return undefined;
       const parts = key.slice(keyPrefix.length).split('/');
       if (parts.some((p) => p === '')) return undefined;
+      if (mirrorsKnp && parts[1]?.startsWith(KNP_PREFIX)) return undefined;
       if (info.namespaced) return parts.length === 2 ? { namespace: parts[0]!, name: parts[1]! } : undefined;
       return parts.length === 1 ? { name: parts[0]! } : undefined;
     },
     toKV(obj) {
       const m = meta(obj);
       const name = String(m.name ?? '');
+      if (mirrorsKnp && name.startsWith(KNP_PREFIX)) return undefined;
       const namespace = m.namespace === undefined ? undefined : String(m.namespace);
       const annotations: Record<string, string> = { ...((m.annotations as Record<string, string>) ?? {}) };
       let extra: Obj = {};
@@ -215,6 +234,8 @@ const blockCollection: Collection = {
   plural: 'ipamblocks',
   kind: 'IPAMBlock',
   namespaced: false,
+  base: CRD_BASE,
+  write: 'replace',
   keyPrefix: BLOCK_ROOT,
   locate(key) {
     const m = BLOCK_KEY_RE.exec(key);
@@ -279,6 +300,8 @@ function affinityCollection(type: 'host' | 'virtual'): Collection {
     plural: 'blockaffinities',
     kind: 'BlockAffinity',
     namespaced: false,
+    base: CRD_BASE,
+    write: 'replace',
     keyPrefix,
     locate(key) {
       const m = AFFINITY_KEY_RE.exec(key);
@@ -323,6 +346,8 @@ const handleCollection: Collection = {
   plural: 'ipamhandles',
   kind: 'IPAMHandle',
   namespaced: false,
+  base: CRD_BASE,
+  write: 'replace',
   keyPrefix: HANDLE_ROOT,
   locate(key) {
     if (!key.startsWith(HANDLE_ROOT) || key.length === HANDLE_ROOT.length) return undefined;
@@ -352,6 +377,8 @@ const configCollection: Collection = {
   plural: 'ipamconfigs',
   kind: 'IPAMConfig',
   namespaced: false,
+  base: CRD_BASE,
+  write: 'replace',
   keyPrefix: CONFIG_KEY,
   locate: (key) => (key === CONFIG_KEY ? { name: 'default' } : undefined),
   toKV(obj) {
@@ -387,6 +414,7 @@ export const COLLECTIONS: readonly Collection[] = [
   affinityCollection('virtual'),
   handleCollection,
   configCollection,
+  ...NATIVE_COLLECTIONS,
 ];
 
 /** The collection a key belongs to, with the object's place; throws `unsupported` for others. */
@@ -397,7 +425,7 @@ export function locateKey(key: string): { collection: Collection; name: string; 
   }
   throw new DatastoreError(
     'unsupported',
-    `${key} has no place in the Kubernetes datastore (only Calico CRD kinds and IPAM records are stored there)`,
+    `${key} has no place in the Kubernetes datastore (it holds Calico's CRD kinds, IPAM records, and what it derives from Nodes, Pods, Namespaces, ServiceAccounts and NetworkPolicies)`,
   );
 }
 
@@ -424,5 +452,5 @@ export function collectionsForPrefix(prefix: string): { collection: Collection; 
 export function restPath(c: Collection, namespace?: string, name?: string): string {
   const ns = c.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
   const obj = name === undefined ? '' : `/${encodeURIComponent(name)}`;
-  return `/apis/${CRD_GROUP}/${CRD_VERSION}${ns}/${c.plural}${obj}`;
+  return `${c.base}${ns}/${c.plural}${obj}`;
 }
