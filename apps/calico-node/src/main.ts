@@ -74,9 +74,7 @@ async function main(): Promise<number> {
   const client = mergeClientConfig(undefined, configFromEnv(process.env).config);
   for (const w of client.warnings) log.warn({}, w);
   const kv = await createKVStore(client.config);
-  const datastore = new KVDatastore(kv, {
-    backend: client.config.datastoreType === 'memory' ? 'memory' : 'etcdv3',
-  });
+  const datastore = new KVDatastore(kv, { backend: client.config.datastoreType });
   const net = new Netlinux();
   const startupLog = log.child({ component: 'startup' });
   const ipam = new IpamClient(datastore, new IpamStore(kv));

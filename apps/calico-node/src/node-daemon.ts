@@ -79,7 +79,8 @@ export class CalicoNode {
     this.felix = new FelixDaemon({
       local,
       datastore: opts.datastore,
-      statusStore: opts.kv as unknown as StatusStore,
+      // Felix's status keys exist in etcd only; the Kubernetes datastore has no place for them.
+      ...(opts.datastore.backend === 'kubernetes' ? {} : { statusStore: opts.kv as unknown as StatusStore }),
       probe: () => opts.kv.revision(),
       // IPAM blocks, for Felix's VXLAN routes to the other nodes' blocks.
       ipamBlocks: new IpamStore(opts.kv),

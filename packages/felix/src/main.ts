@@ -91,13 +91,20 @@ async function main(): Promise<void> {
     },
     pino.destination({ dest: 1, sync: true }),
   );
-  const kv = await createKVStore(clientConfigOf(initial));
-  const datastore = new KVDatastore(kv, { backend: 'etcdv3' });
+  const clientConfig = clientConfigOf(initial);
+  // On the Kubernetes datastore: KUBECONFIG, else the pod's service account (in-cluster).
+  if (clientConfig.datastoreType === 'kubernetes' && process.env.KUBECONFIG) {
+    clientConfig.kubeconfig = process.env.KUBECONFIG;
+  }
+  const kv = await createKVStore(clientConfig);
+  const backend = clientConfig.datastoreType;
+  const datastore = new KVDatastore(kv, { backend });
   const nft = await NftContext.open();
   const daemon = new FelixDaemon({
     local,
     datastore,
-    statusStore: kv as StatusStore,
+    // Felix's status keys exist in etcd only; the Kubernetes datastore has no place for them.
+    ...(backend === 'kubernetes' ? {} : { statusStore: kv as StatusStore }),
     probe: () => kv.revision(),
     ipamBlocks: new IpamStore(kv),
     nft,
