@@ -18,7 +18,13 @@ import { join } from 'node:path';
 import { BirdBridge, type BirdLogger, BirdSupervisor } from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
 import { type Datastore, IpamStore, type KVStore } from '@calico-ts/datastore';
-import { FelixDaemon, type LocalConfigSources, type Logger, type StatusStore } from '@calico-ts/felix';
+import {
+  FelixDaemon,
+  felixKeySources,
+  type LocalConfigSources,
+  type Logger,
+  type StatusStore,
+} from '@calico-ts/felix';
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
 import { bgpHealthReport, bgpPeersOf } from './bgp-health.js';
@@ -82,8 +88,9 @@ export class CalicoNode {
       // Felix's status keys exist in etcd only; the Kubernetes datastore has no place for them.
       ...(opts.datastore.backend === 'kubernetes' ? {} : { statusStore: opts.kv as unknown as StatusStore }),
       probe: () => opts.kv.revision(),
-      // IPAM blocks, for Felix's VXLAN routes to the other nodes' blocks.
-      ipamBlocks: new IpamStore(opts.kv),
+      // IPAM blocks (VXLAN routes to the other nodes' blocks) and, on the Kubernetes datastore,
+      // Services and EndpointSlices (policy `services` matches), through Felix's syncer.
+      ...felixKeySources(opts.kv, opts.datastore.backend),
       nft: opts.nft,
       net: opts.net,
       log: felixLog,

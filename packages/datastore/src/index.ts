@@ -29,6 +29,7 @@ export {
   type Versioned,
   type VersionedList,
 } from './ipam-store.js';
+export { ENDPOINT_SLICES_PREFIX, SERVICES_PREFIX } from './kube/object-keys.js';
 export { classifyEtcdHttp2Error } from './kv/etcd-http2-errors.js';
 export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 // EtcdKVStore and classifyEtcdError (etcd3 + grpc-js, heavy to load) are in `@calico-ts/datastore/etcd3`,
@@ -56,4 +57,14 @@ export {
   resourceKey,
   resourcePrefix,
 } from './resource-keys.js';
+export {
+  kvSource,
+  resourceSource,
+  type SourceEvent,
+  Syncer,
+  type SyncerLogger,
+  type SyncerOptions,
+  type SyncerUpdate,
+  type SyncSource,
+} from './syncer.js';
 export type * from './types.js';

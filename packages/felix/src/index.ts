@@ -73,6 +73,8 @@ export {
   CALC_KINDS,
   FelixDaemon,
   type FelixDaemonOptions,
+  felixKeySources,
+  IPAM_BLOCKS_SOURCE,
   type IpamBlockSource,
 } from './daemon/felix-daemon.js';
 export { HealthAggregator, type HealthReport, startHealthServer } from './daemon/health.js';

@@ -5,13 +5,13 @@
  * Exit status 1 with one line on stderr when it cannot start (bad arguments, unreadable config
  * file, datastore configuration, libnftables missing).
  */
-import { createKVStore, IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { createKVStore, KVDatastore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
 import { NftContext } from '@calico-ts/nftables';
 import pino from 'pino';
 import { clientConfigOf } from './config/derived.js';
 import { readLocalSources, resolveWith } from './config/load-config.js';
-import { FelixDaemon } from './daemon/felix-daemon.js';
+import { FelixDaemon, felixKeySources } from './daemon/felix-daemon.js';
 import type { StatusStore } from './daemon/status-reporter.js';
 import { errorMessage } from './logging.js';
 
@@ -106,7 +106,7 @@ async function main(): Promise<void> {
     // Felix's status keys exist in etcd only; the Kubernetes datastore has no place for them.
     ...(backend === 'kubernetes' ? {} : { statusStore: kv as StatusStore }),
     probe: () => kv.revision(),
-    ipamBlocks: new IpamStore(kv),
+    ...felixKeySources(kv, backend),
     nft,
     net: new Netlinux(),
     log,

@@ -29,6 +29,7 @@ import {
 } from '../testing-internal/datastore-contract.js';
 import { ipamContract } from '../testing-internal/ipam-contract.js';
 import { locateKey, restPath } from './kv-mapping.js';
+import { ENDPOINT_SLICES_PREFIX, SERVICES_PREFIX } from './object-keys.js';
 
 const run = promisify(execFile);
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
@@ -460,6 +461,50 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore: what it derives from 
       }),
     );
     expect(refused.code).toBe('unsupported');
+  });
+
+  it('Services and EndpointSlices are read as they are, for policy services matches, and followed by a watch', async () => {
+    const kv = await kubeStore(api);
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'dns', namespace: 'shop' },
+      spec: { clusterIP: '198.18.128.53', ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] },
+    });
+    const listed = await kv.list(SERVICES_PREFIX);
+    expect(listed.kvs.map((x) => x.key)).toEqual(
+      ['/kubernetes/services/default/kubernetes', '/kubernetes/services/shop/dns'].filter((k) =>
+        listed.kvs.some((x) => x.key === k),
+      ),
+    );
+    const dns = JSON.parse(listed.kvs.find((x) => x.key === '/kubernetes/services/shop/dns')!.value);
+    expect(dns).toMatchObject({
+      kind: 'Service',
+      spec: { clusterIP: '198.18.128.53', ports: [{ port: 53, protocol: 'UDP' }] },
+    });
+    const ac = new AbortController();
+    const from = String(BigInt(await kv.revision()) + 1n);
+    const it = kv
+      .watch(ENDPOINT_SLICES_PREFIX, { fromRevision: from, signal: ac.signal })
+      [Symbol.asyncIterator]();
+    await apply({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'dns-1', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'dns' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['198.19.7.9'] }],
+      ports: [{ name: 'dns', port: 5353, protocol: 'UDP' }],
+    });
+    const msg = await it.next();
+    ac.abort();
+    expect(msg.value).toMatchObject({
+      kind: 'events',
+      events: [{ kind: 'put', kv: { key: '/kubernetes/endpointslices/shop/dns-1' } }],
+    });
+    await expect(kv.put('/kubernetes/services/shop/x', '{}')).rejects.toThrowError(
+      expect.objectContaining({ code: 'unsupported' }),
+    );
+    await kv.close();
   });
 
   it('Kubernetes NetworkPolicies show as knp.default.* NetworkPolicies beside Calico ones, read-only', async () => {

@@ -25,6 +25,7 @@ import {
 } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
 import { goJson, parseJsonExact } from '../go-json.js';
+import { KUBERNETES_OBJECT_ROOT } from './object-keys.js';
 
 type Obj = Record<string, unknown>;
 
@@ -513,10 +514,44 @@ export const kubeNetworkPolicyCollection: NativeCollection = {
   },
 };
 
+// ---- Kubernetes objects as they are: Services and EndpointSlices -------------------------------------
+
+/**
+ * Kubernetes objects read as they are (`/kubernetes/<plural>/<namespace>/<name>` → the object's
+ * JSON), for what policy resolves through them (`services` matches). Read-only.
+ */
+function kubeObjectCollection(plural: string, kind: string, base: string): NativeCollection {
+  const keyPrefix = `${KUBERNETES_OBJECT_ROOT}${plural}/`;
+  const reason = `${kind}s are read from Kubernetes, not written through Calico`;
+  return {
+    plural,
+    kind,
+    namespaced: true,
+    base,
+    keyPrefix,
+    write: 'readonly',
+    readonlyReason: reason,
+    locate(key) {
+      if (!key.startsWith(keyPrefix)) return undefined;
+      const [namespace, name, ...rest] = key.slice(keyPrefix.length).split('/');
+      return namespace && name && rest.length === 0 ? { namespace, name } : undefined;
+    },
+    toKV(obj) {
+      const m = meta(obj);
+      return { key: `${keyPrefix}${String(m.namespace)}/${String(m.name)}`, value: goJson({ kind, ...obj }) };
+    },
+    toObject(key) {
+      throw new DatastoreError('unsupported', `${key}: ${reason}`);
+    },
+  };
+}
+
 export const NATIVE_COLLECTIONS: readonly NativeCollection[] = [
   nodeCollection,
   workloadEndpointCollection,
   namespaceProfileCollection,
   serviceAccountProfileCollection,
   kubeNetworkPolicyCollection,
+  kubeObjectCollection('services', 'Service', '/api/v1'),
+  kubeObjectCollection('endpointslices', 'EndpointSlice', '/apis/discovery.k8s.io/v1'),
 ];

@@ -1,6 +1,6 @@
 /**
- * FelixDaemon's VXLAN path on fakes: Nodes and IPPools from the in-memory datastore, IPAM blocks
- * from a polled source, and the kernel state FakeTunnelNet ends up with. A Node deleted takes its
+ * FelixDaemon's VXLAN path on fakes: Nodes, IPPools and IPAM blocks from the in-memory datastore
+ * through the syncer, and the kernel state FakeTunnelNet ends up with. A Node deleted takes its
  * routes, neighbour and FDB entry away; a new block appears as a route. The hosts tunnel packets
  * are accepted from follow the Nodes and the external nodes.
  */
@@ -8,10 +8,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import {
+  blockKey,
+  decodeBlock,
+  encodeBlock,
+  KVDatastore,
+  kvSource,
+  MemoryKVStore,
+} from '@calico-ts/datastore';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BlockRecord } from '../calc/route-resolver.js';
 import { vtepMacFor } from '../calc/vxlan-resolver.js';
 import { FakeTunnelNet } from '../dataplane/testing-internal/fake-tunnel-net.js';
 import { NOOP_LOGGER } from '../logging.js';
@@ -27,15 +33,26 @@ async function until(what: string, f: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-function affineBlock(cidr: string, host: string): BlockRecord {
-  return { cidr, affinity: `host:${host}`, allocations: [], attributes: [] };
+/** An empty block affine to `host`, written where IPAM keeps it. */
+async function writeAffineBlock(kv: MemoryKVStore, cidr: string, host: string): Promise<void> {
+  const block = {
+    cidr,
+    affinity: `host:${host}`,
+    allocations: Array(64).fill(null),
+    unallocated: Array.from({ length: 64 }, (_, i) => i),
+    attributes: [],
+    sequenceNumber: 0n,
+    sequenceNumberForAllocation: null,
+    deleted: false,
+  };
+  await kv.create(blockKey(cidr), encodeBlock(block));
 }
 
 describe('FelixDaemon VXLAN', () => {
   let dir: string;
   let ds: KVDatastore;
   let net: FakeTunnelNet;
-  let blocks: BlockRecord[];
+  let kv: MemoryKVStore;
   let daemon: FelixDaemon;
   let nft: FakeNft;
 
@@ -49,10 +66,12 @@ describe('FelixDaemon VXLAN', () => {
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'felix-vxlan-'));
-    ds = new KVDatastore(new MemoryKVStore(), { backend: 'memory' });
+    kv = new MemoryKVStore();
+    ds = new KVDatastore(kv, { backend: 'memory' });
     net = new FakeTunnelNet();
     net.addUplink('eth0', '198.18.0.2/24', 1500);
-    blocks = [affineBlock('198.19.0.0/26', 'node-a'), affineBlock('198.19.0.64/26', 'node-b')];
+    await writeAffineBlock(kv, '198.19.0.0/26', 'node-a');
+    await writeAffineBlock(kv, '198.19.0.64/26', 'node-b');
     await ds.create({
       apiVersion: V3,
       kind: 'IPPool',
@@ -75,8 +94,7 @@ describe('FelixDaemon VXLAN', () => {
         hostname: 'os-host',
       },
       datastore: ds,
-      ipamBlocks: { listBlocks: async () => ({ items: blocks.map((value) => ({ value })) }) },
-      ipamPollMs: 20,
+      ipamBlocks: kvSource('ipam-blocks', kv, '/calico/ipam/v2/assignment/', decodeBlock),
       nft,
       net,
       log: NOOP_LOGGER,
@@ -110,7 +128,7 @@ describe('FelixDaemon VXLAN', () => {
       'route blackhole 198.19.0.0/26 proto 80',
     ]);
 
-    blocks.push(affineBlock('198.19.1.0/26', 'node-b'));
+    await writeAffineBlock(kv, '198.19.1.0/26', 'node-b');
     await until('the new block of node-b', () =>
       has('route 198.19.1.0/26 via 198.19.0.64 dev vxlan.calico proto 80 onlink'),
     );

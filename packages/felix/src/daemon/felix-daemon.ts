@@ -1,19 +1,19 @@
 /**
  * FelixDaemon: Felix's main loop, wiring the datastore to the kernel.
  *
- *   DatastoreSyncer (list+watch) ──► CalcGraph.onUpdate ──(debounce)──► flush ──► LinuxDataplane
+ *   Syncer (list+watch, @calico-ts/datastore) ──► CalcGraph.onUpdate ──(debounce)──► flush ──► LinuxDataplane
  *        │ FelixConfiguration ──► resolve config (env > file > node.<name> > default)   │ apply:
  *        │ connection state ─┐                                                           │ one nft
  *   probe (raw KV revision) ─┴► datastore reachable? ──► health: async_calc_graph         │ transaction,
  *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status            │ routes
- *   Node + IPPool (syncer) + IPAM blocks (polled) ──► resolveVxlan ──(changed?)──► setVxlanState
+ *   Node + IPPool + IPAM blocks (syncer) ──► resolveVxlan ──(changed?)──► setVxlanState
  *                                                      └─ IPIP/VXLAN sources changed? ──► setTunnelRules, apply
  *   health server /liveness /readiness ◄── HealthAggregator ◄── InternalDataplaneMainLoop ◄┘
  *   metrics server /metrics ◄── FelixMetrics
  *
- * IPAM blocks have no typed watch, so they are listed every `ipamPollMs`; the VXLAN state is only
- * computed once the resources are in sync and the blocks have been read, so a partial view never
- * removes routes.
+ * IPAM blocks arrive through the same syncer as the resources (a KV-prefix source), and on the
+ * Kubernetes datastore so do Services and EndpointSlices (for policy `services` matches). The VXLAN
+ * state is only computed once every source is in sync, so a partial view never removes routes.
  *
  * Readiness is false until the first in-sync has been programmed, and while the datastore is
  * unreachable (the rules stay as they are meanwhile; reconnecting resyncs everything).
@@ -29,8 +29,27 @@
  * Thread-safety: one event loop; dataplane applies never overlap.
  */
 import type { Server } from 'node:http';
-import type { ClusterInformationSpec, FelixConfigurationSpec, IPPool, Kind, Node } from '@calico-ts/api';
-import type { Datastore } from '@calico-ts/datastore';
+import type {
+  ClusterInformationSpec,
+  FelixConfigurationSpec,
+  IPPool,
+  Kind,
+  Node,
+  ResourceOf,
+} from '@calico-ts/api';
+import {
+  type Datastore,
+  decodeBlock,
+  ENDPOINT_SLICES_PREFIX,
+  IPAM_ROOT,
+  type KVStore,
+  kvSource,
+  resourceSource,
+  SERVICES_PREFIX,
+  Syncer,
+  type SyncerUpdate,
+  type SyncSource,
+} from '@calico-ts/datastore';
 import type { NftClient } from '@calico-ts/nftables';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { isEmptyDiff } from '../calc/dataplane-state.js';
@@ -50,11 +69,13 @@ import type { FelixConfig } from '../config/params.js';
 import { type DataplaneNetOps, LinuxDataplane } from '../dataplane/linux-dataplane.js';
 import { errorMessage, type Logger } from '../logging.js';
 import type { TunnelRules } from '../rules/ruleset-renderer.js';
-import { DatastoreSyncer, type SyncerUpdate } from './datastore-syncer.js';
 import { boundPort, closeServer, HealthAggregator, startHealthServer } from './health.js';
 import { FelixMetrics, startMetricsServer } from './metrics.js';
 import { writeMtuFile } from './mtu-file.js';
 import { StatusReporter, type StatusStore } from './status-reporter.js';
+
+/** A Calico resource as the syncer delivers it. */
+type SyncedResource = ResourceOf<Kind> & { kind: Kind };
 
 /** The kinds the calculation graph consumes. */
 export const CALC_KINDS: readonly Kind[] = [
@@ -92,9 +113,31 @@ const LIVE_PARAMS: ReadonlySet<string> = new Set([
 /** Consecutive failed applies after which the dataplane reports itself not live. */
 const MAX_FAILURES_LIVE = 10;
 
-/** Where the IPAM blocks are read from (the datastore's `IpamStore`). */
-export interface IpamBlockSource {
-  listBlocks(family?: 4 | 6): Promise<{ readonly items: readonly { readonly value: BlockRecord }[] }>;
+/** The IPAM blocks as a syncer source: `kvSource('ipam-blocks', kv, blocks prefix, decodeBlock)`. */
+export type IpamBlockSource = SyncSource<{ readonly key: string; readonly value: BlockRecord }>;
+/** The source name Felix reads IPAM blocks from. */
+export const IPAM_BLOCKS_SOURCE = 'ipam-blocks';
+
+/**
+ * The sources beside the Calico kinds that Felix follows on a datastore's key store: the IPAM
+ * blocks, and on the Kubernetes datastore the Services and EndpointSlices.
+ */
+export function felixKeySources(
+  kv: KVStore,
+  backend: Datastore['backend'],
+): Pick<FelixDaemonOptions, 'ipamBlocks' | 'kubeSources'> {
+  const json = (x: { value: string }) => JSON.parse(x.value) as unknown;
+  return {
+    ipamBlocks: kvSource(IPAM_BLOCKS_SOURCE, kv, `${IPAM_ROOT}assignment/`, decodeBlock),
+    ...(backend === 'kubernetes'
+      ? {
+          kubeSources: [
+            kvSource('Service', kv, SERVICES_PREFIX, json),
+            kvSource('EndpointSlice', kv, ENDPOINT_SLICES_PREFIX, json),
+          ],
+        }
+      : {}),
+  };
 }
 
 export interface FelixDaemonOptions {
@@ -106,8 +149,12 @@ export interface FelixDaemonOptions {
   readonly probe?: () => Promise<unknown>;
   /** IPAM blocks, for the routes to other nodes' blocks; absent: no block routes. */
   readonly ipamBlocks?: IpamBlockSource;
-  /** How often the blocks are listed. Default 1000 ms. */
-  readonly ipamPollMs?: number;
+  /**
+   * Kubernetes Services and EndpointSlices (sources named `Service` and `EndpointSlice`, items
+   * `{ key, value }` with the object as value), on the Kubernetes datastore; absent elsewhere, and
+   * then a policy's `services` match matches nothing.
+   */
+  readonly kubeSources?: readonly SyncSource<{ readonly key: string; readonly value: unknown }>[];
   readonly nft: NftClient;
   readonly net: DataplaneNetOps;
   /** The network namespace to program (routes, links, sysctls); the nft context must be in it too. */
@@ -133,7 +180,7 @@ export class FelixDaemon {
   #hostSpec: FelixConfigurationSpec | undefined;
   #graph!: CalcGraph;
   #dataplane!: LinuxDataplane;
-  #syncer: DatastoreSyncer | undefined;
+  #syncer: Syncer | undefined;
   #status: StatusReporter | undefined;
   #healthServer: Server | undefined;
   #metricsServer: Server | undefined;
@@ -152,10 +199,8 @@ export class FelixDaemon {
   readonly #weps = new Set<string>();
   readonly #nodes = new Map<string, Node>();
   readonly #ipPools = new Map<string, IPPool>();
-  #blocks: BlockRoutes[] | undefined;
-  #blocksKey = '';
-  #ipamTimer: NodeJS.Timeout | undefined;
-  #ipamFailing = false;
+  /** Block key → its routing facts, from the syncer. */
+  readonly #blockMap = new Map<string, BlockRoutes>();
   #encapTimer: NodeJS.Timeout | undefined;
   #vxlanKey = '';
   #tunnelRulesKey = JSON.stringify({});
@@ -256,9 +301,13 @@ export class FelixDaemon {
       this.#status.start();
     }
     this.#dataplane.start();
-    this.#syncer = new DatastoreSyncer({
-      datastore: this.#o.datastore,
-      kinds: [...CALC_KINDS, 'FelixConfiguration', 'Node', 'ClusterInformation'],
+    const kinds: Kind[] = [...CALC_KINDS, 'FelixConfiguration', 'Node', 'ClusterInformation'];
+    this.#syncer = new Syncer({
+      sources: [
+        ...kinds.map((k) => resourceSource(this.#o.datastore, k) as SyncSource),
+        ...(this.#o.ipamBlocks ? [this.#o.ipamBlocks as SyncSource] : []),
+        ...((this.#o.kubeSources ?? []) as SyncSource[]),
+      ],
       onUpdate: (u) => this.#onUpdate(u),
       onInSync: () => {
         this.#log.info({}, 'datastore in sync');
@@ -272,8 +321,6 @@ export class FelixDaemon {
       ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
     });
     this.#syncer.start();
-    if (this.#o.ipamBlocks) this.#pollBlocks();
-    else this.#blocks = [];
     if (this.#o.probe) {
       const every = this.#o.probeIntervalMs ?? 2000;
       this.#probeTimer = setInterval(() => this.#runProbe(), every);
@@ -285,7 +332,6 @@ export class FelixDaemon {
     this.#stopped = true;
     if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
     if (this.#probeTimer !== undefined) clearInterval(this.#probeTimer);
-    if (this.#ipamTimer !== undefined) clearTimeout(this.#ipamTimer);
     if (this.#encapTimer !== undefined) clearTimeout(this.#encapTimer);
     // A report still being written would otherwise fail against the datastore closed after this.
     await this.#status?.stop();
@@ -330,9 +376,9 @@ export class FelixDaemon {
     });
   }
 
-  #onConfigResource(u: SyncerUpdate): void {
-    const name = u.resource.metadata.name;
-    const spec = u.kind === 'set' ? (u.resource.spec as FelixConfigurationSpec) : undefined;
+  #onConfigResource(u: SyncerUpdate, r: SyncedResource): void {
+    const name = r.metadata.name;
+    const spec = u.kind === 'set' ? (r.spec as FelixConfigurationSpec) : undefined;
     if (name === 'default') this.#globalSpec = spec;
     else if (name === `node.${this.config.FelixHostname}`) this.#hostSpec = spec;
     else return;
@@ -358,9 +404,24 @@ export class FelixDaemon {
   // ---- datastore updates ---------------------------------------------------------------------
 
   #onUpdate(u: SyncerUpdate): void {
-    const r = u.resource;
+    if (u.source === IPAM_BLOCKS_SOURCE) {
+      this.#onBlock(u as SyncerUpdate<{ key: string; value: BlockRecord }>);
+      return;
+    }
+    if (u.source === 'Service' || u.source === 'EndpointSlice') {
+      const obj = (u.item as { value: CalcResource }).value;
+      this.metrics.calcGraphUpdates.inc({ type: u.source });
+      try {
+        this.#graph.onUpdate({ kind: u.kind, resource: obj });
+      } catch (e) {
+        this.#log.warn({ kind: u.source, err: errorMessage(e) }, 'resource ignored');
+      }
+      this.#scheduleFlush();
+      return;
+    }
+    const r = u.item as SyncedResource;
     if (r.kind === 'FelixConfiguration') {
-      this.#onConfigResource(u);
+      this.#onConfigResource(u, r);
       return;
     }
     if (r.kind === 'ClusterInformation') {
@@ -546,33 +607,13 @@ export class FelixDaemon {
 
   // ---- tunnels: VXLAN from Nodes, IPPools and IPAM blocks ------------------------------------
 
-  #pollBlocks(): void {
-    const source = this.#o.ipamBlocks;
-    if (!source || this.#stopped) return;
-    source
-      .listBlocks(4)
-      .then((list) => {
-        const blocks = list.items
-          .map((b) => blockRoutesOf(b.value))
-          .filter((b): b is BlockRoutes => b !== undefined);
-        const key = JSON.stringify(blocks);
-        if (this.#ipamFailing) this.#log.info({}, 'IPAM blocks readable again');
-        this.#ipamFailing = false;
-        if (key !== this.#blocksKey || this.#blocks === undefined) {
-          this.#blocksKey = key;
-          this.#blocks = blocks;
-          this.#scheduleEncap();
-        }
-      })
-      .catch((e: unknown) => {
-        if (!this.#ipamFailing)
-          this.#log.warn({ err: errorMessage(e) }, 'listing IPAM blocks failed; retrying');
-        this.#ipamFailing = true;
-      })
-      .finally(() => {
-        if (!this.#stopped)
-          this.#ipamTimer = setTimeout(() => this.#pollBlocks(), this.#o.ipamPollMs ?? 1000);
-      });
+  /** An IPAM block changed: its routing facts feed the VXLAN state. */
+  #onBlock(u: SyncerUpdate<{ key: string; value: BlockRecord }>): void {
+    const routes = u.kind === 'set' && u.item.value ? blockRoutesOf(u.item.value) : undefined;
+    const before = JSON.stringify(this.#blockMap.get(u.item.key));
+    if (routes) this.#blockMap.set(u.item.key, routes);
+    else this.#blockMap.delete(u.item.key);
+    if (JSON.stringify(routes) !== before) this.#scheduleEncap();
   }
 
   #scheduleEncap(): void {
@@ -587,7 +628,7 @@ export class FelixDaemon {
 
   /** The desired VXLAN state from what is known now; handed to the dataplane when it changed. */
   async #computeEncap(): Promise<void> {
-    if (!this.#syncer?.inSync || this.#blocks === undefined || this.#stopped || this.#datastoreLocked) return;
+    if (!this.#syncer?.inSync || this.#stopped || this.#datastoreLocked) return;
     const cfg = this.config;
     let hostMtu = 1500;
     try {
@@ -598,7 +639,7 @@ export class FelixDaemon {
     const nodes = [...this.#nodes.values()];
     const pools = [...this.#ipPools.values()];
     const state: VxlanState = resolveVxlan(
-      { hostname: cfg.FelixHostname, nodes, pools, blocks: this.#blocks },
+      { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
       { enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, hostMtu },
     );
     // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
