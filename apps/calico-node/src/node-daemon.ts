@@ -15,9 +15,9 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BirdBridge, type BirdLogger, BirdSupervisor } from '@calico-ts/bird-bridge';
+import { BirdBridge, type BirdLogger, BirdSupervisor, nodeAffinitySource } from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
-import { type Datastore, IpamStore, type KVStore } from '@calico-ts/datastore';
+import type { Datastore, KVStore } from '@calico-ts/datastore';
 import {
   FelixDaemon,
   felixKeySources,
@@ -141,10 +141,9 @@ export class CalicoNode {
     });
     this.#bridge = new BirdBridge({
       datastore: this.#o.datastore,
-      ipam: new IpamStore(this.#o.kv),
+      affinities: nodeAffinitySource(this.#o.kv, env.nodeName),
       nodeName: env.nodeName,
       targets: { 4: this.#supervisor },
-      affinityPollMs: 5000,
       log: birdLog,
     });
     await this.#bridge.start();

@@ -16,7 +16,7 @@ import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BirdControlClient } from './bird/bird-control-client.js';
 import { type BirdLogger, BirdSupervisor } from './bird/bird-supervisor.js';
-import { BirdBridge } from './bridge.js';
+import { BirdBridge, nodeAffinitySource } from './bridge.js';
 import { node, pool } from './render/testdata/golden-cases.js';
 import {
   addNetns,
@@ -113,10 +113,9 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())(
         clients[n.name] = new BirdControlClient(join(dir, n.side, 'bird.ctl'));
         const bridge = new BirdBridge({
           datastore: new KVDatastore(kv, { backend: 'etcdv3' }),
-          ipam: new IpamStore(kv),
+          affinities: nodeAffinitySource(kv, n.name),
           nodeName: n.name,
           targets: { 4: sup },
-          affinityPollMs: 500,
           log,
         });
         bridges.push(bridge);

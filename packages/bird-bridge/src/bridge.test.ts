@@ -5,7 +5,7 @@
 import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ApplyOutcome } from './bird/bird-supervisor.js';
-import { BirdBridge, type BirdConfigTarget } from './bridge.js';
+import { BirdBridge, type BirdConfigTarget, nodeAffinitySource } from './bridge.js';
 import { node, peer, pool } from './render/testdata/golden-cases.js';
 import { until } from './testing-internal/netns.js';
 
@@ -38,7 +38,7 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-async function setup(affinityPollMs = 50) {
+async function setup() {
   const kv = new MemoryKVStore();
   const ds = new KVDatastore(kv, { backend: 'memory' });
   const ipam = new IpamStore(kv);
@@ -52,10 +52,9 @@ async function setup(affinityPollMs = 50) {
   const logs: string[] = [];
   bridge = new BirdBridge({
     datastore: ds,
-    ipam,
+    affinities: nodeAffinitySource(kv, 'node-a'),
     nodeName: 'node-a',
     targets: { 4: target },
-    affinityPollMs,
     debounceMs: 10,
     log: (level, msg) => logs.push(`${level} ${msg}`),
   });
@@ -74,7 +73,7 @@ describe('BirdBridge', () => {
     expect(target.current).not.toContain('198.19.0.192/26');
   });
 
-  test('watch events and polled affinities reach BIRD; a deleted node drops its session', async () => {
+  test('resource and affinity changes reach BIRD; a deleted node drops its session', async () => {
     const { ds, ipam, target, bridge } = await setup();
     await bridge.start();
     await ds.create(peer('tor', { peerIP: '198.18.1.1', asNumber: 64600 }));
@@ -87,8 +86,8 @@ describe('BirdBridge', () => {
     expect(bridge.stats().outcomes[4]).toEqual({ kind: 'reloaded' });
   });
 
-  test('a new block reaches BIRD by the affinity watch, long before the next poll', async () => {
-    const { ipam, target, bridge } = await setup(60_000);
+  test('a block reaches BIRD when its affinity is confirmed, not while pending; other hosts are no change', async () => {
+    const { ipam, target, bridge } = await setup();
     await bridge.start();
     const t = Date.now();
     await ipam.createAffinity({ host: 'node-a', cidr: '198.19.2.0/26', state: 'pending', deleted: false });

@@ -1,24 +1,33 @@
 /**
  * BirdBridge: keeps BIRD's configuration in step with the datastore, for one node.
  *
- *   Datastore.list+watch ─ Node ────────────┐
- *                        ─ BGPConfiguration ┤ (cache by name)
- *                        ─ BGPPeer ─────────┼──► dirty ──(debounce)──► BgpInput snapshot
- *                        ─ IPPool ──────────┤                            │ renderBirdConfig (per family)
- *   IpamStore affinities(node), watched+polled ┘                          ▼
- *                                                              BirdSupervisor.apply (per family)
+ *   Syncer (@calico-ts/datastore) ─ Node ────────────┐
+ *                                  ─ BGPConfiguration ┤ (cache by name)
+ *                                  ─ BGPPeer ─────────┼──► dirty ──(debounce)──► BgpInput snapshot
+ *                                  ─ IPPool ──────────┤                            │ renderBirdConfig (per family)
+ *                                  ─ this node's IPAM  ┘                            ▼
+ *                                    block affinities                 BirdSupervisor.apply (per family)
  *
- * API: `start()` lists everything, renders and applies once (resolves after the first apply), then
- * follows watch events and polls affinities; `stop()` ends watches and timers and stops the
+ * API: `start()` waits until every source is listed, renders and applies once (resolves after the
+ * first apply), then follows the syncer; `stop()` ends the syncer and timers and stops the
  * supervisors it was given. `snapshot()` is the input the last render used.
  * Design: every change only marks the state dirty; one render runs at a time, and a change made
- * while it runs triggers one more. A watch that ends or fails is re-listed and re-watched after a
- * short delay; a `resync` event replaces that kind's cache. Affinities are re-read whenever their
- * watch reports a change (a new block reaches BIRD within the debounce), and also every
- * `affinityPollMs` as a safety net; `pending` and deleted affinities are not routes yet.
+ * while it runs triggers one more. The syncer re-lists a source whose watch fails and replaces its
+ * cache on a resync; `pending` and deleted affinities are not routes yet.
  */
-import type { BGPConfiguration, BGPPeer, IPPool, Kind, Node, ResourceOf } from '@calico-ts/api';
-import type { BlockAffinity, Datastore, VersionedList } from '@calico-ts/datastore';
+import type { BGPConfiguration, BGPPeer, IPPool, Node, ResourceOf } from '@calico-ts/api';
+import {
+  type BlockAffinity,
+  type Datastore,
+  decodeAffinity,
+  IPAM_ROOT,
+  type KVStore,
+  kvSource,
+  resourceSource,
+  Syncer,
+  type SyncerUpdate,
+  type SyncSource,
+} from '@calico-ts/datastore';
 import type { ApplyOutcome, BirdLogger } from './bird/bird-supervisor.js';
 import { BirdBridgeError } from './errors.js';
 import type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';
@@ -30,28 +39,25 @@ export interface BirdConfigTarget {
   stop(): Promise<void>;
 }
 
-/** The part of `IpamStore` the bridge uses. */
-export interface AffinitySource {
-  listAffinities(host?: string): Promise<VersionedList<BlockAffinity>>;
-  /** Revisions at which the host's affinities changed; without it the bridge only polls. */
-  watchAffinityChanges?(
-    host: string,
-    options: { fromRevision?: string; signal?: AbortSignal },
-  ): AsyncIterable<string>;
+/** A node's block affinities as a syncer source (items `{ key, value }`). */
+export type AffinitySource = SyncSource<{ readonly key: string; readonly value: BlockAffinity }>;
+
+/** The block affinities of `node` (host type), followed through a key store. */
+export function nodeAffinitySource(kv: KVStore, node: string): AffinitySource {
+  return kvSource('affinities', kv, `${IPAM_ROOT}host/${node}/`, decodeAffinity);
 }
 
 export interface BirdBridgeOptions {
   datastore: Datastore;
-  ipam: AffinitySource;
+  /** This node's block affinities (see `nodeAffinitySource`). */
+  affinities: AffinitySource;
   nodeName: string;
   /** One BIRD per family; a family without a target is not rendered. */
   targets: Partial<Record<IPFamily, BirdConfigTarget>>;
-  /** Affinities are re-read on every change the watch reports, and also every this often. Default 5000 ms. */
-  affinityPollMs?: number;
   /** Quiet time after a change before rendering. Default 50 ms. */
   debounceMs?: number;
-  /** Wait before re-listing a kind whose watch ended or failed. Default 1000 ms. */
-  rewatchDelayMs?: number;
+  /** Wait before re-listing a source whose watch ended or failed (doubling). Default 500 ms. */
+  retryMs?: number;
   logLevel?: string;
   routerId?: string;
   secrets?: Readonly<Record<string, string>>;
@@ -70,9 +76,9 @@ export class BirdBridge {
     BGPPeer: new Map(),
     IPPool: new Map(),
   };
-  private blocks: AffineBlock[] = [];
-  private readonly abort = new AbortController();
-  private pollTimer: NodeJS.Timeout | undefined;
+  private readonly affinities = new Map<string, BlockAffinity>();
+  private syncer: Syncer | undefined;
+  private inSync = false;
   private debounceTimer: NodeJS.Timeout | undefined;
   private rendering: Promise<void> | undefined;
   private dirty = false;
@@ -89,26 +95,44 @@ export class BirdBridge {
     this.log = opts.log ?? (() => {});
   }
 
-  /** List everything, render and apply once, then follow changes. */
+  /** Wait until every source is listed, render and apply once, then follow changes. */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    const revisions = await Promise.all(WATCHED.map((k) => this.relist(k)));
-    const affinityRevision = await this.pollAffinities(false);
-    await this.renderNow();
-    WATCHED.forEach((k, i) => {
-      void this.follow(k, revisions[i]!);
+    const synced = new Promise<void>((resolve) => {
+      this.syncer = new Syncer({
+        sources: [
+          ...WATCHED.map((k) => resourceSource(this.opts.datastore, k) as SyncSource),
+          this.opts.affinities as SyncSource,
+        ],
+        onUpdate: (u) => this.onUpdate(u),
+        onInSync: () => {
+          this.inSync = true;
+          resolve();
+        },
+        onConnection: (source, connected, why) => {
+          if (!connected)
+            this.log('warn', `${source}: datastore unreachable; keeping the last configuration`, {
+              error: why,
+            });
+        },
+        log: {
+          info: (fields, msg) => this.log('info', msg, fields),
+          warn: (fields, msg) => this.log('warn', msg, fields),
+        },
+        ...(this.opts.retryMs !== undefined ? { retryMs: this.opts.retryMs } : {}),
+      });
+      this.syncer.start();
     });
-    if (this.opts.ipam.watchAffinityChanges) void this.followAffinities(affinityRevision);
-    this.schedulePoll();
+    await synced;
+    await this.renderNow();
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.abort.abort();
-    clearTimeout(this.pollTimer);
     clearTimeout(this.debounceTimer);
+    await this.syncer?.stop();
     await this.rendering?.catch(() => undefined);
     for (const t of Object.values(this.opts.targets)) await t?.stop();
   }
@@ -125,130 +149,32 @@ export class BirdBridge {
 
   /** Render now (after any render in flight) and wait for it. */
   async resync(): Promise<void> {
-    await Promise.all(WATCHED.map((k) => this.relist(k)));
-    await this.pollAffinities(false);
     await this.renderNow();
   }
 
   // ---- datastore -----------------------------------------------------------------------------
 
-  private async relist<K extends WatchedKind>(kind: K): Promise<string> {
-    const list = await this.opts.datastore.list(kind);
-    const m = this.cache[kind] as Map<string, ResourceOf<K>>;
-    m.clear();
-    for (const r of list.items as ResourceOf<K>[]) m.set(r.metadata.name, r);
-    return list.revision;
-  }
-
-  private async follow<K extends WatchedKind>(kind: K, revision: string): Promise<void> {
-    const m = this.cache[kind] as Map<string, ResourceOf<K>>;
-    let rev = revision;
-    while (!this.stopped) {
-      try {
-        for await (const ev of this.opts.datastore.watch(kind as Kind as K, {
-          revision: rev,
-          signal: this.abort.signal,
-        })) {
-          if (this.stopped) return;
-          switch (ev.kind) {
-            case 'added':
-            case 'modified':
-              m.set(ev.resource.metadata.name, ev.resource);
-              rev = ev.revision;
-              this.markDirty();
-              break;
-            case 'deleted':
-              m.delete(ev.resource.metadata.name);
-              rev = ev.revision;
-              this.markDirty();
-              break;
-            case 'resync':
-              m.clear();
-              for (const r of ev.items) m.set(r.metadata.name, r);
-              rev = ev.revision;
-              this.markDirty();
-              break;
-            case 'error':
-              this.log('warn', `${kind} ${ev.key} could not be read; left out`, { error: ev.error.message });
-              rev = ev.revision;
-              break;
-            case 'disconnected':
-              this.log('warn', `watch of ${kind} lost the datastore`, { error: ev.error.message });
-              break;
-            case 'reconnected':
-              this.log('info', `watch of ${kind} reconnected`);
-              break;
-          }
-        }
-        if (this.stopped) return;
-        this.log('warn', `watch of ${kind} ended; listing again`);
-      } catch (e) {
-        if (this.stopped) return;
-        this.log('warn', `watch of ${kind} failed; listing again`, { error: (e as Error).message });
-      }
-      await this.delay(this.opts.rewatchDelayMs ?? 1000);
-      if (this.stopped) return;
-      try {
-        rev = await this.relist(kind);
-        this.markDirty();
-      } catch (e) {
-        this.log('warn', `listing ${kind} failed`, { error: (e as Error).message });
-      }
+  private onUpdate(u: SyncerUpdate): void {
+    if (u.source === this.opts.affinities.name) {
+      const item = u.item as { key: string; value: BlockAffinity };
+      if (u.kind === 'set') this.affinities.set(item.key, item.value);
+      else this.affinities.delete(item.key);
+    } else {
+      const kind = u.source as WatchedKind;
+      const r = u.item as ResourceOf<WatchedKind>;
+      const m = this.cache[kind] as Map<string, ResourceOf<WatchedKind>>;
+      if (u.kind === 'set') m.set(r.metadata.name, r);
+      else m.delete(r.metadata.name);
     }
+    if (this.inSync) this.markDirty();
   }
 
-  // ---- affinities ------------------------------------------------------------------------------
-
-  private schedulePoll(): void {
-    if (this.stopped) return;
-    this.pollTimer = setTimeout(() => {
-      void this.pollAffinities(true).finally(() => this.schedulePoll());
-    }, this.opts.affinityPollMs ?? 5000);
-  }
-
-  /** Follow the affinity watch, re-reading on each change; re-watch after a failure. */
-  private async followAffinities(revision: string | undefined): Promise<void> {
-    const watch = this.opts.ipam.watchAffinityChanges!.bind(this.opts.ipam);
-    let rev = revision;
-    while (!this.stopped) {
-      try {
-        const from = rev === undefined ? {} : { fromRevision: (BigInt(rev) + 1n).toString() };
-        for await (const changed of watch(this.opts.nodeName, { ...from, signal: this.abort.signal })) {
-          if (this.stopped) return;
-          rev = (await this.pollAffinities(true)) ?? changed;
-        }
-        if (this.stopped) return;
-        this.log('warn', 'watch of IPAM affinities ended; watching again');
-      } catch (e) {
-        if (this.stopped) return;
-        this.log('warn', 'watch of IPAM affinities failed; watching again', { error: (e as Error).message });
-      }
-      await this.delay(this.opts.rewatchDelayMs ?? 1000);
-      if (this.stopped) return;
-      rev = (await this.pollAffinities(true)) ?? rev;
-    }
-  }
-
-  /** Re-read this node's affinities; the store revision they were read at, or undefined on failure. */
-  private async pollAffinities(markDirty: boolean): Promise<string | undefined> {
-    try {
-      const { items, revision } = await this.opts.ipam.listAffinities(this.opts.nodeName);
-      const blocks = items
-        .map((i) => i.value)
-        .filter((a) => !a.deleted && a.state !== 'pending')
-        .map((a) => ({ cidr: a.cidr, state: a.state }))
-        .sort((a, b) => (a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0));
-      if (JSON.stringify(blocks) !== JSON.stringify(this.blocks)) {
-        this.blocks = blocks;
-        if (markDirty) this.markDirty();
-      }
-      return revision;
-    } catch (e) {
-      this.log('warn', 'reading IPAM affinities failed; keeping the last ones', {
-        error: (e as Error).message,
-      });
-      return undefined;
-    }
+  /** This node's blocks that are routes: confirmed (not pending, not being deleted), sorted. */
+  private affineBlocks(): AffineBlock[] {
+    return [...this.affinities.values()]
+      .filter((a) => !a.deleted && a.state !== 'pending')
+      .map((a) => ({ cidr: a.cidr, state: a.state }))
+      .sort((a, b) => (a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0));
   }
 
   // ---- rendering -------------------------------------------------------------------------------
@@ -284,7 +210,7 @@ export class BirdBridge {
       bgpConfigs: [...this.cache.BGPConfiguration.values()] as BGPConfiguration[],
       peers: [...this.cache.BGPPeer.values()] as BGPPeer[],
       pools: [...this.cache.IPPool.values()] as IPPool[],
-      affineBlocks: [...this.blocks],
+      affineBlocks: this.affineBlocks(),
       ...(this.opts.logLevel !== undefined ? { logLevel: this.opts.logLevel } : {}),
       ...(this.opts.routerId !== undefined ? { routerId: this.opts.routerId } : {}),
       ...(this.opts.secrets !== undefined ? { secrets: this.opts.secrets } : {}),
@@ -306,18 +232,5 @@ export class BirdBridge {
       for (const line of warnings) this.log('warn', line);
       this.lastWarnings = w;
     }
-  }
-
-  /** Resolves after `ms`, or at once when the bridge stops. */
-  private delay(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.abort.signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const t = setTimeout(done, ms);
-      this.abort.signal.addEventListener('abort', done);
-    });
   }
 }

@@ -22,7 +22,13 @@ export {
   ReplySplitter,
   type RouteRow,
 } from './bird/control-protocol.js';
-export { type AffinitySource, BirdBridge, type BirdBridgeOptions, type BirdConfigTarget } from './bridge.js';
+export {
+  type AffinitySource,
+  BirdBridge,
+  type BirdBridgeOptions,
+  type BirdConfigTarget,
+  nodeAffinitySource,
+} from './bridge.js';
 export * from './errors.js';
 export type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';
 export {
