@@ -8,9 +8,16 @@ export {
   startEtcd,
 } from './etcd-server.js';
 export {
+  adminKubeconfig,
   findKubectl,
   type KubeApiServer,
+  type KubeApiServerArgsOptions,
+  type KubeCertificates,
+  kubeApiServerArgs,
   kubeApiServerAvailable,
+  kubeApiServerBinary,
+  type MakeKubeCertificatesOptions,
+  makeKubeCertificates,
   type StartKubeApiServerOptions,
   startKubeApiServer,
 } from './kube-apiserver.js';

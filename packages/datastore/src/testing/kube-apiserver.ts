@@ -24,6 +24,10 @@ import { type EtcdServer, etcdAvailable, startEtcd } from './etcd-server.js';
  * same port against the same etcd. Only the PIDs this helper spawned are ever signalled (etcd by its
  * own helper). A process-exit hook kills servers a crashed test left behind. The binary is built
  * from the Go module `k8s.io/kubernetes` by scripts/setup.sh and cached outside the repo.
+ *
+ * The pieces are exported for a server that lives elsewhere and longer (the lab runs one in its etcd
+ * namespace, detached): `makeKubeCertificates`, `kubeApiServerArgs`, `adminKubeconfig`,
+ * `kubeApiServerBinary`.
  */
 export interface KubeApiServer {
   /** e.g. `https://127.0.0.1:41234` */
@@ -68,6 +72,14 @@ const KUBE_APISERVER_BIN =
 /** Inside the benchmarking range 198.18.0.0/15, away from the lab's nodes (198.18.0.0/24). */
 const SERVICE_CLUSTER_IP_RANGE = '198.18.128.0/24';
 const KUBERNETES_SERVICE_IP = '198.18.128.1';
+
+/**
+ * The kube-apiserver executable: `CALICO_TEST_KUBE_APISERVER_BIN`, else the one scripts/setup.sh
+ * builds and caches. It may not exist; callers report that with the setup hint.
+ */
+export function kubeApiServerBinary(): string {
+  return KUBE_APISERVER_BIN;
+}
 
 /**
  * Whether integration tests needing kube-apiserver should run. Under `CI=true` always true: there a
@@ -120,7 +132,7 @@ export async function startKubeApiServer(options: StartKubeApiServerOptions = {}
   let etcd: EtcdServer | undefined;
   try {
     // Both at once; an etcd that started is stopped below even when the certificates failed.
-    const [certs, started] = await Promise.allSettled([makeCertificates(dir), startEtcd()]);
+    const [certs, started] = await Promise.allSettled([makeKubeCertificates(dir), startEtcd()]);
     if (started.status === 'fulfilled') etcd = started.value;
     if (certs.status === 'rejected') throw certs.reason;
     if (started.status === 'rejected') throw started.reason;
@@ -148,10 +160,18 @@ export async function startKubeApiServer(options: StartKubeApiServerOptions = {}
   }
 }
 
-interface CertificateFiles {
-  caPem: string;
-  clientCertPem: string;
-  clientKeyPem: string;
+/** What `makeKubeCertificates` made (the PEM texts; the files are in its directory). */
+export interface KubeCertificates {
+  readonly caPem: string;
+  readonly clientCertPem: string;
+  readonly clientKeyPem: string;
+}
+
+export interface MakeKubeCertificatesOptions {
+  /** More addresses the serving certificate is valid for, besides 127.0.0.1 and the service IP. */
+  serverIPs?: readonly string[];
+  /** Validity of every certificate in days. Default 2 (a test server). */
+  validDays?: number;
 }
 
 class LocalKubeApiServer implements KubeApiServer {
@@ -169,7 +189,7 @@ class LocalKubeApiServer implements KubeApiServer {
   constructor(
     readonly dir: string,
     private readonly port: number,
-    files: CertificateFiles,
+    files: KubeCertificates,
     readonly etcd: EtcdServer,
     options: StartKubeApiServerOptions,
   ) {
@@ -188,56 +208,20 @@ class LocalKubeApiServer implements KubeApiServer {
   }
 
   async writeKubeconfig(): Promise<void> {
-    const b64 = (pem: string) => Buffer.from(pem).toString('base64');
-    await writeFile(
-      this.kubeconfigPath,
-      `apiVersion: v1
-kind: Config
-clusters:
-- name: calico-ts-test
-  cluster:
-    server: ${this.url}
-    certificate-authority-data: ${b64(this.caPem)}
-users:
-- name: calico-ts-admin
-  user:
-    client-certificate-data: ${b64(this.clientCertPem)}
-    client-key-data: ${b64(this.clientKeyPem)}
-contexts:
-- name: calico-ts-test
-  context:
-    cluster: calico-ts-test
-    user: calico-ts-admin
-current-context: calico-ts-test
-`,
-      { mode: 0o600 },
-    );
+    const { url: server, caPem, clientCertPem, clientKeyPem } = this;
+    await writeFile(this.kubeconfigPath, adminKubeconfig({ server, caPem, clientCertPem, clientKeyPem }), {
+      mode: 0o600,
+    });
   }
 
   private args(): string[] {
-    const p = (name: string) => join(this.dir, name);
-    return [
-      `--etcd-servers=${this.etcd.clientUrl}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${this.port}`,
-      `--cert-dir=${this.dir}`,
-      `--tls-cert-file=${p('server.pem')}`,
-      `--tls-private-key-file=${p('server-key.pem')}`,
-      `--client-ca-file=${p('ca.pem')}`,
-      '--authorization-mode=Node,RBAC',
-      '--service-account-issuer=https://kubernetes.default.svc',
-      `--service-account-key-file=${p('sa.pub')}`,
-      `--service-account-signing-key-file=${p('sa-key.pem')}`,
-      `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
-      // With no controller-manager no `default` ServiceAccount is ever made, and this plugin would
-      // reject every pod that names none.
-      '--disable-admission-plugins=ServiceAccount',
-      '--allow-privileged=true',
-      '--profiling=false',
-      '--v=1',
-      ...this.extraArgs,
-    ];
+    return kubeApiServerArgs({
+      dir: this.dir,
+      etcdServers: this.etcd.clientUrl,
+      address: '127.0.0.1',
+      port: this.port,
+      extraArgs: this.extraArgs,
+    });
   }
 
   async start(): Promise<void> {
@@ -327,12 +311,92 @@ current-context: calico-ts-test
   }
 }
 
+/** An admin kubeconfig (certificates embedded) for the API server at `server`. */
+export function adminKubeconfig(o: {
+  readonly server: string;
+  readonly caPem: string;
+  readonly clientCertPem: string;
+  readonly clientKeyPem: string;
+  /** Cluster, user and context name stem. Default `calico-ts-test`. */
+  readonly name?: string;
+}): string {
+  const b64 = (pem: string) => Buffer.from(pem).toString('base64');
+  const name = o.name ?? 'calico-ts-test';
+  const user = o.name ? `${o.name}-admin` : 'calico-ts-admin';
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: ${name}
+  cluster:
+    server: ${o.server}
+    certificate-authority-data: ${b64(o.caPem)}
+users:
+- name: ${user}
+  user:
+    client-certificate-data: ${b64(o.clientCertPem)}
+    client-key-data: ${b64(o.clientKeyPem)}
+contexts:
+- name: ${name}
+  context:
+    cluster: ${name}
+    user: ${user}
+current-context: ${name}
+`;
+}
+
+export interface KubeApiServerArgsOptions {
+  /** Where `makeKubeCertificates` wrote the certificates and keys (also `--cert-dir`). */
+  readonly dir: string;
+  /** `--etcd-servers`, e.g. `http://127.0.0.1:2379`. */
+  readonly etcdServers: string;
+  /** The address it binds and advertises. */
+  readonly address: string;
+  readonly port: number;
+  /** Appended last: a later scalar flag wins, a repeated list flag adds. */
+  readonly extraArgs?: readonly string[];
+}
+
 /**
- * With openssl into `dir`: a CA; a serving certificate for 127.0.0.1, localhost and the in-cluster
- * `kubernetes` service names; an admin client certificate in group system:masters; and the
- * service-account signing key pair. EC P-256 throughout, so it takes milliseconds.
+ * kube-apiserver's arguments: TLS from `makeKubeCertificates`' files, client-certificate
+ * authentication, Node+RBAC authorization, service accounts signed with its key, services in a
+ * range inside 198.18.0.0/15, and no ServiceAccount admission (nothing makes `default` accounts).
  */
-async function makeCertificates(dir: string): Promise<CertificateFiles> {
+export function kubeApiServerArgs(o: KubeApiServerArgsOptions): string[] {
+  const p = (name: string) => join(o.dir, name);
+  return [
+    `--etcd-servers=${o.etcdServers}`,
+    `--bind-address=${o.address}`,
+    `--advertise-address=${o.address}`,
+    `--secure-port=${o.port}`,
+    `--cert-dir=${o.dir}`,
+    `--tls-cert-file=${p('server.pem')}`,
+    `--tls-private-key-file=${p('server-key.pem')}`,
+    `--client-ca-file=${p('ca.pem')}`,
+    '--authorization-mode=Node,RBAC',
+    '--service-account-issuer=https://kubernetes.default.svc',
+    `--service-account-key-file=${p('sa.pub')}`,
+    `--service-account-signing-key-file=${p('sa-key.pem')}`,
+    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+    // With no controller-manager no `default` ServiceAccount is ever made, and this plugin would
+    // reject every pod that names none.
+    '--disable-admission-plugins=ServiceAccount',
+    '--allow-privileged=true',
+    '--profiling=false',
+    '--v=1',
+    ...(o.extraArgs ?? []),
+  ];
+}
+
+/**
+ * With openssl into `dir`: a CA; a serving certificate for 127.0.0.1, localhost, the in-cluster
+ * `kubernetes` service names and `serverIPs`; an admin client certificate in group system:masters;
+ * and the service-account signing key pair. EC P-256 throughout, so it takes milliseconds.
+ */
+export async function makeKubeCertificates(
+  dir: string,
+  options: MakeKubeCertificatesOptions = {},
+): Promise<KubeCertificates> {
+  const days = String(options.validDays ?? 2);
   const p = (name: string) => join(dir, name);
   const openssl = async (...args: string[]) => {
     const r = await run('openssl', args);
@@ -342,6 +406,7 @@ async function makeCertificates(dir: string): Promise<CertificateFiles> {
     openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', p(file));
   await Promise.all(['ca-key.pem', 'server-key.pem', 'admin-key.pem', 'sa-key.pem'].map(newKey));
   const serverNames = [
+    ...(options.serverIPs ?? []).filter((ip) => ip !== '127.0.0.1').map((ip) => `IP:${ip}`),
     'IP:127.0.0.1',
     `IP:${KUBERNETES_SERVICE_IP}`,
     'DNS:localhost',
@@ -360,7 +425,7 @@ async function makeCertificates(dir: string): Promise<CertificateFiles> {
       '-subj',
       '/CN=calico-ts test kubernetes CA',
       '-days',
-      '2',
+      days,
       '-out',
       p('ca.pem'),
     ),
@@ -387,7 +452,7 @@ async function makeCertificates(dir: string): Promise<CertificateFiles> {
         '-set_serial',
         who === 'server' ? '1' : '2',
         '-days',
-        '2',
+        days,
         '-extfile',
         p(`${who}.ext`),
         '-out',
