@@ -14,12 +14,16 @@ const usageError = (argv: string[], text: RegExp) => {
 };
 
 describe('pnpm lab command line', () => {
-  it('up: defaults 3 nodes, bgp; flags in both forms', () => {
-    expect(parseLabArgs(['up'])).toEqual({ name: 'lab', command: { kind: 'up', nodes: 3, mode: 'bgp' } });
-    expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan']).command).toEqual({
+  it('up: defaults 3 nodes, bgp, etcd; flags in both forms', () => {
+    expect(parseLabArgs(['up'])).toEqual({
+      name: 'lab',
+      command: { kind: 'up', nodes: 3, mode: 'bgp', datastore: 'etcdv3' },
+    });
+    expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan', '--datastore=kubernetes']).command).toEqual({
       kind: 'up',
       nodes: 5,
       mode: 'vxlan',
+      datastore: 'kubernetes',
     });
   });
   it('takes the lab name and state dir from flags before the command, or the environment', () => {
@@ -73,10 +77,14 @@ describe('pnpm lab command line', () => {
       argv: ['ping', '-c', '1', '198.19.0.5'],
     });
   });
-  it('calicoctl passes its arguments through untouched', () => {
+  it('calicoctl and kubectl pass their arguments through untouched', () => {
     expect(parseLabArgs(['calicoctl', 'get', 'nodes', '-o', 'wide']).command).toEqual({
       kind: 'calicoctl',
       argv: ['get', 'nodes', '-o', 'wide'],
+    });
+    expect(parseLabArgs(['kubectl', 'apply', '-f', '-', '--server-side']).command).toEqual({
+      kind: 'kubectl',
+      argv: ['apply', '-f', '-', '--server-side'],
     });
   });
   it('connectivity defaults and options', () => {
@@ -99,7 +107,8 @@ describe('pnpm lab command line', () => {
     usageError(['up', '--nodes', 'three'], /--nodes must be a whole number from 1 to 50, got "three"/);
     usageError(['up', '--nodes', '0'], /--nodes must be a whole number/);
     usageError(['up', '--mode', 'ipip'], /--mode must be bgp or vxlan, got "ipip"/);
-    usageError(['up', '--node', '3'], /up: unknown flag --node \(accepted: --nodes, --mode\)/);
+    usageError(['up', '--node', '3'], /up: unknown flag --node \(accepted: --nodes, --mode, --datastore\)/);
+    usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);
     usageError(['pod', 'create', 'web'], /pod "web" must be given as NAMESPACE\/NAME/);
     usageError(['pod', 'create', 'Team/web'], /namespace "Team" must be lower-case/);

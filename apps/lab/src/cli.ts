@@ -4,13 +4,26 @@
  */
 import { LabError } from './errors.js';
 import { checkKubeName, parseLabels, parsePodRef } from './k8s-model.js';
-import { checkLabName, DEFAULT_LAB_NAME, LAB_MODES, type LabMode, MAX_NODES } from './plan.js';
+import {
+  checkLabName,
+  DEFAULT_LAB_NAME,
+  LAB_DATASTORES,
+  LAB_MODES,
+  type LabDatastore,
+  type LabMode,
+  MAX_NODES,
+} from './plan.js';
 
 export type Output = 'table' | 'json';
 export type Protocol = 'tcp' | 'udp';
 
 export type LabCommand =
-  | { readonly kind: 'up'; readonly nodes: number; readonly mode: LabMode }
+  | {
+      readonly kind: 'up';
+      readonly nodes: number;
+      readonly mode: LabMode;
+      readonly datastore: LabDatastore;
+    }
   | { readonly kind: 'down' }
   | { readonly kind: 'status'; readonly output: Output }
   | { readonly kind: 'ns-create'; readonly namespace: string; readonly labels: Record<string, string> }
@@ -30,6 +43,7 @@ export type LabCommand =
       readonly argv: readonly string[];
     }
   | { readonly kind: 'calicoctl'; readonly argv: readonly string[] }
+  | { readonly kind: 'kubectl'; readonly argv: readonly string[] }
   | {
       readonly kind: 'connectivity';
       readonly port: number;
@@ -50,20 +64,25 @@ export interface LabArgs {
 
 export const USAGE = `Usage: pnpm lab [--name NAME] [--state-dir DIR] <command>
 
-A Calico cluster in network namespaces on this host: one etcd, N nodes each running calico-node
-(Felix, BIRD), pods wired by the calico CNI plugin. Needs root.
+A Calico cluster in network namespaces on this host: one etcd (and, with --datastore kubernetes, a
+kube-apiserver on it), N nodes each running calico-node (Felix, BIRD), pods wired by the calico CNI
+plugin. Needs root.
 
 Commands:
-  up [--nodes 3] [--mode bgp|vxlan]       build the lab and wait until every node is ready
+  up [--nodes 3] [--mode bgp|vxlan] [--datastore etcdv3|kubernetes]
+                                          build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  nodes, processes, BGP sessions, pods
   ns create NAME [--labels k=v,...]       a namespace: its Profiles, as kube-controllers writes them
+                                          (kubernetes: the Namespace and its default ServiceAccount)
   pod create NS/NAME [--node nX] [--labels k=v,...] [--ports 80,...]
-                                          a pod: netns, CNI ADD on its node, endpoint labels, and a
-                                          TCP+UDP listener on the ports (default 80)
-  pod delete NS/NAME                      CNI DEL, listener stopped, netns removed
+                                          a pod: netns (kubernetes: the Pod), CNI ADD on its node,
+                                          endpoint labels, and a TCP+UDP listener on the ports
+                                          (default 80)
+  pod delete NS/NAME                      CNI DEL, listener stopped, netns removed (and the Pod)
   pod exec NS/NAME -- CMD [ARGS...]       run a command in the pod's network namespace
-  calicoctl ARGS...                       calicoctl against the lab's etcd
+  calicoctl ARGS...                       calicoctl against the lab's datastore
+  kubectl ARGS...                         kubectl against the lab's API server (--datastore kubernetes)
   connectivity [--port 80] [--protocol tcp|udp] [-o table|json] [--timeout-ms 1500]
                                           pod × pod matrix of real connection attempts
   bench [--pods 6] [-o table|json]        pod create time, BGP route convergence, TCP connect
@@ -160,13 +179,20 @@ export function parseLabArgs(
     case '-h':
       return done({ kind: 'help' });
     case 'up': {
-      const { flags, positionals } = scan(rest, { '--nodes': 'value', '--mode': 'value' }, 'up');
+      const { flags, positionals } = scan(
+        rest,
+        { '--nodes': 'value', '--mode': 'value', '--datastore': 'value' },
+        'up',
+      );
       noPositionals('up', positionals);
       const mode = one(flags, '--mode') ?? 'bgp';
       if (!(LAB_MODES as readonly string[]).includes(mode))
         usage(`--mode must be bgp or vxlan, got "${mode}"`);
+      const datastore = one(flags, '--datastore') ?? 'etcdv3';
+      if (!(LAB_DATASTORES as readonly string[]).includes(datastore))
+        usage(`--datastore must be etcdv3 or kubernetes, got "${datastore}"`);
       const nodes = int(one(flags, '--nodes') ?? '3', '--nodes', 1, MAX_NODES);
-      return done({ kind: 'up', nodes, mode: mode as LabMode });
+      return done({ kind: 'up', nodes, mode: mode as LabMode, datastore: datastore as LabDatastore });
     }
     case 'down': {
       const { positionals } = scan(rest, {}, cmd);
@@ -241,7 +267,8 @@ export function parseLabArgs(
       return usage('pod: subcommands are create, delete and exec');
     }
     case 'calicoctl':
-      return done({ kind: 'calicoctl', argv: rest });
+    case 'kubectl':
+      return done({ kind: cmd, argv: rest });
     case 'connectivity': {
       const { flags, positionals } = scan(
         rest,

@@ -1,7 +1,8 @@
 /**
  * `lab down`: remove everything the state file records, in the reverse order it was made —
  * pod listeners, calico-node (which stops its BIRD), any BIRD a dead calico-node left (found
- * through the pid file calico-node keeps), etcd, then the namespaces, then the state directory.
+ * through the pid file calico-node keeps), kube-apiserver (a lab on the Kubernetes datastore), etcd,
+ * then the namespaces, then the state directory (certificates and kubeconfig included).
  * Only recorded PIDs whose start time still matches are signalled. Works on a half-made lab too.
  */
 import { rmSync } from 'node:fs';
@@ -35,7 +36,9 @@ export async function tearDown(state: LabState, stateDir: string, out: Progress)
     const bird = recordFromPidFile(join(node.runDir, 'bird.pid'), join(node.runDir, 'bird.ctl'));
     await stop(`BIRD of ${node.name}`, bird, 3000);
   }
-  for (const [k, rec] of Object.entries(state.processes)) {
+  // The rest (kube-apiserver, etcd) in the reverse order they were started: a server before what
+  // it stores its data in.
+  for (const [k, rec] of Object.entries(state.processes).reverse()) {
     if (!k.startsWith('node/')) await stop(k, rec);
   }
   let removed = 0;
@@ -59,7 +62,10 @@ export async function labDown(
     out.line(`no lab named "${name}" is up (no ${stateFile(stateDir)}); nothing to remove`);
     return undefined;
   }
-  out.step(`taking down lab "${name}" (${state.status}, ${state.plan.nodes.length} nodes, ${state.mode})`);
+  out.step(
+    `taking down lab "${name}" (${state.status}, ${state.plan.nodes.length} nodes, ${state.mode}, ` +
+      `${state.plan.datastore})`,
+  );
   const summary = await tearDown(state, stateDir, out);
   out.step(
     `lab "${name}" is down: ${summary.processes} processes stopped, ${summary.namespaces} namespaces removed`,

@@ -1,12 +1,19 @@
 /**
- * The lab has no Kubernetes API server, so it writes what kube-controllers would derive from
- * Kubernetes objects (upstream's converter), pure:
+ * Kubernetes objects in the lab, pure. Two datastores, two jobs:
+ *
+ * On etcd the lab has no Kubernetes API server, so it writes what kube-controllers would derive from
+ * Kubernetes objects (upstream's converter):
  *
  * - Namespace → Profile `kns.<ns>`: allow-all ingress and egress, labelsToApply `pcns.<label>` for
  *   each namespace label plus `pcns.projectcalico.org/name: <ns>`; and the namespace's default
  *   service account → Profile `ksa.<ns>.default` with `pcsa.projectcalico.org/name: default`.
  * - Pod → its WorkloadEndpoint (made by the CNI plugin): labels = pod labels + namespace,
  *   orchestrator and service-account labels; profiles `kns.<ns>`, `ksa.<ns>.<sa>`.
+ *
+ * On the Kubernetes datastore those Calico resources are derived from the Kubernetes objects
+ * themselves, so the lab makes what kubelet and kube-controller-manager would: a v1 Node per lab
+ * node (before its calico-node starts), a Namespace with its `default` ServiceAccount, and a Pod
+ * bound to its node (before CNI ADD, which annotates it with the pod's addresses).
  */
 import type { Profile, WorkloadEndpoint } from '@calico-ts/api';
 import { isDnsLabel, labelValueProblem, qualifiedNameProblem } from '@calico-ts/api';
@@ -56,6 +63,68 @@ export function podEndpoint(
       ...wep.spec,
       serviceAccountName: sa,
       profiles: [`kns.${pod.namespace}`, `ksa.${pod.namespace}.${sa}`],
+    },
+  };
+}
+
+type KubeObject = Record<string, unknown>;
+
+/** The v1 Node kubelet would register for a lab node. */
+export function kubeNode(name: string): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' },
+    },
+  };
+}
+
+/** A Namespace with the lab's labels (the API server adds `kubernetes.io/metadata.name`). */
+export function kubeNamespace(name: string, labels: Readonly<Record<string, string>>): KubeObject {
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { ...labels } } };
+}
+
+/** The `default` ServiceAccount kube-controller-manager would make in every namespace. */
+export function kubeServiceAccount(namespace: string, name = DEFAULT_SERVICE_ACCOUNT): KubeObject {
+  return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } };
+}
+
+/** The image named in lab Pods: nothing pulls it (the lab runs its listener itself). */
+export const LAB_POD_IMAGE = 'calico-lab.invalid/listener:latest';
+
+/**
+ * A Pod as the scheduler leaves it: bound to its node, the default service account, one container
+ * with the listener's ports (TCP and UDP each). No kubelet runs, so it is deleted with a grace period
+ * of 0 and never gets a status beyond Pending.
+ */
+export function kubePod(pod: {
+  namespace: string;
+  name: string;
+  node: string;
+  labels: Readonly<Record<string, string>>;
+  ports: readonly number[];
+}): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: pod.name, namespace: pod.namespace, labels: { ...pod.labels } },
+    spec: {
+      nodeName: pod.node,
+      serviceAccountName: DEFAULT_SERVICE_ACCOUNT,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 0,
+      containers: [
+        {
+          name: 'listener',
+          image: LAB_POD_IMAGE,
+          ports: pod.ports.flatMap((containerPort) => [
+            { containerPort, protocol: 'TCP' },
+            { containerPort, protocol: 'UDP' },
+          ]),
+        },
+      ],
     },
   };
 }

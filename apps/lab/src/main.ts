@@ -2,18 +2,20 @@
  * `pnpm lab <command>`: parse, then run one command. Errors print one message saying what to do
  * and exit 1 (2 for usage).
  *
- * Commands that write to the lab's datastore (ns create, pod create) re-run themselves inside the
- * lab's etcd namespace (`nsenter --net`), the only place besides the nodes that reaches etcd: the
- * host's own namespace never does.
+ * Commands that write to the lab's datastore (ns create, pod create; on the Kubernetes datastore pod
+ * delete too) re-run themselves inside the lab's etcd namespace (`nsenter --net`), the only place
+ * besides the nodes that reaches etcd and the API server: the host's own namespace never does.
+ * calicoctl and kubectl are run there the same way.
  */
 import { spawnSync } from 'node:child_process';
 import { labBench, renderBench } from './bench.js';
 import { type LabArgs, type LabCommand, parseLabArgs, USAGE } from './cli.js';
 import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
+import { kubectlEnv } from './kube.js';
 import { labStatus, measureConnectivity, renderStatus } from './observe.js';
-import { planLab, stateDirOf } from './plan.js';
-import { artifacts, checkRoot } from './prereqs.js';
+import { kubePlanOf, type LabPlan, planLab, stateDirOf } from './plan.js';
+import { artifacts, checkRoot, kubectlPath } from './prereqs.js';
 import { Progress } from './progress.js';
 import { connectivityMatrix } from './render.js';
 import { type LabState, requireState, withLock } from './state.js';
@@ -22,8 +24,13 @@ import { nsCreate, podCreate, podDelete, requirePod } from './workloads.js';
 
 const INSIDE = 'CALICO_LAB_INSIDE_NETNS';
 
-function needsDatastore(c: LabCommand): boolean {
-  return c.kind === 'ns-create' || c.kind === 'pod-create' || c.kind === 'bench';
+function needsDatastore(c: LabCommand, plan: LabPlan): boolean {
+  return (
+    c.kind === 'ns-create' ||
+    c.kind === 'pod-create' ||
+    c.kind === 'bench' ||
+    (c.kind === 'pod-delete' && plan.datastore === 'kubernetes')
+  );
 }
 
 /** Re-runs this very command inside the lab's etcd namespace; resolves to its exit status. */
@@ -74,6 +81,17 @@ function calicoctl(state: LabState, argv: readonly string[]): number {
   return r.status ?? 1;
 }
 
+/** The machine's kubectl inside the etcd namespace, on the lab's kubeconfig (KDD labs only). */
+function kubectl(state: LabState, argv: readonly string[]): number {
+  const kube = kubePlanOf(state.plan, '`lab kubectl`');
+  const r = spawnSync('nsenter', [`--net=/run/netns/${state.plan.etcdNetns}`, kubectlPath(), ...argv], {
+    stdio: 'inherit',
+    env: kubectlEnv(kube, process.env),
+  });
+  if (r.error) throw new LabError('command', `cannot run kubectl: ${errorMessage(r.error)}`);
+  return r.status ?? 1;
+}
+
 async function run(args: LabArgs): Promise<number> {
   const cmd = args.command;
   if (cmd.kind === 'help') {
@@ -85,7 +103,13 @@ async function run(args: LabArgs): Promise<number> {
   const arts = artifacts();
   switch (cmd.kind) {
     case 'up': {
-      const plan = planLab({ name: args.name, nodes: cmd.nodes, mode: cmd.mode, stateDir });
+      const plan = planLab({
+        name: args.name,
+        nodes: cmd.nodes,
+        mode: cmd.mode,
+        datastore: cmd.datastore,
+        stateDir,
+      });
       await labUp(plan, arts, out);
       return 0;
     }
@@ -98,7 +122,7 @@ async function run(args: LabArgs): Promise<number> {
   }
   checkRoot();
   const state = requireState(stateDir, args.name);
-  if (needsDatastore(cmd) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
+  if (needsDatastore(cmd, state.plan) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
   switch (cmd.kind) {
     case 'status': {
       const s = await labStatus(state, arts);
@@ -128,6 +152,8 @@ async function run(args: LabArgs): Promise<number> {
     }
     case 'calicoctl':
       return calicoctl(state, cmd.argv);
+    case 'kubectl':
+      return kubectl(state, cmd.argv);
     case 'bench': {
       const progress = cmd.output === 'json' ? new Progress(() => {}) : out;
       const report = await withLock(stateDir, async () =>

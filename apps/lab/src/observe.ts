@@ -82,7 +82,10 @@ export interface LabStatus {
   readonly createdAt: string;
   readonly upSeconds?: number;
   readonly stateDir: string;
+  readonly datastore: 'etcdv3' | 'kubernetes';
   readonly etcd: { url: string; pid?: number; running: boolean };
+  /** The lab's API server (Kubernetes datastore). */
+  readonly apiServer?: { url: string; pid?: number; running: boolean; kubeconfig: string };
   readonly nodes: readonly NodeStatus[];
   readonly namespaces: readonly string[];
   readonly pods: readonly {
@@ -139,6 +142,8 @@ async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Pro
 
 export async function labStatus(state: LabState, arts: Artifacts): Promise<LabStatus> {
   const etcd = state.processes.etcd;
+  const api = state.processes['kube-apiserver'];
+  const kube = state.plan.kube;
   return {
     name: state.name,
     mode: state.mode,
@@ -146,7 +151,18 @@ export async function labStatus(state: LabState, arts: Artifacts): Promise<LabSt
     createdAt: state.createdAt,
     ...(state.upSeconds !== undefined ? { upSeconds: state.upSeconds } : {}),
     stateDir: state.stateDir,
+    datastore: state.plan.datastore,
     etcd: { url: state.plan.etcdUrl, ...(etcd ? { pid: etcd.pid } : {}), running: isAlive(etcd) },
+    ...(kube
+      ? {
+          apiServer: {
+            url: kube.apiServerUrl,
+            ...(api ? { pid: api.pid } : {}),
+            running: isAlive(api),
+            kubeconfig: kube.kubeconfig,
+          },
+        }
+      : {}),
     nodes: withRoles(await Promise.all(state.plan.nodes.map((n) => nodeStatus(state, arts, n)))),
     namespaces: Object.keys(state.k8sNamespaces),
     pods: state.pods.map((p) => ({
@@ -177,7 +193,14 @@ export function renderStatus(s: LabStatus): string {
     `lab "${s.name}": ${s.status}, ${s.nodes.length} nodes, mode ${s.mode}, since ${s.createdAt}` +
       (s.upSeconds !== undefined ? ` (up in ${s.upSeconds} s)` : ''),
   );
-  lines.push(`etcd: ${s.etcd.url} ${proc(s.etcd)}    state: ${s.stateDir}`);
+  if (s.apiServer) {
+    lines.push(
+      `datastore: kubernetes, kube-apiserver ${s.apiServer.url} ${proc(s.apiServer)}, kubeconfig ${s.apiServer.kubeconfig}`,
+    );
+    lines.push(`etcd (the API server's): ${s.etcd.url} ${proc(s.etcd)}    state: ${s.stateDir}`);
+  } else {
+    lines.push(`datastore: etcdv3, etcd ${s.etcd.url} ${proc(s.etcd)}    state: ${s.stateDir}`);
+  }
   lines.push('');
   lines.push(
     table(

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { calicoctlConfigText, calicoNodeEnv, cniConflist, planLab, pluginConfig, podNetns } from './plan.js';
+import { isLabError } from './errors.js';
+import {
+  calicoctlConfigText,
+  calicoNodeEnv,
+  cniConflist,
+  kubePlanOf,
+  planLab,
+  pluginConfig,
+  podNetns,
+} from './plan.js';
 
 describe('lab plan', () => {
   it('default lab: fabric and etcd namespaces, nodes n1…nN on 198.18.0.11…', () => {
@@ -68,6 +77,54 @@ describe('lab plan', () => {
     // Pods in a vxlan lab fit inside the VXLAN device's 1450.
     const v = planLab({ name: 'lab', nodes: 2, mode: 'vxlan', stateDir: '/s' });
     expect(JSON.parse(pluginConfig(cniConflist(v, v.nodes[0]!))).mtu).toBe(1450);
+  });
+  it('a lab on etcd has no API server, and says so to what needs one', () => {
+    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    expect(p.datastore).toBe('etcdv3');
+    expect(p.kube).toBeUndefined();
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({ DATASTORE_TYPE: 'etcdv3' });
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin').KUBECONFIG).toBeUndefined();
+    try {
+      kubePlanOf(p, '`lab kubectl`');
+      throw new Error('expected an error');
+    } catch (e) {
+      expect(isLabError(e, 'usage')).toBe(true);
+      expect((e as Error).message).toMatch(
+        /`lab kubectl` needs a lab on the Kubernetes datastore; the lab "lab" runs on etcd .*--datastore kubernetes/,
+      );
+    }
+  });
+  it('on the Kubernetes datastore every client uses the admin kubeconfig and the fabric address', () => {
+    const p = planLab({ name: 'k', nodes: 2, mode: 'vxlan', datastore: 'kubernetes', stateDir: '/s' });
+    expect(p.kube).toEqual({
+      apiServerUrl: 'https://198.18.0.2:6443',
+      dir: '/s/kube',
+      kubeconfig: '/s/kubeconfig',
+      log: '/s/kube/kube-apiserver.log',
+    });
+    const env = calicoNodeEnv(p, p.nodes[0]!, '/usr/bin');
+    expect(env).toMatchObject({ DATASTORE_TYPE: 'kubernetes', KUBECONFIG: '/s/kubeconfig', NODENAME: 'n1' });
+    expect(env.ETCD_ENDPOINTS).toBeUndefined();
+    const conf = JSON.parse(pluginConfig(cniConflist(p, p.nodes[1]!)));
+    expect(conf).toMatchObject({
+      type: 'calico',
+      datastore_type: 'kubernetes',
+      kubernetes: { kubeconfig: '/s/kubeconfig' },
+      nodename_file: '/s/nodes/n2/lib/nodename',
+      policy: { type: 'k8s' },
+    });
+    expect(conf.etcd_endpoints).toBeUndefined();
+    expect(calicoctlConfigText(p)).toBe(
+      [
+        'apiVersion: projectcalico.org/v3',
+        'kind: CalicoAPIConfig',
+        'metadata: {}',
+        'spec:',
+        '  datastoreType: kubernetes',
+        '  kubeconfig: /s/kubeconfig',
+        '',
+      ].join('\n'),
+    );
   });
   it('refuses a node count outside 1…50', () => {
     expect(() => planLab({ name: 'lab', nodes: 0, mode: 'bgp', stateDir: '/s' })).toThrow(/1 to 50/);

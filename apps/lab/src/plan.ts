@@ -8,6 +8,10 @@
  *   node netns: default via 198.18.0.1 (so proxy ARP on cali* answers), ip_forward=1
  *   pods: 198.19.0.0/16 (pool), one netns per pod, wired by the CNI plugin on its node
  *
+ * With `--datastore kubernetes` the etcd namespace also runs kube-apiserver on that etcd, serving
+ * https://198.18.0.2:6443 to the nodes; the Calico kinds are CRDs and calico-node, the CNI plugin and
+ * calicoctl use the admin kubeconfig in the state directory instead of etcd.
+ *
  * Nothing is connected to the host's own namespace: only lab namespaces reach etcd or each other.
  * The default lab is named `lab` and its nodes' namespaces are `n1`…; another name prefixes them
  * (`<name>-n1`) so two labs never share a namespace.
@@ -17,6 +21,9 @@ import { LabError } from './errors.js';
 
 export type LabMode = 'bgp' | 'vxlan';
 export const LAB_MODES: readonly LabMode[] = ['bgp', 'vxlan'];
+/** Upstream's DATASTORE_TYPE values. */
+export type LabDatastore = 'etcdv3' | 'kubernetes';
+export const LAB_DATASTORES: readonly LabDatastore[] = ['etcdv3', 'kubernetes'];
 export const DEFAULT_LAB_NAME = 'lab';
 export const DEFAULT_STATE_ROOT = '/var/run/calico-lab';
 export const MAX_NODES = 50;
@@ -26,6 +33,7 @@ export const FABRIC_GATEWAY = '198.18.0.1';
 export const ETCD_IP = '198.18.0.2';
 export const POD_POOL = '198.19.0.0/16';
 export const BRIDGE = 'br0';
+export const API_SERVER_PORT = 6443;
 
 export interface NodePlan {
   /** Calico Node name. */
@@ -42,9 +50,23 @@ export interface NodePlan {
   readonly log: string;
 }
 
+/** The Kubernetes API server of a `--datastore kubernetes` lab. */
+export interface KubePlan {
+  /** `https://198.18.0.2:6443`: in the etcd namespace, reached over the fabric. */
+  readonly apiServerUrl: string;
+  /** Certificates, keys and the API server's log. */
+  readonly dir: string;
+  /** The admin kubeconfig every lab client uses (calico-node, CNI, calicoctl, `lab kubectl`). */
+  readonly kubeconfig: string;
+  readonly log: string;
+}
+
 export interface LabPlan {
   readonly name: string;
   readonly mode: LabMode;
+  readonly datastore: LabDatastore;
+  /** Present exactly when `datastore` is `kubernetes`. */
+  readonly kube?: KubePlan;
   readonly stateDir: string;
   readonly fabricNetns: string;
   readonly etcdNetns: string;
@@ -75,7 +97,13 @@ export function stateDirOf(labName: string, stateRoot = DEFAULT_STATE_ROOT): str
   return join(stateRoot, labName);
 }
 
-export function planLab(opts: { name: string; nodes: number; mode: LabMode; stateDir: string }): LabPlan {
+export function planLab(opts: {
+  name: string;
+  nodes: number;
+  mode: LabMode;
+  datastore?: LabDatastore;
+  stateDir: string;
+}): LabPlan {
   checkLabName(opts.name);
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
     throw new LabError('usage', `--nodes must be a whole number from 1 to ${MAX_NODES}`);
@@ -98,9 +126,22 @@ export function planLab(opts: { name: string; nodes: number; mode: LabMode; stat
       log: join(dir, 'calico-node.log'),
     });
   }
+  const datastore = opts.datastore ?? 'etcdv3';
+  const kubeDir = join(opts.stateDir, 'kube');
   return {
     name: opts.name,
     mode: opts.mode,
+    datastore,
+    ...(datastore === 'kubernetes'
+      ? {
+          kube: {
+            apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
+            dir: kubeDir,
+            kubeconfig: join(opts.stateDir, 'kubeconfig'),
+            log: join(kubeDir, 'kube-apiserver.log'),
+          },
+        }
+      : {}),
     stateDir: opts.stateDir,
     fabricNetns: `${opts.name}-fabric`,
     etcdNetns: `${opts.name}-etcd`,
@@ -110,6 +151,25 @@ export function planLab(opts: { name: string; nodes: number; mode: LabMode; stat
     calicoctlConfig: join(opts.stateDir, 'calicoctl.cfg'),
     nodes,
   };
+}
+
+/** The lab's Kubernetes API server, or a clear error for a lab on etcd. */
+export function kubePlanOf(plan: LabPlan, what: string): KubePlan {
+  if (!plan.kube) {
+    throw new LabError(
+      'usage',
+      `${what} needs a lab on the Kubernetes datastore; the lab "${plan.name}" runs on etcd ` +
+        '(`pnpm lab down`, then `pnpm lab up --datastore kubernetes`)',
+    );
+  }
+  return plan.kube;
+}
+
+/** The datastore half of a client's environment (upstream's variable names). */
+function datastoreEnv(plan: LabPlan): Record<string, string> {
+  return plan.kube
+    ? { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: plan.kube.kubeconfig }
+    : { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: plan.etcdUrl };
 }
 
 /** The environment calico-node runs with on a lab node: the DaemonSet's, pointed at the lab. */
@@ -128,8 +188,7 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
     CALICO_IPV4POOL_VXLAN: plan.mode === 'bgp' ? 'Never' : 'Always',
     // Nothing in the lab leads outside it; no SNAT needed.
     CALICO_IPV4POOL_NAT_OUTGOING: 'false',
-    DATASTORE_TYPE: 'etcdv3',
-    ETCD_ENDPOINTS: plan.etcdUrl,
+    ...datastoreEnv(plan),
     FELIX_HEALTHENABLED: 'true',
     FELIX_IPV6SUPPORT: 'false',
     FELIX_LOGSEVERITYSCREEN: 'info',
@@ -152,8 +211,9 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         type: 'calico',
         log_level: 'info',
         log_file_path: join(node.dir, 'cni.log'),
-        datastore_type: 'etcdv3',
-        etcd_endpoints: plan.etcdUrl,
+        ...(plan.kube
+          ? { datastore_type: 'kubernetes', kubernetes: { kubeconfig: plan.kube.kubeconfig } }
+          : { datastore_type: 'etcdv3', etcd_endpoints: plan.etcdUrl }),
         nodename_file: join(node.libDir, 'nodename'),
         ipam_lock_file: join(node.dir, 'ipam.lock'),
         // The node's calico-node serves the plugin here (its CALICO_VAR_RUN_DIR).
@@ -180,8 +240,9 @@ export function calicoctlConfigText(plan: LabPlan): string {
     'kind: CalicoAPIConfig',
     'metadata: {}',
     'spec:',
-    '  datastoreType: etcdv3',
-    `  etcdEndpoints: ${plan.etcdUrl}`,
+    ...(plan.kube
+      ? ['  datastoreType: kubernetes', `  kubeconfig: ${plan.kube.kubeconfig}`]
+      : ['  datastoreType: etcdv3', `  etcdEndpoints: ${plan.etcdUrl}`]),
     '',
   ].join('\n');
 }

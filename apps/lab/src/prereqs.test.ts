@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { isLabError } from './errors.js';
-import { artifacts, checkArtifacts, checkSystemPrograms, missingPrograms, REPO_ROOT } from './prereqs.js';
+import {
+  artifacts,
+  CALICO_CRDS,
+  checkArtifacts,
+  checkSystemPrograms,
+  kubectlPath,
+  kubeTools,
+  missingPrograms,
+  REPO_ROOT,
+} from './prereqs.js';
 
 describe('prerequisites', () => {
   it('names each missing program and the Debian package that brings it', () => {
@@ -52,5 +61,24 @@ describe('prerequisites', () => {
       /not built yet: \/x\/calicoctl. Run `pnpm build` first/,
     );
     expect(() => checkArtifacts(a, () => true)).not.toThrow();
+  });
+
+  it('finds kube-apiserver, kubectl and openssl for a Kubernetes-datastore lab, or names what is missing', () => {
+    const env = { PATH: '/usr/local/bin:/usr/bin' };
+    const present = new Set(['/cache/kube-apiserver', '/usr/bin/kubectl', '/usr/bin/openssl', CALICO_CRDS]);
+    expect(kubeTools('/cache/kube-apiserver', env, (p) => present.has(p))).toEqual({
+      kubeApiServer: '/cache/kube-apiserver',
+      kubectl: '/usr/bin/kubectl',
+      openssl: '/usr/bin/openssl',
+    });
+    expect(
+      kubeTools('/cache/kube-apiserver', { ...env, CALICO_LAB_KUBECTL_BIN: '/opt/kubectl' }, (p) =>
+        present.has(p),
+      ).kubectl,
+    ).toBe('/opt/kubectl');
+    expect(() => kubeTools('/cache/kube-apiserver', env, (p) => p === CALICO_CRDS)).toThrow(
+      /--datastore kubernetes needs: kube-apiserver \(\/cache\/kube-apiserver; .\/scripts\/setup.sh builds it\); kubectl \(on PATH, or CALICO_LAB_KUBECTL_BIN; any recent release\); openssl/,
+    );
+    expect(() => kubectlPath(env, () => false)).toThrow(/missing: kubectl/);
   });
 });

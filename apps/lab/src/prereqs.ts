@@ -106,6 +106,63 @@ export function checkSystemPrograms(exists: (path: string) => boolean = existsSy
   );
 }
 
+/** The Calico CRDs, as generated into deploy/ (`pnpm crds`). */
+export const CALICO_CRDS = join(REPO_ROOT, 'deploy/crds/calico-crds.yaml');
+
+/** What a `--datastore kubernetes` lab runs besides the rest. */
+export interface KubeTools {
+  readonly kubeApiServer: string;
+  readonly kubectl: string;
+  readonly openssl: string;
+}
+
+function onPath(
+  name: string,
+  env: Readonly<Record<string, string | undefined>>,
+  exists: (p: string) => boolean,
+) {
+  for (const d of (env.PATH || '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    if (d && exists(join(d, name))) return join(d, name);
+  }
+  return undefined;
+}
+
+const KUBECTL_HINT = 'kubectl (on PATH, or CALICO_LAB_KUBECTL_BIN; any recent release)';
+
+/** The kubectl the lab runs: `CALICO_LAB_KUBECTL_BIN`, else the machine's on PATH. */
+export function kubectlPath(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  exists: (path: string) => boolean = existsSync,
+): string {
+  const path = env.CALICO_LAB_KUBECTL_BIN || onPath('kubectl', env, exists);
+  if (!path) throw new LabError('prerequisite', `missing: ${KUBECTL_HINT}`);
+  return path;
+}
+
+/**
+ * kube-apiserver (`CALICO_LAB_KUBE_APISERVER_BIN`, else what scripts/setup.sh builds), kubectl
+ * (`CALICO_LAB_KUBECTL_BIN`, else the machine's on PATH) and openssl (certificates). Throws a
+ * `prerequisite` error naming each one missing and where it comes from.
+ */
+export function kubeTools(
+  defaultApiServer: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  exists: (path: string) => boolean = existsSync,
+): KubeTools {
+  const kubeApiServer = env.CALICO_LAB_KUBE_APISERVER_BIN || defaultApiServer;
+  const kubectl = env.CALICO_LAB_KUBECTL_BIN || onPath('kubectl', env, exists);
+  const openssl = onPath('openssl', env, exists);
+  const missing: string[] = [];
+  if (!exists(kubeApiServer)) missing.push(`kube-apiserver (${kubeApiServer}; ./scripts/setup.sh builds it)`);
+  if (!kubectl) missing.push(KUBECTL_HINT);
+  if (!openssl) missing.push('openssl (`apt-get install openssl`)');
+  if (!exists(CALICO_CRDS)) missing.push(`the CRDs ${CALICO_CRDS} (\`pnpm crds\`)`);
+  if (missing.length > 0) {
+    throw new LabError('prerequisite', `--datastore kubernetes needs: ${missing.join('; ')}`);
+  }
+  return { kubeApiServer, kubectl: kubectl!, openssl: openssl! };
+}
+
 export function checkArtifacts(
   a: Artifacts = artifacts(),
   exists: (path: string) => boolean = existsSync,

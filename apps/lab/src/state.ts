@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { LabError } from './errors.js';
-import type { LabMode, LabPlan } from './plan.js';
+import type { LabDatastore, LabMode, LabPlan } from './plan.js';
 import type { ProcRecord } from './processes.js';
 
 export interface PodRecord {
@@ -40,7 +40,10 @@ export interface LabState {
   readonly plan: LabPlan;
   /** Every network namespace the lab made, in the order made (removed in reverse). */
   readonly namespaces: string[];
-  /** Processes by role: `etcd`, `node/<name>`. Pod listeners live on their pod. */
+  /**
+   * Processes by role, in the order started: `etcd`, `kube-apiserver`, `node/<name>`. Pod listeners
+   * live on their pod.
+   */
   readonly processes: Record<string, ProcRecord>;
   readonly k8sNamespaces: Record<string, Record<string, string>>;
   readonly pods: PodRecord[];
@@ -55,11 +58,17 @@ export function stateFile(stateDir: string): string {
 export function readState(stateDir: string): LabState | undefined {
   const path = stateFile(stateDir);
   if (!existsSync(path)) return undefined;
+  let state: LabState;
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as LabState;
+    state = JSON.parse(readFileSync(path, 'utf8')) as LabState;
   } catch (e) {
     throw new LabError('state', `the state file ${path} cannot be read (${(e as Error).message})`);
   }
+  // A lab made before the datastore could be chosen runs on etcd.
+  if (state.plan && state.plan.datastore === undefined) {
+    (state.plan as { datastore: LabDatastore }).datastore = 'etcdv3';
+  }
+  return state;
 }
 
 export function writeState(state: LabState): void {

@@ -6,6 +6,11 @@
  *   ─► etcd healthy ─► CNI plugin and config per node, calicoctl.cfg ─► calico-node per node
  *   ─► every node: `calico-node -felix-ready [-bird-ready]` passes inside its namespace
  *
+ * With `--datastore kubernetes` (kube.ts) three steps join, overlapped with the others where they
+ * can be: certificates and the admin kubeconfig (made while etcd starts), kube-apiserver on the
+ * lab's etcd (started once etcd is healthy; the node namespaces and files are made while it boots),
+ * then the CRDs and one v1 Node per lab node, before any calico-node starts.
+ *
  * Each namespace and process is written to the state file as it is made; when a step fails,
  * everything made so far is removed again (tearDown) and the error is reported.
  */
@@ -14,17 +19,31 @@ import { join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
 import { tearDown } from './down.js';
 import { errorMessage, LabError } from './errors.js';
+import { kubeNode } from './k8s-model.js';
+import { runKubectl } from './kube.js';
 import {
+  API_SERVER_PORT,
   BRIDGE,
   calicoctlConfigText,
   calicoNodeEnv,
   cniConflist,
   ETCD_IP,
   FABRIC_GATEWAY,
+  type KubePlan,
+  kubePlanOf,
   type LabPlan,
   type NodePlan,
 } from './plan.js';
-import { type Artifacts, checkArtifacts, checkRoot, checkSystemPrograms, programPath } from './prereqs.js';
+import {
+  type Artifacts,
+  CALICO_CRDS,
+  checkArtifacts,
+  checkRoot,
+  checkSystemPrograms,
+  type KubeTools,
+  kubeTools,
+  programPath,
+} from './prereqs.js';
 import { isAlive, runAsync, spawnDetached } from './processes.js';
 import type { Progress } from './progress.js';
 import { type LabState, newState, readState, writeState } from './state.js';
@@ -71,6 +90,9 @@ async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
   }
 }
 
+/** The pieces of `@calico-ts/datastore/testing` the lab's API server is made with. */
+type KubeKit = typeof import('@calico-ts/datastore/testing');
+
 export class LabBuilder {
   readonly net = new Netlinux();
   readonly state: LabState;
@@ -79,8 +101,14 @@ export class LabBuilder {
     readonly plan: LabPlan,
     readonly arts: Artifacts,
     readonly out: Progress,
+    readonly kube?: { readonly tools: KubeTools; readonly kit: KubeKit },
   ) {
     this.state = newState(plan);
+  }
+
+  #kube(): { plan: KubePlan; tools: KubeTools; kit: KubeKit } {
+    if (!this.kube) throw new LabError('setup', 'internal: a Kubernetes step in a lab on etcd');
+    return { plan: kubePlanOf(this.plan, 'the API server'), ...this.kube };
   }
 
   save(): void {
@@ -142,6 +170,120 @@ export class LabBuilder {
     this.save();
     this.out.step(
       `etcd: namespace ${plan.etcdNetns}, ${plan.etcdUrl} (pid ${this.state.processes.etcd.pid})`,
+    );
+  }
+
+  /** CA, serving and admin certificates, service-account keys and the admin kubeconfig. */
+  async kubeCredentials(): Promise<void> {
+    const { plan: kube, kit } = this.#kube();
+    mkdirSync(kube.dir, { recursive: true, mode: 0o700 });
+    // Valid as long as anyone keeps a lab up; the server also answers for 127.0.0.1 in its namespace.
+    const certs = await kit.makeKubeCertificates(kube.dir, { serverIPs: [ETCD_IP], validDays: 365 });
+    writeFileSync(
+      kube.kubeconfig,
+      kit.adminKubeconfig({ server: kube.apiServerUrl, name: `calico-lab-${this.plan.name}`, ...certs }),
+      { mode: 0o600 },
+    );
+  }
+
+  startApiServer(): void {
+    const { plan: kube, tools, kit } = this.#kube();
+    const args = kit.kubeApiServerArgs({
+      dir: kube.dir,
+      etcdServers: this.plan.etcdUrl,
+      address: ETCD_IP,
+      port: API_SERVER_PORT,
+    });
+    this.state.processes['kube-apiserver'] = spawnDetached(
+      [...nsenter(this.plan.etcdNetns), tools.kubeApiServer, ...args],
+      { env: { PATH }, log: kube.log },
+    );
+    this.save();
+    this.out.step(
+      `kube-apiserver: namespace ${this.plan.etcdNetns}, ${kube.apiServerUrl} on etcd ` +
+        `(pid ${this.state.processes['kube-apiserver'].pid}), kubeconfig ${kube.kubeconfig}`,
+    );
+  }
+
+  /**
+   * Until `path` answers ok: `/livez` once it serves (the admin, in system:masters, needs no RBAC
+   * roles), `/readyz` once storage, RBAC bootstrap and every post-start hook are done.
+   */
+  async waitApiServer(path: '/livez' | '/readyz', timeoutMs = 90_000): Promise<void> {
+    const { plan: kube, tools } = this.#kube();
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await runKubectl(this.plan, tools.kubectl, ['get', `--raw=${path}`], { timeoutMs: 5000 });
+      if (r.status === 0 && r.stdout.trim() === 'ok') break;
+      this.#checkApiServer(kube);
+      if (Date.now() > end) {
+        throw new LabError(
+          'setup',
+          `kube-apiserver did not answer ${path} ok in ${timeoutMs / 1000} s (${(r.stderr || r.stdout).trim()}); ` +
+            `its log ends:\n${lastLines(kube.log)}`,
+        );
+      }
+      await sleep(250);
+    }
+    this.out.step(`kube-apiserver: ${path === '/livez' ? 'serving' : 'ready'}`);
+  }
+
+  #checkApiServer(kube: KubePlan): void {
+    if (!isAlive(this.state.processes['kube-apiserver'])) {
+      throw new LabError('setup', `kube-apiserver exited; its log ends:\n${lastLines(kube.log)}`);
+    }
+  }
+
+  /**
+   * The Calico CRDs and a v1 Node per lab node (kubelet's part), then the CRDs established. Applied
+   * as soon as the server serves; a server still starting up refuses some requests for a moment,
+   * so the (idempotent) apply is repeated until it succeeds.
+   */
+  async kubeObjects(timeoutMs = 90_000): Promise<void> {
+    const { plan: kube, tools } = this.#kube();
+    const nodes = { apiVersion: 'v1', kind: 'List', items: this.plan.nodes.map((n) => kubeNode(n.name)) };
+    const kubectl = (args: string[], input?: string) =>
+      runKubectl(this.plan, tools.kubectl, args, {
+        ...(input !== undefined ? { input } : {}),
+        timeoutMs: 90_000,
+      });
+    const end = Date.now() + timeoutMs;
+    const apply = ['apply', '--server-side', '--field-manager=calico-lab', '-f', CALICO_CRDS, '-f', '-'];
+    for (;;) {
+      const r = await kubectl(apply, JSON.stringify(nodes));
+      if (r.status === 0) break;
+      this.#checkApiServer(kube);
+      if (Date.now() > end)
+        throw new LabError('setup', `kubectl ${apply.join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
+      await sleep(250);
+    }
+    for (;;) {
+      // One list instead of `kubectl wait`, which takes seconds over 22 CRDs.
+      const r = await kubectl(['get', 'crd', '-o', 'json']);
+      const items =
+        r.status === 0
+          ? (
+              JSON.parse(r.stdout) as {
+                items: { status?: { conditions?: { type: string; status: string }[] } }[];
+              }
+            ).items
+          : [];
+      const established = items.filter((c) =>
+        c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True'),
+      ).length;
+      if (items.length > 0 && established === items.length) break;
+      this.#checkApiServer(kube);
+      if (Date.now() > end) {
+        throw new LabError(
+          'setup',
+          `the Calico CRDs were not established in ${timeoutMs / 1000} s (${established}/${items.length}): ` +
+            (r.stderr || '').trim(),
+        );
+      }
+      await sleep(100);
+    }
+    this.out.step(
+      `kubernetes: Calico CRDs established, Nodes ${this.plan.nodes.map((n) => n.name).join(', ')} created`,
     );
   }
 
@@ -261,22 +403,42 @@ export async function labUp(
   checkRoot();
   checkSystemPrograms();
   checkArtifacts(arts);
-  const b = new LabBuilder(plan, arts, out);
+  let kube: { tools: KubeTools; kit: KubeKit } | undefined;
+  if (plan.kube) {
+    const kit = await import('@calico-ts/datastore/testing');
+    kube = { tools: kubeTools(kit.kubeApiServerBinary()), kit };
+  }
+  const b = new LabBuilder(plan, arts, out, kube);
   await checkNoLab(plan, b.net);
   mkdirSync(plan.stateDir, { recursive: true });
   b.save();
-  out.step(`lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, state in ${plan.stateDir}`);
+  out.step(
+    `lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, datastore ${plan.datastore}, ` +
+      `state in ${plan.stateDir}`,
+  );
+  // Certificates are made while the namespaces and etcd come up.
+  const credentials = plan.kube ? b.kubeCredentials() : undefined;
+  credentials?.catch(() => {});
   try {
     await b.fabric();
     await b.etcd();
+    if (plan.kube) {
+      await b.waitEtcd();
+      await credentials;
+      b.startApiServer();
+    }
     for (const node of plan.nodes) await b.node(node);
     out.step(
       `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${FABRIC_GATEWAY})`,
     );
-    await b.waitEtcd();
+    if (!plan.kube) await b.waitEtcd();
     b.files();
+    if (plan.kube) {
+      await b.waitApiServer('/livez');
+      await b.kubeObjects();
+    }
     for (const node of plan.nodes) b.startNode(node);
-    await b.waitReady(readyTimeoutMs);
+    await Promise.all([b.waitReady(readyTimeoutMs), plan.kube ? b.waitApiServer('/readyz') : undefined]);
     b.state.status = 'up';
     b.state.upSeconds = Math.round(out.seconds * 10) / 10;
     b.save();
@@ -284,6 +446,8 @@ export async function labUp(
     b.state.status = 'failed';
     b.save();
     out.step('lab up failed; removing what it made');
+    // Nothing may still be writing into the state directory when it is removed.
+    await credentials?.catch(() => {});
     await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
       out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
     );
@@ -300,6 +464,7 @@ export async function labUp(
       `  pnpm lab pod create demo/web --node ${plan.nodes[0]!.name} --labels app=web`,
       '  pnpm lab connectivity',
       '  pnpm lab calicoctl get nodes -o wide',
+      ...(plan.kube ? ['  pnpm lab kubectl get nodes,pods -A'] : []),
       '  pnpm lab status',
       '  pnpm lab down',
     ].join('\n'),

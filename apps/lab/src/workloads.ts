@@ -1,5 +1,5 @@
 /**
- * Namespaces and pods in the lab, done as Kubernetes would have them done:
+ * Namespaces and pods in the lab, done as Kubernetes would have them done. On etcd:
  *
  *   ns create   ─► Profiles kns.<ns> / ksa.<ns>.default (kube-controllers' namespace and
  *                  service-account controllers)
@@ -8,8 +8,16 @@
  *                  profiles (kube-controllers' pod controller) ─► a TCP+UDP listener in the pod
  *   pod delete  ─► listener stopped ─► CNI DEL ─► netns removed
  *
- * Datastore writes connect to the lab's etcd, so those commands run inside the etcd namespace
- * (main.ts re-enters it); everything else enters namespaces with nsenter.
+ * On the Kubernetes datastore the Calico resources follow from Kubernetes objects, so the lab makes
+ * those instead (k8s-model.ts):
+ *
+ *   ns create   ─► Namespace (labels) + ServiceAccount default   (Profiles kns.* / ksa.* follow)
+ *   pod create  ─► Pod bound to its node ─► pod netns ─► CNI ADD (annotates the Pod with its
+ *                  addresses: that is its WorkloadEndpoint) ─► listener
+ *   pod delete  ─► listener stopped ─► CNI DEL ─► Pod deleted (grace period 0) ─► netns removed
+ *
+ * Datastore writes connect to the lab's etcd or API server, so those commands run inside the etcd
+ * namespace (main.ts re-enters it); everything else enters namespaces with nsenter.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -18,7 +26,8 @@ import type { WorkloadEndpoint } from '@calico-ts/api';
 import type { Datastore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
 import { errorMessage, LabError } from './errors.js';
-import { namespaceProfiles, podEndpoint } from './k8s-model.js';
+import { kubeNamespace, kubePod, kubeServiceAccount, namespaceProfiles, podEndpoint } from './k8s-model.js';
+import { type KubeApi, KubeApiError, withKubeApi } from './kube.js';
 import { cniConflist, type LabPlan, type NodePlan, pluginConfig, podNetns } from './plan.js';
 import type { Artifacts } from './prereqs.js';
 import { isAlive, type ProcRecord, run, spawnDetached, stopRecorded } from './processes.js';
@@ -29,12 +38,14 @@ import { nsenter } from './up.js';
 const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A datastore client on the lab's etcd (loaded on demand: most commands never need one). */
+/** A datastore client on the lab's datastore (loaded on demand: most commands never need one). */
 export async function withDatastore<T>(plan: LabPlan, fn: (ds: Datastore) => Promise<T>): Promise<T> {
   const { createDatastore } = await import('@calico-ts/datastore');
   // A one-shot command: etcd over node:http2, which loads far faster than etcd3.
   const ds = await createDatastore(
-    { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] },
+    plan.kube
+      ? { datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: plan.kube.kubeconfig }
+      : { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] },
     { transport: 'http2' },
   );
   try {
@@ -50,21 +61,65 @@ export async function nsCreate(
   labels: Record<string, string>,
   out: Progress,
 ): Promise<void> {
-  const profiles = namespaceProfiles(namespace, labels);
-  await withDatastore(state.plan, async (ds) => {
-    for (const p of profiles) await ds.apply(p);
-  });
-  const existed = namespace in state.k8sNamespaces;
+  let made: string;
+  let existed: boolean;
+  if (state.plan.kube) {
+    existed = await withKubeApi(state.plan, (api) => applyNamespace(api, namespace, labels));
+    made = `Namespace and ServiceAccount default (Profiles kns.${namespace}, ksa.${namespace}.default follow)`;
+  } else {
+    const profiles = namespaceProfiles(namespace, labels);
+    await withDatastore(state.plan, async (ds) => {
+      for (const p of profiles) await ds.apply(p);
+    });
+    existed = namespace in state.k8sNamespaces;
+    made = `Profiles ${profiles.map((p) => p.metadata.name).join(', ')}`;
+  }
   state.k8sNamespaces[namespace] = labels;
   writeState(state);
   out.line(
-    `namespace ${namespace} ${existed ? 'updated' : 'created'}: Profiles ${profiles.map((p) => p.metadata.name).join(', ')}` +
+    `namespace ${namespace} ${existed ? 'updated' : 'created'}: ${made}` +
       (Object.keys(labels).length > 0
         ? ` (labels ${Object.entries(labels)
             .map(([k, v]) => `${k}=${v}`)
             .join(',')})`
         : ''),
   );
+}
+
+/**
+ * The Namespace with exactly these labels (besides the one the API server keeps), and its `default`
+ * ServiceAccount, as kube-controller-manager would make it. Resolves whether the Namespace existed.
+ */
+async function applyNamespace(
+  api: KubeApi,
+  namespace: string,
+  labels: Record<string, string>,
+): Promise<boolean> {
+  const path = `/api/v1/namespaces/${namespace}`;
+  const existed = await (async () => {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await api.get(path);
+      if (!current) {
+        if ((await api.create('/api/v1/namespaces', kubeNamespace(namespace, labels))) === 'created')
+          return false;
+        continue; // made meanwhile: update that one
+      }
+      const meta = current.metadata as { labels?: Record<string, string> };
+      const kept = Object.fromEntries(
+        Object.entries(meta.labels ?? {}).filter(([k]) => k === 'kubernetes.io/metadata.name'),
+      );
+      try {
+        await api.request('PUT', path, { ...current, metadata: { ...meta, labels: { ...kept, ...labels } } });
+        return true;
+      } catch (e) {
+        if (e instanceof KubeApiError && e.status === 409) continue; // changed in between
+        throw e;
+      }
+    }
+    throw new LabError('command', `namespace ${namespace} kept changing while it was updated; try again`);
+  })();
+  await api.create(`/api/v1/namespaces/${namespace}/serviceaccounts`, kubeServiceAccount(namespace));
+  return existed;
 }
 
 function findPod(state: LabState, namespace: string, name: string): PodRecord | undefined {
@@ -123,7 +178,11 @@ function cniFailure(stdout: string, stderr: string): string {
   }
 }
 
-async function labelEndpoint(plan: LabPlan, pod: PodRecord): Promise<WorkloadEndpoint> {
+/**
+ * The pod's WorkloadEndpoint as the CNI plugin left it. On etcd its labels and profiles are then set
+ * as kube-controllers' pod controller would; on the Kubernetes datastore they come from the Pod.
+ */
+async function podWorkloadEndpoint(plan: LabPlan, pod: PodRecord): Promise<WorkloadEndpoint> {
   return withDatastore(plan, async (ds) => {
     for (let attempt = 0; ; attempt++) {
       const list = await ds.list('WorkloadEndpoint', { namespace: pod.namespace });
@@ -133,6 +192,7 @@ async function labelEndpoint(plan: LabPlan, pod: PodRecord): Promise<WorkloadEnd
           'command',
           `the CNI plugin made no WorkloadEndpoint for ${pod.namespace}/${pod.name}`,
         );
+      if (plan.kube) return wep;
       try {
         return await ds.update(podEndpoint(wep, { namespace: pod.namespace, labels: pod.labels }));
       } catch (e) {
@@ -167,12 +227,12 @@ export async function podCreate(
   out: Progress,
 ): Promise<PodRecord> {
   const { plan } = state;
-  if (!(req.namespace in state.k8sNamespaces)) {
-    throw new LabError(
+  const noNamespace = () =>
+    new LabError(
       'not-found',
       `namespace ${req.namespace} does not exist in the lab; create it first: pnpm lab ns create ${req.namespace}`,
     );
-  }
+  if (!plan.kube && !(req.namespace in state.k8sNamespaces)) throw noNamespace();
   if (findPod(state, req.namespace, req.name)) {
     throw new LabError('state', `pod ${req.namespace}/${req.name} already exists; delete it first`);
   }
@@ -193,6 +253,20 @@ export async function podCreate(
       `network namespace ${pod.netns} already exists and the lab did not make it; remove it first`,
     );
   }
+  if (plan.kube) {
+    // The Pod exists before CNI ADD, bound to its node, as the scheduler and kubelet leave it.
+    await withKubeApi(plan, async (api) => {
+      if (!(await api.get(`/api/v1/namespaces/${req.namespace}`))) throw noNamespace();
+      const made = await api.create(`/api/v1/namespaces/${req.namespace}/pods`, kubePod(pod));
+      if (made === 'exists') {
+        throw new LabError(
+          'state',
+          `pod ${req.namespace}/${req.name} already exists in the API server and the lab did not make it; ` +
+            `delete it first (pnpm lab kubectl delete pod -n ${req.namespace} ${req.name})`,
+        );
+      }
+    });
+  }
   state.pods.push(pod);
   state.namespaces.push(pod.netns);
   writeState(state);
@@ -205,7 +279,7 @@ export async function podCreate(
     const result = JSON.parse(add.stdout) as { ips?: { address: string }[] };
     pod.ip = result.ips?.[0]?.address.split('/')[0];
     writeState(state);
-    const wep = await labelEndpoint(plan, pod);
+    const wep = await podWorkloadEndpoint(plan, pod);
     const logDir = join(plan.stateDir, 'pods');
     mkdirSync(logDir, { recursive: true });
     const log = join(logDir, `${pod.namespace}.${pod.name}.log`);
@@ -235,7 +309,7 @@ export async function podCreate(
   }
 }
 
-/** Listener, CNI DEL, netns, state entry; each step tolerant of what is already gone. */
+/** Listener, CNI DEL, the Pod (Kubernetes datastore), netns, state entry; each step tolerant of what is already gone. */
 async function podRemove(state: LabState, pod: PodRecord): Promise<string[]> {
   const notes: string[] = [];
   if (pod.listener && isAlive(pod.listener)) {
@@ -247,6 +321,18 @@ async function podRemove(state: LabState, pod: PodRecord): Promise<string[]> {
     const del = runCni(state.plan, node, 'DEL', pod);
     if (del.status === 0) notes.push('CNI DEL done');
     else notes.push(`CNI DEL failed: ${cniFailure(del.stdout, del.stderr)}`);
+  }
+  if (state.plan.kube) {
+    try {
+      if (
+        await withKubeApi(state.plan, (api) =>
+          api.deleteNow(`/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`),
+        )
+      )
+        notes.push('Pod deleted');
+    } catch (e) {
+      notes.push(`Pod not deleted: ${errorMessage(e)}`);
+    }
   }
   if (await new Netlinux().deleteNetns(pod.netns).catch(() => false))
     notes.push(`netns ${pod.netns} removed`);
