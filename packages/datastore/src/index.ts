@@ -29,7 +29,7 @@ export {
   type Versioned,
   type VersionedList,
 } from './ipam-store.js';
-export { ENDPOINT_SLICES_PREFIX, SERVICES_PREFIX } from './kube/object-keys.js';
+export { ENDPOINT_SLICES_PREFIX, NODES_PREFIX, PODS_PREFIX, SERVICES_PREFIX } from './kube/object-keys.js';
 export { classifyEtcdHttp2Error } from './kv/etcd-http2-errors.js';
 export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 // EtcdKVStore and classifyEtcdError (etcd3 + grpc-js, heavy to load) are in `@calico-ts/datastore/etcd3`,

@@ -13,6 +13,7 @@
  *   Profile ← v1 Namespace        `kns.<ns>`: allow all, `pcns.` labels       (read-only)
  *   Profile ← v1 ServiceAccount   `ksa.<ns>.<sa>`: `pcsa.` labels              (read-only)
  *   NetworkPolicy ← networking.k8s.io/v1 NetworkPolicy   `knp.default.<name>`  (read-only)
+ *   /kubernetes/<plural>/… ← Services, EndpointSlices, Pods, Nodes as they are     (read-only)
  *
  * Pure calculation: no I/O.
  */
@@ -520,25 +521,33 @@ export const kubeNetworkPolicyCollection: NativeCollection = {
  * Kubernetes objects read as they are (`/kubernetes/<plural>/<namespace>/<name>` → the object's
  * JSON), for what policy resolves through them (`services` matches). Read-only.
  */
-function kubeObjectCollection(plural: string, kind: string, base: string): NativeCollection {
+function kubeObjectCollection(
+  plural: string,
+  kind: string,
+  base: string,
+  namespaced = true,
+): NativeCollection {
   const keyPrefix = `${KUBERNETES_OBJECT_ROOT}${plural}/`;
   const reason = `${kind}s are read from Kubernetes, not written through Calico`;
   return {
     plural,
     kind,
-    namespaced: true,
+    namespaced,
     base,
     keyPrefix,
     write: 'readonly',
     readonlyReason: reason,
     locate(key) {
       if (!key.startsWith(keyPrefix)) return undefined;
-      const [namespace, name, ...rest] = key.slice(keyPrefix.length).split('/');
-      return namespace && name && rest.length === 0 ? { namespace, name } : undefined;
+      const parts = key.slice(keyPrefix.length).split('/');
+      if (parts.some((p) => p === '')) return undefined;
+      if (!namespaced) return parts.length === 1 ? { name: parts[0]! } : undefined;
+      return parts.length === 2 ? { namespace: parts[0]!, name: parts[1]! } : undefined;
     },
     toKV(obj) {
       const m = meta(obj);
-      return { key: `${keyPrefix}${String(m.namespace)}/${String(m.name)}`, value: goJson({ kind, ...obj }) };
+      const where = namespaced ? `${String(m.namespace)}/${String(m.name)}` : String(m.name);
+      return { key: `${keyPrefix}${where}`, value: goJson({ kind, ...obj }) };
     },
     toObject(key) {
       throw new DatastoreError('unsupported', `${key}: ${reason}`);
@@ -554,4 +563,6 @@ export const NATIVE_COLLECTIONS: readonly NativeCollection[] = [
   kubeNetworkPolicyCollection,
   kubeObjectCollection('services', 'Service', '/api/v1'),
   kubeObjectCollection('endpointslices', 'EndpointSlice', '/apis/discovery.k8s.io/v1'),
+  kubeObjectCollection('pods', 'Pod', '/api/v1'),
+  kubeObjectCollection('nodes', 'Node', '/api/v1', false),
 ];

@@ -1,0 +1,161 @@
+/**
+ * calico-kube-controllers: reads its configuration from the environment as upstream's does
+ * (`ENABLED_CONTROLLERS`, `DATASTORE_TYPE` (default etcdv3), `ETCD_*`, `KUBECONFIG`, `LOG_LEVEL`,
+ * `HEALTH_ENABLED`, `RECONCILER_PERIOD`), opens the Kubernetes API (KUBECONFIG or in-cluster) and
+ * the Calico datastore, runs the controllers, and keeps the status file its probes read.
+ *
+ *   calico-kube-controllers            run
+ *   calico-kube-controllers -r | -l    readiness / liveness probe from the status file (exit 0/1)
+ */
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Datastore, KVStore } from '@calico-ts/datastore';
+import {
+  configFromEnv,
+  createKVStore,
+  isDatastoreError,
+  KVDatastore,
+  mergeClientConfig,
+} from '@calico-ts/datastore';
+import {
+  type ControllerName,
+  defaultControllers,
+  IMPLEMENTED,
+  KubeControllers,
+  KubeControllersError,
+  parseEnabledControllers,
+} from '@calico-ts/kube-controllers';
+import { checkStatus, DEFAULT_STATUS_FILE, renderStatus } from './status.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LEVELS = ['debug', 'info', 'warning', 'warn', 'error', 'fatal', 'panic'];
+
+function logger(level: string) {
+  const rank = (l: string) => LEVELS.indexOf(l === 'warning' ? 'warn' : l);
+  const min = rank(level.toLowerCase()) < 0 ? rank('info') : rank(level.toLowerCase());
+  const emit = (l: string, fields: Record<string, unknown>, msg: string) => {
+    if (rank(l) < min) return;
+    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: l, msg, ...fields })}\n`);
+  };
+  return {
+    info: (f: Record<string, unknown>, m: string) => emit('info', f, m),
+    warn: (f: Record<string, unknown>, m: string) => emit('warn', f, m),
+    error: (f: Record<string, unknown>, m: string) => emit('error', f, m),
+  };
+}
+
+/** Go duration text (`5m`, `30s`, `1h`) in ms; undefined when unset or not a duration. */
+export function durationMs(text: string | undefined): number | undefined {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(text?.trim() ?? '');
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[m[2] as 'ms' | 's' | 'm' | 'h'];
+}
+
+async function writeAtomically(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, text);
+  await rename(tmp, path);
+}
+
+/** The controllers to run: ENABLED_CONTROLLERS, else KubeControllersConfiguration, else defaults. */
+async function chooseControllers(
+  env: Env,
+  datastoreType: 'etcdv3' | 'kubernetes',
+  calico: Datastore,
+): Promise<ControllerName[]> {
+  if (env.ENABLED_CONTROLLERS !== undefined && env.ENABLED_CONTROLLERS.trim() !== '') {
+    return parseEnabledControllers(env.ENABLED_CONTROLLERS, datastoreType);
+  }
+  try {
+    const kcc = await calico.get('KubeControllersConfiguration', 'default');
+    const configured = Object.keys(
+      (kcc.spec as { controllers?: Record<string, unknown> }).controllers ?? {},
+    ).filter((k) => (kcc.spec as { controllers: Record<string, unknown> }).controllers[k] != null);
+    if (configured.length > 0) return parseEnabledControllers(configured.join(','), datastoreType);
+  } catch (e) {
+    if (!isDatastoreError(e, 'not-found')) throw e;
+  }
+  return defaultControllers(datastoreType);
+}
+
+export async function main(argv: readonly string[], env: Env): Promise<number> {
+  const statusFile = env.STATUS_FILE || DEFAULT_STATUS_FILE;
+  if (argv[0] === '-r' || argv[0] === '-l') {
+    const text = await readFile(statusFile, 'utf8').catch(() => undefined);
+    const r = checkStatus(argv[0], text);
+    (r.code === 0 ? process.stdout : process.stderr).write(`${r.message}\n`);
+    return r.code;
+  }
+  if (argv.length > 0) {
+    process.stderr.write(
+      `calico-kube-controllers: unknown arguments ${argv.join(' ')}; use -r or -l for the probes\n`,
+    );
+    return 2;
+  }
+  const log = logger(env.LOG_LEVEL ?? 'info');
+  const datastoreType =
+    (env.DATASTORE_TYPE ?? env.CALICO_DATASTORE_TYPE ?? 'etcdv3') === 'kubernetes' ? 'kubernetes' : 'etcdv3';
+  let kubeKv: KVStore | undefined;
+  let calicoKv: KVStore | undefined;
+  try {
+    kubeKv = await createKVStore({
+      datastoreType: 'kubernetes',
+      etcdEndpoints: [],
+      ...(env.KUBECONFIG ? { kubeconfig: env.KUBECONFIG } : {}),
+    });
+    const kube = new KVDatastore(kubeKv, { backend: 'kubernetes' });
+    let calico: Datastore = kube;
+    if (datastoreType === 'etcdv3') {
+      const client = mergeClientConfig(undefined, { ...configFromEnv(env).config, datastoreType: 'etcdv3' });
+      for (const w of client.warnings) log.warn({}, w);
+      calicoKv = await createKVStore(client.config);
+      calico = new KVDatastore(calicoKv, { backend: 'etcdv3' });
+    }
+    const chosen = await chooseControllers(env, datastoreType, calico);
+    const unavailable = chosen.filter((n) => !IMPLEMENTED.has(n));
+    const enabled = chosen.filter((n) => IMPLEMENTED.has(n));
+    for (const n of unavailable) {
+      log.warn({ controller: n }, `controller ${n} is not available in this version; it does not run`);
+    }
+    const controllers = new KubeControllers({
+      enabled,
+      kubernetes: { datastore: kube, kv: kubeKv },
+      calico,
+      log,
+      ...(durationMs(env.RECONCILER_PERIOD) !== undefined
+        ? { reconcilePeriodMs: durationMs(env.RECONCILER_PERIOD)! }
+        : {}),
+    });
+    const health = env.HEALTH_ENABLED !== 'false';
+    const writeStatus = () =>
+      health
+        ? writeAtomically(statusFile, JSON.stringify(renderStatus(controllers.status(), unavailable))).catch(
+            (e: unknown) =>
+              log.warn({ file: statusFile, err: (e as Error).message }, 'cannot write the status file'),
+          )
+        : Promise.resolve();
+    await writeStatus();
+    log.info({ datastoreType, controllers: enabled }, 'calico-kube-controllers starting');
+    await controllers.start();
+    await writeStatus();
+    const timer = setInterval(() => void writeStatus(), 10_000);
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    clearInterval(timer);
+    await controllers.stop();
+    log.info({}, 'calico-kube-controllers stopped');
+    return 0;
+  } catch (e) {
+    const msg = e instanceof KubeControllersError || isDatastoreError(e) ? (e as Error).message : String(e);
+    log.error({ err: msg }, 'calico-kube-controllers cannot run');
+    return 1;
+  } finally {
+    await kubeKv?.close();
+    await calicoKv?.close();
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The calico-kube-controllers program as its Deployment runs it: env configuration, a real
+ * kube-apiserver and etcd, the status file and the -r/-l probes, a clean stop on SIGTERM.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import {
+  type EtcdServer,
+  etcdAvailable,
+  findKubectl,
+  type KubeApiServer,
+  kubeApiServerAvailable,
+  startEtcd,
+  startKubeApiServer,
+} from '@calico-ts/datastore/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const BIN = join(here, '../bin/calico-kube-controllers');
+const CRDS = join(here, '../../../deploy/crds/calico-crds.yaml');
+
+function missingPrerequisites(): string[] {
+  const missing: string[] = [];
+  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
+  if (!etcdAvailable()) missing.push('etcd');
+  if (!findKubectl()) missing.push('kubectl');
+  if (!existsSync(join(here, '../dist/main.js'))) missing.push('the built program (pnpm build)');
+  return missing;
+}
+const missing = missingPrerequisites();
+if (missing.length > 0) {
+  describe('calico-kube-controllers', () => {
+    it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
+      throw new Error(`missing prerequisites: ${missing.join(', ')}`);
+    });
+  });
+}
+
+describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
+  let api: KubeApiServer;
+  let etcd: EtcdServer;
+  let dir: string;
+  let child: ChildProcess | undefined;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    [api, etcd] = await Promise.all([startKubeApiServer(), startEtcd()]);
+    dir = await mkdtemp(join(tmpdir(), 'kube-controllers-'));
+    const kubectl = findKubectl()!;
+    await run(kubectl, ['--kubeconfig', api.kubeconfigPath, 'apply', '--server-side', '-f', CRDS]);
+    await run(kubectl, ['--kubeconfig', api.kubeconfigPath, 'create', 'namespace', 'web']);
+    env = {
+      PATH: process.env.PATH ?? '',
+      DATASTORE_TYPE: 'etcdv3',
+      ETCD_ENDPOINTS: etcd.endpoints.join(','),
+      KUBECONFIG: api.kubeconfigPath,
+      STATUS_FILE: join(dir, 'status.json'),
+      LOG_LEVEL: 'info',
+    };
+  }, 120_000);
+
+  afterAll(async () => {
+    if (child?.pid && child.exitCode === null) child.kill('SIGKILL');
+    await Promise.all([api?.stop(), etcd?.stop()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const probe = async (flag: string) =>
+    run(process.execPath, [BIN, flag], { env }).then(
+      (r) => ({ code: 0, out: r.stdout }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, out: e.stderr }),
+    );
+
+  it('writes kns.* Profiles into etcd, turns ready, says which default controller it cannot run, stops on SIGTERM', async () => {
+    expect((await probe('-r')).code).toBe(1);
+    const lines: string[] = [];
+    child = spawn(process.execPath, [BIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean)));
+    const deadline = Date.now() + 30_000;
+    let value = '';
+    while (Date.now() < deadline) {
+      const r = await etcd.etcdctl([
+        'get',
+        '/calico/resources/v3/projectcalico.org/profiles/kns.web',
+        '--print-value-only',
+      ]);
+      value = r.stdout.trim();
+      if (value && (await probe('-r')).code === 0) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    expect(JSON.parse(value).spec.labelsToApply).toMatchObject({ 'pcns.projectcalico.org/name': 'web' });
+    expect(await probe('-r')).toEqual({ code: 0, out: 'ready\n' });
+    expect((await probe('-l')).code).toBe(0);
+    expect(lines.some((l) => l.includes('controller node is not available in this version'))).toBe(true);
+    const exited = new Promise<number | null>((res) => child!.once('exit', (c) => res(c)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 60_000);
+
+  it('refuses an unknown controller with a clear error and exit 1', async () => {
+    const r = await run(process.execPath, [BIN], {
+      env: { ...env, ENABLED_CONTROLLERS: 'namespace,bogus' },
+    }).then(
+      () => ({ code: 0, out: '' }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('ENABLED_CONTROLLERS: unknown controller \\"bogus\\"');
+  });
+});

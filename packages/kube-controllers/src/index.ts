@@ -1,0 +1,29 @@
+/**
+ * kube-controllers: keep the Calico model in step with Kubernetes. `KubeControllers` runs the
+ * chosen controllers; `parseEnabledControllers` / `defaultControllers` choose them as upstream does.
+ */
+export {
+  CONTROLLER_NAMES,
+  type ControllerName,
+  defaultControllers,
+  IMPLEMENTED,
+  parseEnabledControllers,
+} from './config.js';
+export {
+  KUBE_CONTROLLERS_ERROR_CODES,
+  KubeControllersError,
+  type KubeControllersErrorCode,
+} from './errors.js';
+export { type ControllerStatus, KubeControllers, type KubeControllersOptions } from './kube-controllers.js';
+export {
+  type ControllerLogger,
+  MirrorController,
+  type MirrorControllerOptions,
+  type ReconcileReport,
+} from './mirror-controller.js';
+export { type MirrorPlan, planMirror, resourceKeyOf } from './reconcile.js';
+export {
+  endpointLabels,
+  WepLabelController,
+  type WepLabelControllerOptions,
+} from './wep-label-controller.js';

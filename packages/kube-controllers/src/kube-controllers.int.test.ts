@@ -1,0 +1,264 @@
+/**
+ * kube-controllers in etcd mode against a real kube-apiserver and a real etcd: Namespaces,
+ * ServiceAccounts and Kubernetes NetworkPolicies become kns.*, ksa.* Profiles and knp.default.*
+ * policies in etcd (at upstream's keys), WorkloadEndpoint labels follow their Pods, drift in etcd
+ * is repaired, and a restart loses nothing.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
+import {
+  type EtcdServer,
+  etcdAvailable,
+  findKubectl,
+  type KubeApiServer,
+  kubeApiServerAvailable,
+  startEtcd,
+  startKubeApiServer,
+} from '@calico-ts/datastore/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeControllers } from './kube-controllers.js';
+
+const CRDS = join(dirname(fileURLToPath(import.meta.url)), '../../../deploy/crds/calico-crds.yaml');
+
+function missingPrerequisites(): string[] {
+  const missing: string[] = [];
+  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
+  if (!etcdAvailable()) missing.push('etcd');
+  if (!findKubectl()) missing.push('kubectl');
+  if (!existsSync(CRDS)) missing.push(CRDS);
+  return missing;
+}
+const missing = missingPrerequisites();
+if (missing.length > 0) {
+  describe('kube-controllers', () => {
+    it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
+      throw new Error(`missing prerequisites: ${missing.join(', ')}`);
+    });
+  });
+}
+
+const QUIET = { info: () => {}, warn: () => {} };
+
+async function until<T>(what: string, f: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await f();
+      if (v) return v as T;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.skipIf(missing.length > 0)(
+  'kube-controllers on a real kube-apiserver, writing to a real etcd',
+  () => {
+    let api: KubeApiServer;
+    let etcd: EtcdServer;
+    let kubeKv: KVStore;
+    let kube: KVDatastore;
+    let calicoKv: EtcdKVStore;
+    let calico: KVDatastore;
+    let controllers: KubeControllers | undefined;
+
+    const kubectl = async (args: string[], input?: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const child = execFile(
+          findKubectl()!,
+          ['--kubeconfig', api.kubeconfigPath, ...args],
+          (err, stdout, stderr) =>
+            err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+        );
+        child.stdin!.end(input ?? '');
+      });
+    const apply = (doc: object) => kubectl(['apply', '-f', '-'], JSON.stringify(doc));
+    const start = async () => {
+      controllers = new KubeControllers({
+        enabled: ['namespace', 'serviceaccount', 'policy', 'workloadendpoint'],
+        kubernetes: { datastore: kube, kv: kubeKv },
+        calico,
+        log: QUIET,
+        debounceMs: 20,
+      });
+      await controllers.start();
+    };
+    const etcdGet = async (key: string) => {
+      const r = await etcd.etcdctl(['get', key, '--print-value-only']);
+      return r.stdout.trim() === '' ? undefined : JSON.parse(r.stdout);
+    };
+
+    beforeAll(async () => {
+      [api, etcd] = await Promise.all([startKubeApiServer(), startEtcd()]);
+      await kubectl(['apply', '--server-side', '-f', CRDS]);
+      kubeKv = await createKVStore({
+        datastoreType: 'kubernetes',
+        etcdEndpoints: [],
+        kubeconfig: api.kubeconfigPath,
+      });
+      kube = new KVDatastore(kubeKv, { backend: 'kubernetes' });
+      calicoKv = new EtcdKVStore({ endpoints: etcd.endpoints });
+      calico = new KVDatastore(calicoKv, { backend: 'etcdv3' });
+      await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { team: 'a' } } });
+      await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'api', namespace: 'shop' } });
+      await start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await controllers?.stop();
+      await kube?.close();
+      await calico?.close();
+      await Promise.all([api?.stop(), etcd?.stop()]);
+    });
+
+    it('writes kns.* and ksa.* Profiles at upstream’s etcd keys, and follows label changes', async () => {
+      const kns = await until('kns.shop in etcd', () =>
+        etcdGet('/calico/resources/v3/projectcalico.org/profiles/kns.shop'),
+      );
+      expect(kns.spec).toEqual({
+        ingress: [{ action: 'Allow' }],
+        egress: [{ action: 'Allow' }],
+        labelsToApply: {
+          'pcns.kubernetes.io/metadata.name': 'shop',
+          'pcns.projectcalico.org/name': 'shop',
+          'pcns.team': 'a',
+        },
+      });
+      const ksa = await until('ksa.shop.api', () =>
+        etcdGet('/calico/resources/v3/projectcalico.org/profiles/ksa.shop.api'),
+      );
+      expect(ksa.spec.labelsToApply).toEqual({ 'pcsa.projectcalico.org/name': 'api' });
+
+      await kubectl(['label', 'namespace', 'shop', 'team=b', '--overwrite']);
+      await until(
+        'relabelled kns.shop',
+        async () => (await calico.get('Profile', 'kns.shop')).spec.labelsToApply?.['pcns.team'] === 'b',
+      );
+      await kubectl(['delete', 'serviceaccount', 'api', '-n', 'shop']);
+      await until(
+        'ksa.shop.api gone',
+        async () =>
+          (await etcdGet('/calico/resources/v3/projectcalico.org/profiles/ksa.shop.api')) === undefined,
+      );
+    });
+
+    it('repairs a Profile deleted or changed by hand in etcd', async () => {
+      await until('kns.shop', () => etcdGet('/calico/resources/v3/projectcalico.org/profiles/kns.shop'));
+      await calico.delete('Profile', 'kns.shop');
+      await until('kns.shop back', () => etcdGet('/calico/resources/v3/projectcalico.org/profiles/kns.shop'));
+      const p = await calico.get('Profile', 'kns.shop');
+      await calico.update({ ...p, spec: { ...p.spec, ingress: [{ action: 'Deny' }] } });
+      await until(
+        'kns.shop allows again',
+        async () => (await calico.get('Profile', 'kns.shop')).spec.ingress?.[0]?.action === 'Allow',
+      );
+    });
+
+    it('mirrors Kubernetes NetworkPolicies as knp.default.* policies, and removes them with the original', async () => {
+      await apply({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'web-in', namespace: 'shop' },
+        spec: {
+          podSelector: { matchLabels: { app: 'web' } },
+          ingress: [{ ports: [{ port: 80, protocol: 'TCP' }] }],
+          policyTypes: ['Ingress'],
+        },
+      });
+      const key = '/calico/resources/v3/projectcalico.org/networkpolicies/shop/knp.default.web-in';
+      const stored = await until('knp.default.web-in in etcd', () => etcdGet(key));
+      expect(stored.spec).toMatchObject({
+        order: 1000,
+        selector: "projectcalico.org/orchestrator == 'k8s' && app == 'web'",
+        types: ['Ingress'],
+        ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [80] } }],
+      });
+      await kubectl(['delete', 'networkpolicy', 'web-in', '-n', 'shop']);
+      await until('knp.default.web-in gone', async () => (await etcdGet(key)) === undefined);
+    });
+
+    it('keeps WorkloadEndpoint labels in step with the Pod, never creating endpoints', async () => {
+      await apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web-1', namespace: 'shop', labels: { app: 'web' } },
+        spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'none' }] },
+      });
+      await apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'no-wep', namespace: 'shop', labels: { app: 'db' } },
+        spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'none' }] },
+      });
+      // The endpoint as the CNI plugin writes it in etcd mode: only Calico's own labels.
+      await calico.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'WorkloadEndpoint',
+        metadata: { name: 'n1-k8s-web--1-eth0', namespace: 'shop' },
+        spec: {
+          orchestrator: 'k8s',
+          node: 'n1',
+          pod: 'web-1',
+          endpoint: 'eth0',
+          containerID: 'c1',
+          ipNetworks: ['198.19.0.5/32'],
+          interfaceName: 'cali12345678901',
+          profiles: ['kns.shop'],
+        },
+      });
+      const labelsOf = async () =>
+        (await calico.get('WorkloadEndpoint', 'n1-k8s-web--1-eth0', { namespace: 'shop' })).metadata.labels ??
+        {};
+      await until('pod labels on the WEP', async () => (await labelsOf()).app === 'web');
+      expect(await labelsOf()).toEqual({
+        app: 'web',
+        'projectcalico.org/namespace': 'shop',
+        'projectcalico.org/orchestrator': 'k8s',
+        'projectcalico.org/serviceaccount': 'default',
+      });
+      await kubectl(['label', 'pod', 'web-1', '-n', 'shop', 'app=web2', '--overwrite']);
+      await until('new label', async () => (await labelsOf()).app === 'web2');
+      expect(
+        (await calico.list('WorkloadEndpoint', { namespace: 'shop' })).items.map((w) => w.metadata.name),
+      ).toEqual(['n1-k8s-web--1-eth0']);
+    });
+
+    it('a restart loses nothing: changes made while it was down are reconciled on start', async () => {
+      await controllers!.stop();
+      controllers = undefined;
+      await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'later', labels: { t: '1' } } });
+      await apply({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'deny', namespace: 'later' },
+        spec: { podSelector: {}, policyTypes: ['Ingress'] },
+      });
+      await calico.delete('Profile', 'kns.shop');
+      await start();
+      expect((await calico.get('Profile', 'kns.later')).spec.labelsToApply?.['pcns.t']).toBe('1');
+      expect((await calico.get('Profile', 'kns.shop')).metadata.name).toBe('kns.shop');
+      expect(
+        (await calico.get('NetworkPolicy', 'knp.default.deny', { namespace: 'later' })).spec.types,
+      ).toEqual(['Ingress']);
+      const status = controllers!.status();
+      expect(status.map((s) => s.name).sort()).toEqual([
+        'namespace',
+        'policy',
+        'serviceaccount',
+        'workloadendpoint',
+      ]);
+      expect(status.every((s) => s.lastReconciled !== undefined && s.lastReport?.failed.length === 0)).toBe(
+        true,
+      );
+    });
+  },
+);

@@ -1,0 +1,195 @@
+/**
+ * MirrorController: keeps the resources of one kind and name prefix in the Calico datastore equal
+ * to what Kubernetes implies: the namespace controller (`kns.*` Profiles from Namespaces), the
+ * service-account controller (`ksa.*` from ServiceAccounts) and the policy controller
+ * (`knp.default.*` NetworkPolicies from Kubernetes NetworkPolicies).
+ *
+ *   Kubernetes view (the Kubernetes datastore's derived resources) ─ Syncer ─┐ desired
+ *                                                                            ├─► planMirror ─► create / update / delete
+ *   Calico datastore (etcd) ─────────────────────────────── Syncer ──────────┘ current          in the Calico datastore
+ *
+ * Both sides are followed by watches, so a change on either (a new Namespace, or someone deleting
+ * a kns.* Profile by hand) is reconciled within `debounceMs`; everything is also re-planned every
+ * `reconcilePeriodMs` and after a write failed. A resource that fails to write is reported with its
+ * name and retried; the others are written.
+ *
+ * API: `start()` resolves once both sides are in sync and the first reconcile ran; `stop()`.
+ * Thread-safety: one event loop; one reconcile at a time.
+ */
+import type { Kind, Resource, ResourceOf } from '@calico-ts/api';
+import { type Datastore, resourceSource, Syncer, type SyncSource } from '@calico-ts/datastore';
+import { planMirror, resourceKeyOf } from './reconcile.js';
+
+export interface ControllerLogger {
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
+}
+
+export interface MirrorControllerOptions<K extends Kind> {
+  /** Controller name for logs and health: `namespace`, `serviceaccount`, `policy`. */
+  readonly name: string;
+  readonly kind: K;
+  /** Only resources whose name starts with it are this controller's (`kns.`). */
+  readonly namePrefix: string;
+  /** Where the desired resources come from: the Kubernetes datastore's view. */
+  readonly kubernetes: Datastore;
+  /** Where they are written: the Calico datastore (etcd). */
+  readonly calico: Datastore;
+  readonly log: ControllerLogger;
+  readonly debounceMs?: number;
+  readonly reconcilePeriodMs?: number;
+  readonly retryMs?: number;
+  /** Called after every reconcile with what it did (health, metrics, tests). */
+  readonly onReconciled?: (r: ReconcileReport) => void;
+}
+
+export interface ReconcileReport {
+  readonly created: number;
+  readonly updated: number;
+  readonly deleted: number;
+  readonly failed: readonly string[];
+}
+
+/** Only the resources whose name has the prefix, as a syncer source of its own name. */
+function filtered<K extends Kind>(
+  source: SyncSource<ResourceOf<K>>,
+  name: string,
+  prefix: string,
+): SyncSource<ResourceOf<K>> {
+  const mine = (r: ResourceOf<K>) => r.metadata.name.startsWith(prefix);
+  return {
+    name,
+    keyOf: source.keyOf,
+    async list() {
+      const l = await source.list();
+      return { items: l.items.filter(mine), revision: l.revision };
+    },
+    async *watch(revision, signal) {
+      for await (const ev of source.watch(revision, signal)) {
+        if ((ev.kind === 'set' || ev.kind === 'delete') && !mine(ev.item)) continue;
+        if (ev.kind === 'resync') yield { kind: 'resync', items: ev.items.filter(mine) };
+        else yield ev;
+      }
+    },
+  };
+}
+
+export class MirrorController<K extends Kind> {
+  readonly #o: MirrorControllerOptions<K>;
+  readonly #desired = new Map<string, ResourceOf<K>>();
+  readonly #current = new Map<string, ResourceOf<K>>();
+  #syncer: Syncer | undefined;
+  #inSync = false;
+  #timer: NodeJS.Timeout | undefined;
+  #period: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+
+  constructor(opts: MirrorControllerOptions<K>) {
+    this.#o = opts;
+  }
+
+  get name(): string {
+    return this.#o.name;
+  }
+
+  async start(): Promise<void> {
+    const { kind, namePrefix } = this.#o;
+    await new Promise<void>((resolve) => {
+      this.#syncer = new Syncer({
+        sources: [
+          filtered(resourceSource(this.#o.kubernetes, kind), 'desired', namePrefix) as SyncSource,
+          filtered(resourceSource(this.#o.calico, kind), 'current', namePrefix) as SyncSource,
+        ],
+        onUpdate: (u) => {
+          const side = u.source === 'desired' ? this.#desired : this.#current;
+          const r = u.item as ResourceOf<K>;
+          if (u.kind === 'set') side.set(resourceKeyOf(r as Resource), r);
+          else side.delete(resourceKeyOf(r as Resource));
+          if (this.#inSync) this.#schedule();
+        },
+        onInSync: () => {
+          this.#inSync = true;
+          resolve();
+        },
+        onConnection: (source, connected, why) => {
+          if (!connected)
+            this.#o.log.warn({ controller: this.#o.name, source, why }, 'datastore unreachable; retrying');
+        },
+        log: this.#o.log,
+        ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
+      });
+      this.#syncer.start();
+    });
+    await this.reconcile();
+    this.#period = setInterval(() => this.#schedule(), this.#o.reconcilePeriodMs ?? 5 * 60_000);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearInterval(this.#period);
+    await this.#syncer?.stop();
+    await this.#running?.catch(() => undefined);
+  }
+
+  #schedule(delay = this.#o.debounceMs ?? 50): void {
+    if (this.#stopped || this.#timer !== undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.reconcile();
+    }, delay);
+  }
+
+  /** Plan from what both watches hold and write the difference; one at a time. */
+  async reconcile(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = this.#reconcileOnce().finally(() => {
+      this.#running = undefined;
+      if (this.#again && !this.#stopped) {
+        this.#again = false;
+        this.#schedule(0);
+      }
+    });
+    return this.#running;
+  }
+
+  async #reconcileOnce(): Promise<void> {
+    const plan = planMirror(
+      [...this.#desired.values()] as Resource[],
+      [...this.#current.values()] as Resource[],
+    );
+    const failed: string[] = [];
+    const done = { created: 0, updated: 0, deleted: 0 };
+    const ds = this.#o.calico;
+    const attempt = async (what: keyof typeof done, r: Resource, write: () => Promise<unknown>) => {
+      try {
+        await write();
+        done[what]++;
+        this.#o.log.info({ controller: this.#o.name, [what]: resourceKeyOf(r) }, `${this.#o.kind} ${what}`);
+      } catch (e) {
+        failed.push(resourceKeyOf(r));
+        this.#o.log.warn(
+          { controller: this.#o.name, resource: resourceKeyOf(r), err: (e as Error).message },
+          `cannot write ${this.#o.kind}; will retry`,
+        );
+      }
+    };
+    for (const r of plan.creates) await attempt('created', r, () => ds.create(r as never));
+    for (const r of plan.updates) await attempt('updated', r, () => ds.update(r as never));
+    for (const r of plan.deletes) {
+      await attempt('deleted', r, () =>
+        ds.delete(this.#o.kind, r.metadata.name, {
+          ...(r.metadata.namespace ? { namespace: r.metadata.namespace } : {}),
+          ...(r.metadata.resourceVersion ? { resourceVersion: r.metadata.resourceVersion } : {}),
+        }),
+      );
+    }
+    this.#o.onReconciled?.({ ...done, failed });
+    if (failed.length > 0) this.#schedule(this.#o.retryMs ?? 1000);
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * WorkloadEndpointLabelController (upstream's workloadendpoint/pod controller, etcd mode): the
+ * labels of every Kubernetes WorkloadEndpoint in the Calico datastore follow its Pod's labels and
+ * service account. It never creates or deletes endpoints (the CNI plugin does).
+ *
+ *   Pods (Kubernetes, as they are) ─ Syncer ─┐
+ *                                            ├─► labels a WEP should carry ≠ its labels? ─► update the WEP
+ *   WorkloadEndpoints (etcd) ──────── Syncer ─┘
+ *
+ * A WEP's labels: the Pod's labels, plus `projectcalico.org/namespace`, `…/orchestrator: k8s` and
+ * `…/serviceaccount` (when the name is under 63 characters), as upstream sets them.
+ */
+import type { WorkloadEndpoint } from '@calico-ts/api';
+import {
+  type Datastore,
+  type KVStore,
+  kvSource,
+  PODS_PREFIX,
+  resourceSource,
+  Syncer,
+  type SyncSource,
+} from '@calico-ts/datastore';
+import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
+
+interface PodView {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly labels?: Record<string, string>;
+  };
+  readonly spec?: { readonly serviceAccountName?: string };
+}
+
+export interface WepLabelControllerOptions {
+  /** The Kubernetes datastore's key store (for the Pods as they are). */
+  readonly kubernetes: KVStore;
+  readonly calico: Datastore;
+  readonly log: ControllerLogger;
+  readonly debounceMs?: number;
+  readonly retryMs?: number;
+  readonly reconcilePeriodMs?: number;
+  readonly onReconciled?: (r: ReconcileReport) => void;
+}
+
+/** The labels a pod's endpoint carries. Pure. */
+export function endpointLabels(pod: PodView): Record<string, string> {
+  const ns = pod.metadata.namespace ?? 'default';
+  const sa = pod.spec?.serviceAccountName ?? 'default';
+  const out: Record<string, string> = {
+    ...pod.metadata.labels,
+    'projectcalico.org/namespace': ns,
+    'projectcalico.org/orchestrator': 'k8s',
+  };
+  if (sa.length < 63) out['projectcalico.org/serviceaccount'] = sa;
+  return out;
+}
+
+function sameLabels(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const ka = Object.keys(a ?? {});
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => a![k] === b[k]);
+}
+
+export class WepLabelController {
+  readonly name = 'workloadendpoint';
+  readonly #o: WepLabelControllerOptions;
+  readonly #pods = new Map<string, PodView>();
+  readonly #weps = new Map<string, WorkloadEndpoint>();
+  #syncer: Syncer | undefined;
+  #inSync = false;
+  #timer: NodeJS.Timeout | undefined;
+  #period: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(opts: WepLabelControllerOptions) {
+    this.#o = opts;
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#syncer = new Syncer({
+        sources: [
+          kvSource(
+            'pods',
+            this.#o.kubernetes,
+            PODS_PREFIX,
+            (kv) => JSON.parse(kv.value) as PodView,
+          ) as SyncSource,
+          resourceSource(this.#o.calico, 'WorkloadEndpoint') as SyncSource,
+        ],
+        onUpdate: (u) => {
+          if (u.source === 'pods') {
+            const { value } = u.item as { value: PodView };
+            const key = `${value.metadata.namespace}/${value.metadata.name}`;
+            if (u.kind === 'set') this.#pods.set(key, value);
+            else this.#pods.delete(key);
+          } else {
+            const w = u.item as WorkloadEndpoint;
+            const key = `${w.metadata.namespace}/${w.metadata.name}`;
+            if (u.kind === 'set') this.#weps.set(key, w);
+            else this.#weps.delete(key);
+          }
+          if (this.#inSync) this.#schedule();
+        },
+        onInSync: () => {
+          this.#inSync = true;
+          resolve();
+        },
+        log: this.#o.log,
+        ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
+      });
+      this.#syncer.start();
+    });
+    await this.reconcile();
+    this.#period = setInterval(() => this.#schedule(), this.#o.reconcilePeriodMs ?? 5 * 60_000);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearInterval(this.#period);
+    await this.#syncer?.stop();
+    await this.#running?.catch(() => undefined);
+  }
+
+  #schedule(delay = this.#o.debounceMs ?? 50): void {
+    if (this.#stopped || this.#timer !== undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.reconcile();
+    }, delay);
+  }
+
+  async reconcile(): Promise<void> {
+    while (this.#running) await this.#running;
+    this.#running = this.#reconcileOnce().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  async #reconcileOnce(): Promise<void> {
+    const failed: string[] = [];
+    let updated = 0;
+    for (const w of this.#weps.values()) {
+      if (w.spec.orchestrator !== 'k8s' || !w.spec.pod) continue;
+      const pod = this.#pods.get(`${w.metadata.namespace}/${w.spec.pod}`);
+      if (!pod) continue;
+      const labels = endpointLabels(pod);
+      if (sameLabels(w.metadata.labels, labels)) continue;
+      try {
+        await this.#o.calico.update({ ...w, metadata: { ...w.metadata, labels } });
+        updated++;
+      } catch (e) {
+        failed.push(`${w.metadata.namespace}/${w.metadata.name}`);
+        this.#o.log.warn(
+          {
+            controller: this.name,
+            endpoint: `${w.metadata.namespace}/${w.metadata.name}`,
+            err: (e as Error).message,
+          },
+          'cannot update WorkloadEndpoint labels; will retry',
+        );
+      }
+    }
+    this.#o.onReconciled?.({ created: 0, updated, deleted: 0, failed });
+    if (failed.length > 0) this.#schedule(this.#o.retryMs ?? 1000);
+  }
+}
