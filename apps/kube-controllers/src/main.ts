@@ -13,10 +13,12 @@ import type { Datastore, KVStore } from '@calico-ts/datastore';
 import {
   configFromEnv,
   createKVStore,
+  IpamStore,
   isDatastoreError,
   KVDatastore,
   mergeClientConfig,
 } from '@calico-ts/datastore';
+import { IpamClient } from '@calico-ts/ipam';
 import {
   type ControllerName,
   defaultControllers,
@@ -58,6 +60,18 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   const tmp = `${path}.tmp-${process.pid}`;
   await writeFile(tmp, text);
   await rename(tmp, path);
+}
+
+/** KubeControllersConfiguration `default`'s node leak grace period, in ms (default 15m). */
+async function leakGracePeriodMs(calico: Datastore): Promise<number | undefined> {
+  try {
+    const kcc = await calico.get('KubeControllersConfiguration', 'default');
+    const node = (kcc.spec as { controllers?: { node?: { leakGracePeriod?: string } } }).controllers?.node;
+    return durationMs(node?.leakGracePeriod);
+  } catch (e) {
+    if (isDatastoreError(e, 'not-found')) return undefined;
+    throw e;
+  }
 }
 
 /** The controllers to run: ENABLED_CONTROLLERS, else KubeControllersConfiguration, else defaults. */
@@ -108,12 +122,15 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
     });
     const kube = new KVDatastore(kubeKv, { backend: 'kubernetes' });
     let calico: Datastore = kube;
+    let calicoStore: KVStore = kubeKv;
     if (datastoreType === 'etcdv3') {
       const client = mergeClientConfig(undefined, { ...configFromEnv(env).config, datastoreType: 'etcdv3' });
       for (const w of client.warnings) log.warn({}, w);
       calicoKv = await createKVStore(client.config);
       calico = new KVDatastore(calicoKv, { backend: 'etcdv3' });
+      calicoStore = calicoKv;
     }
+    const grace = await leakGracePeriodMs(calico);
     const chosen = await chooseControllers(env, datastoreType, calico);
     const unavailable = chosen.filter((n) => !IMPLEMENTED.has(n));
     const enabled = chosen.filter((n) => IMPLEMENTED.has(n));
@@ -124,6 +141,8 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
       enabled,
       kubernetes: { datastore: kube, kv: kubeKv },
       calico,
+      ipam: new IpamClient(calico, new IpamStore(calicoStore)),
+      ...(grace !== undefined ? { leakGracePeriodMs: grace } : {}),
       log,
       ...(durationMs(env.RECONCILER_PERIOD) !== undefined
         ? { reconcilePeriodMs: durationMs(env.RECONCILER_PERIOD)! }

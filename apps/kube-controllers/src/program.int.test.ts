@@ -77,10 +77,16 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
       (e: { code: number; stderr: string }) => ({ code: e.code, out: e.stderr }),
     );
 
-  it('writes kns.* Profiles into etcd, turns ready, says which default controller it cannot run, stops on SIGTERM', async () => {
+  it('writes kns.* Profiles into etcd, turns ready, says which asked-for controller it cannot run, stops on SIGTERM', async () => {
     expect((await probe('-r')).code).toBe(1);
     const lines: string[] = [];
-    child = spawn(process.execPath, [BIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [BIN], {
+      env: {
+        ...env,
+        ENABLED_CONTROLLERS: 'policy,namespace,serviceaccount,workloadendpoint,node,loadbalancer',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean)));
     const deadline = Date.now() + 30_000;
     let value = '';
@@ -97,7 +103,9 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
     expect(JSON.parse(value).spec.labelsToApply).toMatchObject({ 'pcns.projectcalico.org/name': 'web' });
     expect(await probe('-r')).toEqual({ code: 0, out: 'ready\n' });
     expect((await probe('-l')).code).toBe(0);
-    expect(lines.some((l) => l.includes('controller node is not available in this version'))).toBe(true);
+    expect(lines.some((l) => l.includes('controller loadbalancer is not available in this version'))).toBe(
+      true,
+    );
     const exited = new Promise<number | null>((res) => child!.once('exit', (c) => res(c)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

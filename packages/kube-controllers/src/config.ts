@@ -20,6 +20,7 @@ export type ControllerName = (typeof CONTROLLER_NAMES)[number];
 
 /** What this build runs; the others are refused at start with a message that says so. */
 export const IMPLEMENTED: ReadonlySet<ControllerName> = new Set([
+  'node',
   'policy',
   'namespace',
   'workloadendpoint',

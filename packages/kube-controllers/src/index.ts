@@ -21,6 +21,7 @@ export {
   type MirrorControllerOptions,
   type ReconcileReport,
 } from './mirror-controller.js';
+export { NodeController, type NodeControllerOptions, podAddresses } from './node-controller.js';
 export { type MirrorPlan, planMirror, resourceKeyOf } from './reconcile.js';
 export {
   endpointLabels,

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import {
   type EtcdServer,
@@ -20,6 +20,7 @@ import {
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
+import { IpamClient } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllers } from './kube-controllers.js';
 
@@ -84,9 +85,12 @@ describe.skipIf(missing.length > 0)(
     const apply = (doc: object) => kubectl(['apply', '-f', '-'], JSON.stringify(doc));
     const start = async () => {
       controllers = new KubeControllers({
-        enabled: ['namespace', 'serviceaccount', 'policy', 'workloadendpoint'],
+        enabled: ['namespace', 'serviceaccount', 'policy', 'workloadendpoint', 'node'],
         kubernetes: { datastore: kube, kv: kubeKv },
         calico,
+        ipam: new IpamClient(calico, new IpamStore(calicoKv)),
+        leakGracePeriodMs: 0,
+        reconcilePeriodMs: 300,
         log: QUIET,
         debounceMs: 20,
       });
@@ -252,6 +256,7 @@ describe.skipIf(missing.length > 0)(
       const status = controllers!.status();
       expect(status.map((s) => s.name).sort()).toEqual([
         'namespace',
+        'node',
         'policy',
         'serviceaccount',
         'workloadendpoint',
@@ -260,5 +265,78 @@ describe.skipIf(missing.length > 0)(
         true,
       );
     });
+
+    it('releases an address whose pod is gone, keeps one whose pod exists, and follows a deleted Kubernetes Node', async () => {
+      const ipam = new IpamClient(calico, new IpamStore(calicoKv));
+      await calico.apply({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'IPPool',
+        metadata: { name: 'pool' },
+        spec: { cidr: '198.19.0.0/16', blockSize: 26, nodeSelector: 'all()' },
+      });
+      for (const n of ['n1', 'n2']) {
+        await apply({ apiVersion: 'v1', kind: 'Node', metadata: { name: n } });
+        await calico.apply({
+          apiVersion: 'projectcalico.org/v3',
+          kind: 'Node',
+          metadata: { name: n },
+          spec: {},
+        });
+      }
+      await apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'alive', namespace: 'shop' },
+        spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'none' }] },
+      });
+      const attrs = (pod: string, node: string) => ({
+        namespace: 'shop',
+        pod,
+        node,
+        timestamp: '2026-11-26 00:00:00 +0000 UTC',
+      });
+      const assign = (pod: string, node: string) =>
+        ipam.autoAssign({
+          num4: 1,
+          num6: 0,
+          handleId: `k8s-pod-network.${pod}`,
+          hostname: node,
+          attrs: attrs(pod, node),
+        });
+      const kept = await assign('alive', 'n1');
+      const leaked = await assign('gone', 'n1');
+      const onN2 = await assign('n2pod', 'n2');
+      await calico.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'WorkloadEndpoint',
+        metadata: { name: 'n2-k8s-n2pod-eth0', namespace: 'shop' },
+        spec: {
+          orchestrator: 'k8s',
+          node: 'n2',
+          pod: 'n2pod',
+          endpoint: 'eth0',
+          ipNetworks: [`${onN2.ipv4[0]!.address}/32`],
+          interfaceName: 'cali0000000000a',
+        },
+      });
+      const owned = (ip: string) =>
+        ipam.getAssignmentAttributes(ip).then(
+          () => true,
+          () => false,
+        );
+      await until('the leaked address released', async () => !(await owned(leaked.ipv4[0]!.address)));
+      expect(await owned(kept.ipv4[0]!.address)).toBe(true);
+
+      await kubectl(['delete', 'node', 'n2']);
+      await until(
+        'Calico Node n2 gone',
+        async () => !(await calico.list('Node')).items.some((n) => n.metadata.name === 'n2'),
+      );
+      const weps = await calico.list('WorkloadEndpoint', { namespace: 'shop' });
+      expect(weps.items.map((w) => w.metadata.name)).not.toContain('n2-k8s-n2pod-eth0');
+      expect((await new IpamStore(calicoKv).listAffinities('n2')).items).toEqual([]);
+      await until('n2’s pod address released', async () => !(await owned(onN2.ipv4[0]!.address)));
+      expect(await owned(kept.ipv4[0]!.address)).toBe(true);
+    }, 60_000);
   },
 );

@@ -6,14 +6,17 @@
  *   (derived resources, Pods)  ──► serviceaccount (ksa.* Profiles) ──┼──► Calico datastore (etcd)
  *                              ──► policy      (knp.default.*)      ──┤
  *                              ──► workloadendpoint (WEP labels)   ──┘
+ *   Pods, Nodes ──► node (IPAM garbage collection; etcd: Calico Nodes of deleted Nodes)
  *
  * API: `start()` resolves when every controller has done its first reconcile; `status()` says
  * which are running and when each last reconciled; `stop()`.
  */
 import type { Datastore, KVStore } from '@calico-ts/datastore';
+import type { IpamClient } from '@calico-ts/ipam';
 import { type ControllerName, IMPLEMENTED } from './config.js';
 import { KubeControllersError } from './errors.js';
 import { type ControllerLogger, MirrorController, type ReconcileReport } from './mirror-controller.js';
+import { NodeController } from './node-controller.js';
 import { WepLabelController } from './wep-label-controller.js';
 
 export interface KubeControllersOptions {
@@ -22,6 +25,10 @@ export interface KubeControllersOptions {
   readonly kubernetes: { readonly datastore: Datastore; readonly kv: KVStore };
   /** Where the controllers write: the Calico (etcd) datastore. */
   readonly calico: Datastore;
+  /** IPAM on the Calico datastore: needed by the node controller (garbage collection). */
+  readonly ipam?: IpamClient;
+  /** The node controller's leak grace period (KubeControllersConfiguration leakGracePeriod). */
+  readonly leakGracePeriodMs?: number;
   readonly log: ControllerLogger;
   readonly reconcilePeriodMs?: number;
   readonly debounceMs?: number;
@@ -109,6 +116,22 @@ export class KubeControllers {
               log: opts.log,
               ...(opts.reconcilePeriodMs !== undefined ? { reconcilePeriodMs: opts.reconcilePeriodMs } : {}),
               ...(opts.debounceMs !== undefined ? { debounceMs: opts.debounceMs } : {}),
+              onReconciled: report(name),
+            }),
+          );
+          break;
+        case 'node':
+          if (!opts.ipam)
+            throw new KubeControllersError('config', 'the node controller needs IPAM (option ipam)');
+          this.#controllers.push(
+            new NodeController({
+              kubernetes: opts.kubernetes.kv,
+              calico: opts.calico,
+              ipam: opts.ipam,
+              deleteNodes: opts.calico.backend !== 'kubernetes',
+              log: opts.log,
+              ...(opts.leakGracePeriodMs !== undefined ? { leakGracePeriodMs: opts.leakGracePeriodMs } : {}),
+              ...(opts.reconcilePeriodMs !== undefined ? { scanPeriodMs: opts.reconcilePeriodMs } : {}),
               onReconciled: report(name),
             }),
           );
