@@ -59,6 +59,7 @@ describe('FelixDaemon on fakes', () => {
   let runner: ScriptedCommandRunner;
   let daemon: FelixDaemon;
   let probeHangs = false;
+  const warnings: { obj: object; msg?: string }[] = [];
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'felix-daemon-'));
@@ -120,7 +121,10 @@ describe('FelixDaemon on fakes', () => {
       probeTimeoutMs: 100,
       nft,
       net: new Netlinux({ runner }),
-      log: NOOP_LOGGER,
+      log: {
+        ...NOOP_LOGGER,
+        warn: (obj, msg) => warnings.push({ obj, ...(msg !== undefined ? { msg } : {}) }),
+      },
       debounceMs: 10,
       interfacePollMs: 50,
     });
@@ -208,6 +212,37 @@ describe('FelixDaemon on fakes', () => {
     expect(nft.dumpJson()).toBe(programmed);
     probeHangs = false;
     await until('ready again', () => daemon.ready);
+  });
+
+  it('logs a policy rule it does not enforce once, and renders the Allow rule as matching nothing', async () => {
+    await daemon.start();
+    await until('ready', () => daemon.ready);
+    const policy = await ds.create({
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name: 'l7', namespace: 'a' },
+      spec: {
+        selector: "app == 'web'",
+        types: ['Ingress'],
+        ingress: [{ action: 'Allow', protocol: 'TCP', http: { methods: ['GET'] } }],
+      },
+    } as Resource & { kind: 'NetworkPolicy' });
+    await until('policy chain', () => chains().includes('filter-cali-pi-np/a/l7'));
+    const chain = nft
+      .dump()
+      .tables.find((t) => t.family === 'ip')!
+      .chains.find((c) => c.name === 'filter-cali-pi-np/a/l7')!;
+    expect(chain.rules).toEqual([]);
+    // A label change re-renders the policy's endpoint but not its rules: still one warning.
+    await ds.update({ ...policy, metadata: { ...policy.metadata, labels: { x: 'y' } } });
+    await new Promise((r) => setTimeout(r, 200));
+    const about = warnings.filter((w) => (w.obj as { policy?: string }).policy === 'np/a/l7');
+    expect(about).toEqual([
+      {
+        obj: { policy: 'np/a/l7', unenforced: ['ingress[0].http (allow rule matches nothing)'] },
+        msg: 'rule fields this dataplane does not enforce: they fail closed',
+      },
+    ]);
   });
 
   it('holds the programmed dataplane while ClusterInformation says datastoreReady: false', async () => {
