@@ -33,10 +33,16 @@ export interface Connection {
   close(): Promise<void>;
 }
 
+/** What the command line adds to the loaded configuration. */
+export interface ConnectOptions {
+  /** `--context`: the kubeconfig context to use (Kubernetes datastore), over the configuration's. */
+  context?: string;
+}
+
 export interface CliDeps {
   io: CommandIO;
   /** Load the client configuration (`-c` file, else env) and connect. */
-  connect(configFile: string, log: Logger): Promise<Connection>;
+  connect(configFile: string, log: Logger, options?: ConnectOptions): Promise<Connection>;
   /** Clock for log timestamps (tests pin it). */
   now?: () => number;
   /** Cluster GUID for a ClusterInformation calicoctl creates (tests pin it). */
@@ -106,6 +112,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
   let log: Logger = createLogger('panic', io.stderr, deps.now);
   let exitCode = EXIT_OK;
   let globalAllowMismatch = false;
+  let globalContext: string | undefined;
   /** The streams commands write to: `io`, or a holding copy while a read runs beside the check. */
   let commandIO: CommandIO = io;
   const ctx = (): CommandContext => ({ io: commandIO, log, newClusterGUID: deps.newClusterGUID });
@@ -137,7 +144,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     fn: (ds: Datastore, conn: Connection) => Promise<number>,
     { check = true, readOnly = false }: { check?: boolean; readOnly?: boolean } = {},
   ) => {
-    const conn = await deps.connect(opts.config, log);
+    const conn = await deps.connect(opts.config, log, connectOptions(opts));
     try {
       if (check && !opts.allowVersionMismatch && !globalAllowMismatch) {
         const { checkVersionMismatch } = await import('./cluster.js');
@@ -152,6 +159,11 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     } finally {
       await conn.close().catch(() => {});
     }
+  };
+
+  const connectOptions = (opts: Common): ConnectOptions => {
+    const context = opts.context ?? globalContext;
+    return context ? { context } : {};
   };
 
   const besideCheck = async (checked: Promise<void>, run: () => Promise<number>): Promise<number> => {
@@ -184,7 +196,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     .option('--allow-version-mismatch', 'allow client and cluster versions to differ')
     .version("Run 'calicoctl version' to see version information.", '--version')
     .hook('preAction', (thisCommand) => {
-      const o = thisCommand.opts<{ logLevel: string; allowVersionMismatch?: boolean }>();
+      const o = thisCommand.opts<{ logLevel: string; allowVersionMismatch?: boolean; context?: string }>();
       const level = parseLogLevel(o.logLevel);
       if (!level) {
         throw new CtlError(
@@ -195,6 +207,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       log = createLogger(level, io.stderr, deps.now);
       log.info(`Log level set to ${level}`);
       globalAllowMismatch = !!o.allowVersionMismatch;
+      globalContext = o.context;
     });
 
   const common = (c: Command, opts: { namespace?: boolean; config?: boolean } = {}) => {
@@ -426,7 +439,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
           exitCode = await versionCommand(
             { poll: o.poll },
             async () => {
-              conn = await deps.connect(o.config, log);
+              conn = await deps.connect(o.config, log, connectOptions(o));
               return conn.datastore;
             },
             ctx(),
@@ -451,7 +464,9 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     common(
       migrate
         .command('import')
-        .description('Import an export into an empty datastore.')
+        .description(
+          'Import an export into a datastore without Calico data: another etcd, or a Kubernetes cluster with the Calico CRDs.',
+        )
         .requiredOption('-f, --filename <FILENAME>', 'the export file, or - for stdin'),
     ).action(async (o: Common & { filename: string }) =>
       withDatastore(
@@ -527,7 +542,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         .option('--show-problem-ips', 'print every IP that is leaked or not allocated properly')
         .option(
           '--kubeconfig <KUBECONFIG>',
-          'accepted for compatibility; not used (no Kubernetes datastore)',
+          'accepted for compatibility; not used (Pods are read through the configured datastore)',
         ),
     ).action(async (o: Common & { output?: string; showAllIps?: boolean; showProblemIps?: boolean }) =>
       withIpam(o, async (d) => (await ipamCommands()).ipamCheckCommand(o, d, ctx())),

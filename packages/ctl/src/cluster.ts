@@ -42,7 +42,8 @@ export async function checkVersionMismatch(ds: Datastore, clientVersion: string)
   }
 }
 
-const TIERS = [
+/** The tiers upstream's EnsureInitialized creates. */
+export const DEFAULT_TIERS = [
   { name: 'default', order: 1_000_000, defaultAction: 'Deny' },
   { name: 'kube-admin', order: 1_000, defaultAction: 'Pass' },
   { name: 'kube-baseline', order: 10_000_000, defaultAction: 'Pass' },
@@ -106,7 +107,7 @@ export async function ensureInitialized(
   } catch (e) {
     errors.push(e as Error);
   }
-  for (const t of TIERS) {
+  for (const t of DEFAULT_TIERS) {
     try {
       await ds.create({
         apiVersion: 'projectcalico.org/v3',

@@ -1,11 +1,13 @@
 /**
  * The calicoctl executable: process I/O and real configuration around `runCli`. The datastore
- * client is imported when a command connects (see cli.ts), not at start-up.
+ * client is imported when a command connects (see cli.ts), not at start-up. The configuration
+ * (`-c` file, else env) names the datastore as upstream's does: etcdv3 when etcd endpoints are
+ * given, else kubernetes (KUBECONFIG, the file's kubeconfig, `$HOME/.kube/config`, or in-cluster).
  */
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { readStdinSync, writeStderr, writeStdout } from '@calico-ts/api/stdio';
 import type { loadClientConfig } from '@calico-ts/datastore';
-import { type Connection, runCli } from './cli.js';
+import { type Connection, type ConnectOptions, runCli } from './cli.js';
 import { CtlError } from './errors.js';
 import type { CommandIO } from './io.js';
 import type { Logger } from './log.js';
@@ -33,7 +35,7 @@ const io: CommandIO = {
   writeFile: (p, text) => writeFile(p, text, { mode: 0o644 }),
 };
 
-async function connect(configFile: string, log: Logger): Promise<Connection> {
+async function connect(configFile: string, log: Logger, options: ConnectOptions = {}): Promise<Connection> {
   const { createKVStore, KVDatastore, loadClientConfig } = await import('@calico-ts/datastore');
   let cfg: Awaited<ReturnType<typeof loadClientConfig>>;
   try {
@@ -41,16 +43,18 @@ async function connect(configFile: string, log: Logger): Promise<Connection> {
   } catch (e) {
     throw new CtlError('config', `Failed to create Calico API client: ${(e as Error).message}`, { cause: e });
   }
+  if (options.context) cfg = { ...cfg, k8sCurrentContext: options.context };
   log.info(`Loaded client config: datastoreType=${cfg.datastoreType}`);
   let kv: Awaited<ReturnType<typeof createKVStore>>;
   try {
-    // A one-shot process: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js.
+    // A one-shot process: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js. The
+    // Kubernetes datastore reads the kubeconfig itself (no @kubernetes/client-node, unless the
+    // kubeconfig's user needs an exec or auth-provider plugin).
     kv = await createKVStore(cfg, { transport: 'http2' });
   } catch (e) {
     throw new CtlError('config', `Failed to create Calico API client: ${(e as Error).message}`, { cause: e });
   }
-  const backend = cfg.datastoreType === 'memory' ? 'memory' : 'etcdv3';
-  const datastore = new KVDatastore(kv, { backend });
+  const datastore = new KVDatastore(kv, { backend: cfg.datastoreType });
   return { datastore, kv, close: () => datastore.close() };
 }
 

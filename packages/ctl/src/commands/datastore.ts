@@ -8,12 +8,13 @@
  *   <ClusterInformation default as JSON> ===
  *   <every other key under /calico/ (IPAM blocks, affinities, handles, config) as JSON>
  *
- * Unlike upstream (which exports etcd for import into Kubernetes), the target here is another
- * etcd: resources keep their uid and creationTimestamp, workload endpoints and profiles are
- * included, node names are not rewritten, and the third part holds raw keys and values, so an
- * import into an empty datastore reproduces the source key by key. import refuses a datastore
- * that holds anything under /calico/, checks every document before writing, and reports progress
- * on stderr.
+ * The export serves two targets. Into another etcd, resources keep their uid and
+ * creationTimestamp, workload endpoints and profiles are included, node names are not rewritten,
+ * and the third part holds raw keys and values, so an import into an empty datastore reproduces the
+ * source key by key; import refuses a datastore that holds anything under /calico/. Into the
+ * Kubernetes datastore (upstream's migration), import-kdd.ts writes what Kubernetes can hold and
+ * says what it leaves out. Either import checks every document before writing and reports
+ * progress on stderr.
  */
 import {
   API_VERSION,
@@ -32,6 +33,7 @@ import { goJsonIndent, toYaml } from '../output/printers.js';
 import { listObject } from '../output/tables.js';
 import { describeError } from '../resources/operations.js';
 import type { CommandContext } from './context.js';
+import { importIntoKubernetes } from './import-kdd.js';
 
 export interface MigrateStore {
   datastore: Datastore;
@@ -183,7 +185,7 @@ export interface ImportArgs {
   filename: string;
 }
 
-interface ParsedExport {
+export interface ParsedExport {
   resources: Obj[];
   clusterInfo: Obj;
   kvs: { key: string; value: string }[];
@@ -283,6 +285,7 @@ export async function importCommand(
       `Failed to import: the file has problems; nothing was written:\n${problems.join('\n')}`,
     );
   }
+  if (ds.backend === 'kubernetes') return importIntoKubernetes(parsed, store, ctx);
 
   const existing = await existingData(store);
   if (existing) {

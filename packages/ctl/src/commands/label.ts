@@ -79,8 +79,13 @@ export async function labelCommand(args: LabelArgs, ds: Datastore, ctx: CommandC
   try {
     await ds.update({ ...resource, metadata: meta } as unknown as Resource & { kind: typeof kind });
   } catch (e) {
-    ctx.log.info(describeError(e, kind, name, namespace).message);
-    throw new CtlError('failed', `failed to update ${kindText} ${name}, label not changed`, { cause: e });
+    const why = describeError(e, kind, name, namespace);
+    ctx.log.info(why.message);
+    // A resource the datastore cannot write (a Profile on the Kubernetes datastore) says why.
+    const reason = why.code === 'unsupported' ? `: ${why.message}` : '';
+    throw new CtlError('failed', `failed to update ${kindText} ${name}, label not changed${reason}`, {
+      cause: e,
+    });
   }
   if (args.remove) ctx.io.stdout(`Successfully removed label ${key} from ${kindText} ${name}\n`);
   else if (overwritten) ctx.io.stdout(`Successfully updated label ${key} on ${kindText} ${name}\n`);

@@ -9,6 +9,7 @@ import { ensureInitialized } from '../cluster.js';
 import { CtlError } from '../errors.js';
 import { resolveCtlKind } from '../kinds.js';
 import type { Obj } from '../output/columns.js';
+import { kddRefusal } from '../resources/kdd-rules.js';
 import { deleteNode, type NodeIpam } from '../resources/node-deletion.js';
 import {
   applyResource,
@@ -272,6 +273,10 @@ export async function deleteCommand(
 
 function deleteNodeResource(ds: Datastore, r: Obj, deps: DeletionDeps, ctx: CommandContext): Promise<Obj> {
   const meta = (r.metadata ?? {}) as Obj;
+  // On the Kubernetes datastore the Node is Kubernetes': refused before anything of it is cleaned up.
+  const refused =
+    ds.backend === 'kubernetes' ? kddRefusal('delete', 'Node', String(meta.name ?? '')) : undefined;
+  if (refused) return Promise.reject(new CtlError('unsupported', refused));
   const rv = meta.resourceVersion;
   return deleteNode(ds, String(meta.name ?? ''), {
     ...(typeof rv === 'string' && rv !== '' ? { resourceVersion: rv } : {}),

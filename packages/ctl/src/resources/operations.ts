@@ -10,12 +10,20 @@
  * - delete honours a given resourceVersion.
  *
  * Datastore errors become upstream's error texts (`resource does not exist: IPPool(x) with error:
- * <nil>`), which scripts grep for.
+ * <nil>`), which scripts grep for. On the Kubernetes datastore, what it cannot do (create or delete
+ * a Node, write a Profile) is refused first, saying why (kdd-rules.ts).
  */
 import { KINDS, type Kind, type Resource, validateResource } from '@calico-ts/api';
 import { type Datastore, DatastoreError, isDatastoreError } from '@calico-ts/datastore';
 import { CtlError, type CtlErrorCode } from '../errors.js';
 import type { Obj } from '../output/columns.js';
+import {
+  type KddAction,
+  kddCreateNotFound,
+  kddNodeMissing,
+  kddRefusal,
+  kddStoreReason,
+} from './kdd-rules.js';
 
 const UPDATE_ATTEMPTS = 5;
 
@@ -50,6 +58,11 @@ export function describeError(e: unknown, kind: Kind, name: string, namespace?: 
     };
     const hit = map[e.code];
     if (hit) return new CtlError(hit[0], hit[1], { cause: e });
+    if (e.code === 'unsupported') {
+      return new CtlError('unsupported', `operation not supported on ${id}: ${kddStoreReason(e)}`, {
+        cause: e,
+      });
+    }
     return new CtlError(e.code === 'invalid' ? 'invalid-input' : 'failed', e.message, { cause: e });
   }
   return new CtlError('failed', e instanceof Error ? e.message : String(e), { cause: e });
@@ -102,11 +115,27 @@ export function sameStoredContent(stored: Obj, next: Obj): boolean {
   return a !== undefined && a === strip(next);
 }
 
+/** On the Kubernetes datastore, refuse what it cannot do (see kdd-rules.ts). */
+function refuseOnKdd(ds: Datastore, action: KddAction, kind: Kind, r: Obj): void {
+  if (ds.backend !== 'kubernetes') return;
+  const why = kddRefusal(action, kind, nameOf(r));
+  if (why) throw new CtlError('unsupported', why);
+}
+
+/** A create's failure; on the Kubernetes datastore, a create that finds no collection or Pod says so. */
+function describeCreateError(ds: Datastore, e: unknown, kind: Kind, r: Obj): CtlError {
+  if (ds.backend === 'kubernetes' && e instanceof DatastoreError && e.code === 'not-found') {
+    return new CtlError('failed', kddCreateNotFound(e, kind, nameOf(r), namespaceOf(kind, r)), { cause: e });
+  }
+  return describeError(e, kind, nameOf(r), namespaceOf(kind, r));
+}
+
 export async function createResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
+  refuseOnKdd(ds, 'create', kind, r);
   try {
     return (await ds.create(asResource(metadataForCreate(r)))) as unknown as Obj;
   } catch (e) {
-    throw describeError(e, kind, nameOf(r), namespaceOf(kind, r));
+    throw describeCreateError(ds, e, kind, r);
   }
 }
 
@@ -122,6 +151,7 @@ export async function updateResource(
   r: Obj,
   skipUnchanged: boolean,
 ): Promise<Obj> {
+  refuseOnKdd(ds, 'replace', kind, r);
   const name = nameOf(r);
   const ns = namespaceOf(kind, r);
   const rv = metaOf(r).resourceVersion;
@@ -147,18 +177,22 @@ export async function updateResource(
 }
 
 export async function applyResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
+  refuseOnKdd(ds, 'apply', kind, r);
   const name = nameOf(r);
   const ns = namespaceOf(kind, r);
   try {
     await getStored(ds, kind, r);
   } catch (e) {
     if (!isDatastoreError(e, 'not-found')) throw describeError(e, kind, name, ns);
+    if (kind === 'Node' && ds.backend === 'kubernetes') {
+      throw new CtlError('not-found', kddNodeMissing(name), { cause: e });
+    }
     const fresh = { ...r, metadata: { ...metaOf(r) } };
     delete (fresh.metadata as Obj).resourceVersion;
     try {
       return (await ds.create(asResource(metadataForCreate(fresh)))) as unknown as Obj;
     } catch (e2) {
-      if (!isDatastoreError(e2, 'already-exists')) throw describeError(e2, kind, name, ns);
+      if (!isDatastoreError(e2, 'already-exists')) throw describeCreateError(ds, e2, kind, fresh);
     }
   }
   return updateResource(ds, kind, r, true);
@@ -203,6 +237,7 @@ async function deleteIPPool(ds: Datastore, r: Obj, pools: PoolDeletion): Promise
 }
 
 export async function deleteResource(ds: Datastore, kind: Kind, r: Obj, pools?: PoolDeletion): Promise<Obj> {
+  refuseOnKdd(ds, 'delete', kind, r);
   if (kind === 'IPPool' && pools) return deleteIPPool(ds, r, pools);
   const name = nameOf(r);
   const ns = namespaceOf(kind, r);

@@ -24,11 +24,15 @@ export interface Harness {
   dump(): Promise<Record<string, string>>;
 }
 
-export function harness(): Harness {
+/**
+ * `backend: 'kubernetes'` labels the in-memory datastore as the Kubernetes one, for what calicoctl
+ * decides from the backend alone (refusals, the migration target); the store stays in memory.
+ */
+export function harness(opts: { backend?: 'memory' | 'kubernetes' } = {}): Harness {
   const store = new MemoryKVStore();
   let uid = 0;
   const datastore = new KVDatastore(store, {
-    backend: 'memory',
+    backend: opts.backend ?? 'memory',
     now: () => new Date('2025-01-02T03:04:05Z'),
     newUid: () => `00000000-0000-4000-8000-${String(++uid).padStart(12, '0')}`,
   });
