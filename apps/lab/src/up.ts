@@ -7,9 +7,10 @@
  *   ─► every node: `calico-node -felix-ready [-bird-ready]` passes inside its namespace
  *
  * With `--datastore kubernetes` (kube.ts) three steps join, overlapped with the others where they
- * can be: certificates and the admin kubeconfig (made while etcd starts), kube-apiserver on the
- * lab's etcd (started once etcd is healthy; the node namespaces and files are made while it boots),
- * then the CRDs and one v1 Node per lab node, before any calico-node starts.
+ * can be: certificates and the admin kubeconfig (made while the fabric and etcd start),
+ * kube-apiserver on the lab's etcd (started right after etcd, which it waits for; the node
+ * namespaces and files are made while it boots), then, as soon as it serves, the CRDs and one v1
+ * Node per lab node, before any calico-node starts; its full readiness is awaited with the nodes'.
  *
  * Each namespace and process is written to the state file as it is made; when a step fails,
  * everything made so far is removed again (tearDown) and the error is reported.
@@ -423,7 +424,7 @@ export async function labUp(
     await b.fabric();
     await b.etcd();
     if (plan.kube) {
-      await b.waitEtcd();
+      // Started with etcd still coming up: it waits for its storage itself.
       await credentials;
       b.startApiServer();
     }
@@ -431,7 +432,7 @@ export async function labUp(
     out.step(
       `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${FABRIC_GATEWAY})`,
     );
-    if (!plan.kube) await b.waitEtcd();
+    await b.waitEtcd();
     b.files();
     if (plan.kube) {
       await b.waitApiServer('/livez');
