@@ -162,8 +162,19 @@ describe('FelixDaemon on fakes', () => {
     expect((await get('/liveness')).status).toBe(200);
     expect((await get('/nothing')).status).toBe(404);
 
-    const status = await until('status report', () => kv.get('/calico/felix/v2/no-region/host/node1/status'));
-    expect(JSON.parse(status.value)).toEqual({
+    await until('status report', () => kv.get('/calico/felix/v2/no-region/host/node1/status'));
+    // The first report, from the store's history (a later one may have replaced it by now).
+    const history = kv.watch('/calico/felix/v2/no-region/host/node1/status', { fromRevision: '1' });
+    let first: unknown;
+    for await (const m of history) {
+      if (m.kind !== 'events') continue;
+      const put = m.events.find((e) => e.kind === 'put');
+      if (put && put.kind === 'put') {
+        first = JSON.parse(put.kv.value);
+        break;
+      }
+    }
+    expect(first).toEqual({
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
       uptime: expect.any(Number),
       first_update: true,
