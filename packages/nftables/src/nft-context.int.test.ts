@@ -381,7 +381,19 @@ describe.skipIf(missing !== undefined && !inCI)(
       sh(b, 'ip', 'addr', 'add', '198.18.0.2/24', 'dev', 'veth-b');
       sh(a, 'ip', 'link', 'set', 'veth-a', 'up');
       sh(b, 'ip', 'link', 'set', 'veth-b', 'up');
-      const ping = () => runIn(a, ['ping', '-c', '1', '-W', '1', '198.18.0.2']).code;
+      // A veth pair reports carrier a moment after `up`; on a loaded machine a ping sent before
+      // that (or an ARP reply later than one second) fails for reasons that are not the rules'.
+      for (const [ns, dev] of [
+        [a, 'veth-a'],
+        [b, 'veth-b'],
+      ] as const) {
+        const deadline = Date.now() + 10_000;
+        while (!runIn(ns, ['ip', 'link', 'show', dev]).out.includes('LOWER_UP')) {
+          if (Date.now() > deadline) throw new Error(`${dev} in ${ns} has no carrier after 10 s`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+      const ping = () => runIn(a, ['ping', '-c', '1', '-W', '3', '198.18.0.2']).code;
       expect(ping()).toBe(0);
 
       const ctx = await openIn(b);
