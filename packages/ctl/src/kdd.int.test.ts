@@ -249,7 +249,8 @@ spec:
     expect(await ctlIn(elsewhere, 'create', '-f', '-')).toEqual({
       code: 1,
       stdout: '',
-      stderr: expect.stringContaining('namespace "nowhere" does not exist'),
+      stderr:
+        'Failed to create \'NetworkPolicy\' resource: [NetworkPolicy(nowhere/web): namespace "nowhere" does not exist (in the Kubernetes datastore a namespaced resource needs its namespace)]\n',
     });
     expect(await ctlIn(docs, 'delete', '-f', '-')).toEqual({
       code: 0,
@@ -706,6 +707,14 @@ describe.skipIf(missing.length > 0)(`${EXE.name} datastore migrate: etcd to the 
       stderr: expect.stringContaining(
         'The Kubernetes API server does not serve the Calico CRDs (crd.projectcalico.org/v1): install them first (kubectl apply -f calico-crds.yaml); nothing was written.\n',
       ),
+    });
+    const pool =
+      'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: early}\nspec: {cidr: 198.20.0.0/24}\n';
+    expect(await EXE.run(['create', '-f', '-', '-c', kddCfg], { stdin: pool })).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        "Failed to create 'IPPool' resource: [cannot create IPPool(early): the Kubernetes API server does not serve ippools.crd.projectcalico.org; install the Calico CRDs first (kubectl apply -f calico-crds.yaml)]\n",
     });
     await installCrds(api);
     // The namespace of the namespaced resources must exist first.

@@ -35,13 +35,19 @@ const io: CommandIO = {
   writeFile: (p, text) => writeFile(p, text, { mode: 0o644 }),
 };
 
+/** An error's text; some libraries throw one with an empty message (client-node's exec plugin). */
+function reasonOf(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  return message.trim() !== '' ? message : `${e instanceof Error ? e.name : 'error'} with no message`;
+}
+
 async function connect(configFile: string, log: Logger, options: ConnectOptions = {}): Promise<Connection> {
   const { createKVStore, KVDatastore, loadClientConfig } = await import('@calico-ts/datastore');
   let cfg: Awaited<ReturnType<typeof loadClientConfig>>;
   try {
     cfg = await loadClientConfig({ configFile, env: process.env, onWarning: (m) => log.warn(m) });
   } catch (e) {
-    throw new CtlError('config', `Failed to create Calico API client: ${(e as Error).message}`, { cause: e });
+    throw new CtlError('config', `Failed to create Calico API client: ${reasonOf(e)}`, { cause: e });
   }
   if (options.context) cfg = { ...cfg, k8sCurrentContext: options.context };
   log.info(`Loaded client config: datastoreType=${cfg.datastoreType}`);
@@ -52,7 +58,7 @@ async function connect(configFile: string, log: Logger, options: ConnectOptions 
     // kubeconfig's user needs an exec or auth-provider plugin).
     kv = await createKVStore(cfg, { transport: 'http2' });
   } catch (e) {
-    throw new CtlError('config', `Failed to create Calico API client: ${(e as Error).message}`, { cause: e });
+    throw new CtlError('config', `Failed to create Calico API client: ${reasonOf(e)}`, { cause: e });
   }
   const datastore = new KVDatastore(kv, { backend: cfg.datastoreType });
   return { datastore, kv, close: () => datastore.close() };

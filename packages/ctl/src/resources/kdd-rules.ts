@@ -47,13 +47,15 @@ export function kddNodeMissing(name: string): string {
 }
 
 /**
- * The datastore's reason without the key it names first (`/calico/resources/…: reason`), from
- * the error or the store error it wraps.
+ * The datastore's reason without the key it names first (`/calico/resources/…: reason`): the
+ * error's own, else that of the store error it wraps.
  */
 export function kddStoreReason(e: DatastoreError): string {
-  const inner = e.cause instanceof DatastoreError ? e.cause : e;
-  const m = /^\/calico\/\S*: (.*)$/s.exec(inner.message);
-  return m ? m[1]! : inner.message;
+  for (const x of [e, e.cause]) {
+    const m = x instanceof DatastoreError ? /^\/calico\/\S*: (.*)$/s.exec(x.message) : null;
+    if (m) return m[1]!;
+  }
+  return e.message;
 }
 
 /**

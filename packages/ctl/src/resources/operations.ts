@@ -63,7 +63,9 @@ export function describeError(e: unknown, kind: Kind, name: string, namespace?: 
         cause: e,
       });
     }
-    return new CtlError(e.code === 'invalid' ? 'invalid-input' : 'failed', e.message, { cause: e });
+    // A store's reason that names its key first (`/calico/resources/…: why`) names the resource.
+    const message = e.message.startsWith('/calico/') ? `${id}: ${kddStoreReason(e)}` : e.message;
+    return new CtlError(e.code === 'invalid' ? 'invalid-input' : 'failed', message, { cause: e });
   }
   return new CtlError('failed', e instanceof Error ? e.message : String(e), { cause: e });
 }
