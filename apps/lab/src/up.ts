@@ -56,10 +56,11 @@ export function nsenter(netns: string): string[] {
   return ['nsenter', `--net=/run/netns/${netns}`];
 }
 
-function lastLines(file: string | undefined, n = 8): string {
-  if (!file || !existsSync(file)) return '';
-  const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
-  return lines.slice(-n).join('\n');
+/** `its log ends:` and the log's last lines, or that there is nothing in it. */
+function logTail(file: string | undefined, n = 8): string {
+  const text = file && existsSync(file) ? readFileSync(file, 'utf8').trimEnd() : '';
+  if (text === '') return `nothing in its log${file ? ` ${file}` : ''}`;
+  return `its log ends:\n${text.split('\n').slice(-n).join('\n')}`;
 }
 
 async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
@@ -221,7 +222,7 @@ export class LabBuilder {
         throw new LabError(
           'setup',
           `kube-apiserver did not answer ${path} ok in ${timeoutMs / 1000} s (${(r.stderr || r.stdout).trim()}); ` +
-            `its log ends:\n${lastLines(kube.log)}`,
+            `${logTail(kube.log)}`,
         );
       }
       await sleep(250);
@@ -231,7 +232,7 @@ export class LabBuilder {
 
   #checkApiServer(kube: KubePlan): void {
     if (!isAlive(this.state.processes['kube-apiserver'])) {
-      throw new LabError('setup', `kube-apiserver exited; its log ends:\n${lastLines(kube.log)}`);
+      throw new LabError('setup', `kube-apiserver exited; ${logTail(kube.log)}`);
     }
   }
 
@@ -311,10 +312,7 @@ export class LabBuilder {
       );
       if (r.status === 0) break;
       if (!isAlive(this.state.processes.etcd)) {
-        throw new LabError(
-          'setup',
-          `etcd exited; its log ends:\n${lastLines(join(plan.stateDir, 'etcd.log'))}`,
-        );
+        throw new LabError('setup', `etcd exited; ${logTail(join(plan.stateDir, 'etcd.log'))}`);
       }
       if (Date.now() > end)
         throw new LabError('setup', `etcd did not become healthy in ${timeoutMs / 1000} s`);
@@ -369,10 +367,7 @@ export class LabBuilder {
         [...pending.values()].map(async (node) => {
           const rec = this.state.processes[`node/${node.name}`];
           if (!isAlive(rec)) {
-            throw new LabError(
-              'setup',
-              `calico-node ${node.name} exited; its log ends:\n${lastLines(node.log)}`,
-            );
+            throw new LabError('setup', `calico-node ${node.name} exited; ${logTail(node.log)}`);
           }
           const r = await this.nodeReady(node);
           if (r.ok) {
