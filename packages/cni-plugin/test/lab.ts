@@ -1,30 +1,46 @@
 /**
- * A small test lab for the CNI plugin: a private etcd, "node" network namespaces that stand in for
- * hosts, pod namespaces, and a way to run the built plugin inside a node namespace, as a container
+ * A small test lab for the CNI plugin: a private datastore (etcd, or a kube-apiserver with the
+ * Calico CRDs for the Kubernetes datastore), "node" network namespaces that stand in for hosts,
+ * pod namespaces, and a way to run the built plugin inside a node namespace, as a container
  * runtime on that host would. Nothing is created in the host's own network namespace.
  *
  * ```
  *  fabric netns: br0 198.18.0.1/24 ── vn<i> ══veth══ eth0 198.18.0.(10+i)/24  node netns <i>
  *                                                     default via 198.18.0.1 (so proxy ARP answers)
- *                                                     127.0.0.1:2379 ─ proxy ─┐
- *  test process: unix socket ◄─────────────────────────────────────────────────┘ ─► etcd (127.0.0.1:<port>)
+ *                                                     127.0.0.1:<P> ─ proxy ─┐
+ *  test process: unix socket ◄────────────────────────────────────────────────┘ ─► datastore
+ *     etcd:       P = 2379, the test's etcd on 127.0.0.1:<its port>
+ *     kubernetes: P = the kube-apiserver's own port, so its admin kubeconfig works unchanged
  * ```
  *
- * etcd listens on the test process's loopback; a node namespace cannot reach that, so each node
- * runs a tiny TCP→unix-socket forwarder on its own 127.0.0.1:2379, and the test process forwards the
- * unix socket to etcd (a unix socket is a file, visible from every network namespace).
+ * The datastore listens on the test process's loopback; a node namespace cannot reach that, so
+ * each node runs a tiny TCP→unix-socket forwarder on its own 127.0.0.1:<P>, and the test process
+ * forwards the unix socket to the datastore (a unix socket is a file, visible from every network
+ * namespace).
  *
  * Every name starts with `cnitest-<random>`; `close()` kills the processes it started (by PID),
- * deletes its namespaces and temp dir and stops etcd, also after a failure.
+ * deletes its namespaces and temp dir and stops the datastore, also after a failure.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKVStore, type Datastore, IpamStore, KVDatastore } from '@calico-ts/datastore';
-import { clusterSeed, type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
+import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import {
+  clusterSeed,
+  type EtcdServer,
+  findKubectl,
+  type KubeApiServer,
+  startEtcd,
+  startKubeApiServer,
+} from '@calico-ts/datastore/testing';
 import { Netlinux } from '@calico-ts/netlinux';
+
+/** The Calico CRDs a Kubernetes-datastore cluster has installed. */
+export const CRDS = join(import.meta.dirname, '../../../deploy/crds/calico-crds.yaml');
+
+export type LabDatastore = 'etcdv3' | 'kubernetes';
 
 export const net = new Netlinux();
 
@@ -62,7 +78,11 @@ export class Lab {
   readonly id = `cnitest-${Math.random().toString(16).slice(2, 8)}`;
   readonly nodes: NodeNs[] = [];
   readonly pods: string[] = [];
+  datastore: LabDatastore = 'etcdv3';
+  /** The etcd datastore (etcdv3 labs). */
   etcd!: EtcdServer;
+  /** The Kubernetes API server (kubernetes labs). */
+  api!: KubeApiServer;
   tmp!: string;
   ds!: Datastore;
   ipam!: IpamStore;
@@ -75,22 +95,41 @@ export class Lab {
     return `${this.id}-fab`;
   }
 
-  async start(nodeCount: number): Promise<void> {
+  async start(nodeCount: number, datastore: LabDatastore = 'etcdv3'): Promise<void> {
+    this.datastore = datastore;
     this.tmp = await mkdtemp(join(tmpdir(), `${this.id}-`));
-    this.etcd = await startEtcd({ tls: true });
-    const tls = this.etcd.tls!;
-    const kv = await createKVStore({
-      datastoreType: 'etcdv3',
-      etcdEndpoints: this.etcd.endpoints,
-      etcdCACertFile: tls.caFile,
-      etcdCertFile: tls.certFile,
-      etcdKeyFile: tls.keyFile,
-    });
-    this.ds = new KVDatastore(kv, { backend: 'etcdv3' });
+    let kv: KVStore;
+    /** The datastore's port on the test's loopback, and the one the nodes' forwarders listen on. */
+    let port: number;
+    let nodePort: number;
+    if (datastore === 'kubernetes') {
+      this.api = await startKubeApiServer();
+      await this.kubectl(['apply', '--server-side', '-f', CRDS]);
+      await this.kubectl(['wait', '--for', 'condition=established', '--timeout', '60s', 'crd', '--all']);
+      kv = await createKVStore({
+        datastoreType: 'kubernetes',
+        etcdEndpoints: [],
+        kubeconfig: this.api.kubeconfigPath,
+      });
+      port = Number(new URL(this.api.url).port);
+      nodePort = port;
+    } else {
+      this.etcd = await startEtcd({ tls: true });
+      const tls = this.etcd.tls!;
+      kv = await createKVStore({
+        datastoreType: 'etcdv3',
+        etcdEndpoints: this.etcd.endpoints,
+        etcdCACertFile: tls.caFile,
+        etcdCertFile: tls.certFile,
+        etcdKeyFile: tls.keyFile,
+      });
+      port = Number(new URL(this.etcd.clientUrl).port);
+      nodePort = 2379;
+    }
+    this.ds = new KVDatastore(kv, { backend: datastore });
     this.ipam = new IpamStore(kv);
 
-    const sock = join(this.tmp, 'etcd.sock');
-    const port = Number(new URL(this.etcd.clientUrl).port);
+    const sock = join(this.tmp, 'datastore.sock');
     this.#unixServer = createServer((c) => {
       const u = createConnection(port, '127.0.0.1');
       c.pipe(u);
@@ -115,7 +154,7 @@ export class Lab {
       await net.addRoute({ dst: 'default', gateway: '198.18.0.1', dev: 'eth0' }, name);
       const nodenameFile = join(this.tmp, `${name}.nodename`);
       await writeFile(nodenameFile, name);
-      await this.#startProxy(name, sock);
+      await this.#startProxy(name, sock, nodePort);
       this.nodes.push({
         name,
         netns: `/run/netns/${name}`,
@@ -131,6 +170,19 @@ export class Lab {
   async seed(): Promise<void> {
     for (const r of clusterSeed()) await this.ds.create(r as Parameters<Datastore['create']>[0]);
     for (const n of this.nodes) {
+      if (this.datastore === 'kubernetes') {
+        // The Calico Node is the Kubernetes Node (kubelet registers it), with calico-node's
+        // annotations.
+        await this.kubectl(
+          ['apply', '-f', '-'],
+          JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Node',
+            metadata: { name: n.name, annotations: { 'projectcalico.org/IPv4Address': `${n.ip}/24` } },
+          }),
+        );
+        continue;
+      }
       await this.ds.create({
         apiVersion: 'projectcalico.org/v3',
         kind: 'Node',
@@ -157,6 +209,25 @@ export class Lab {
       etcd_cert_file: tls.certFile,
       etcd_ca_cert_file: tls.caFile,
     };
+  }
+
+  /** The datastore fields of a network config for this lab's API server (Kubernetes datastore). */
+  kubeConf(): Record<string, unknown> {
+    return { datastore_type: 'kubernetes', kubernetes: { kubeconfig: this.api.kubeconfigPath } };
+  }
+
+  /** kubectl against this lab's API server; `input` goes to its stdin. Rejects with its stderr. */
+  kubectl(args: string[], input?: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = execFile(
+        findKubectl() ?? 'kubectl',
+        ['--kubeconfig', this.api.kubeconfigPath, ...args],
+        { maxBuffer: 64 * 1024 * 1024 },
+        (err, stdout, stderr) =>
+          err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+      );
+      child.stdin!.end(input ?? '');
+    });
   }
 
   /** Runs `program` (a path) in the node's network namespace, as a runtime on that node would. */
@@ -186,6 +257,7 @@ export class Lab {
     this.#unixServer?.close();
     await this.ds?.close().catch(() => {});
     await this.etcd?.stop().catch(() => {});
+    await this.api?.stop().catch(() => {});
     if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
   }
 
@@ -195,10 +267,10 @@ export class Lab {
     await net.setLinkUp('lo', name);
   }
 
-  async #startProxy(ns: string, sock: string): Promise<void> {
+  async #startProxy(ns: string, sock: string, port: number): Promise<void> {
     const child = spawn(
       'nsenter',
-      [`--net=/run/netns/${ns}`, process.execPath, '-e', PROXY_SRC, sock, '2379'],
+      [`--net=/run/netns/${ns}`, process.execPath, '-e', PROXY_SRC, sock, String(port)],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
@@ -206,7 +278,7 @@ export class Lab {
     this.#children.push(child);
     await new Promise<void>((resolve, reject) => {
       child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`etcd proxy in ${ns} exited with ${code}`)));
+      child.once('exit', (code) => reject(new Error(`datastore proxy in ${ns} exited with ${code}`)));
       child.stdout!.once('data', () => resolve());
     });
   }

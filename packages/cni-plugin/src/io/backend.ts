@@ -3,7 +3,8 @@
  * make, on Calico resources and on IPAM.
  *
  * Implementations: `CalicoBackend` (calico-backend.ts: `@calico-ts/datastore` + `@calico-ts/ipam`
- * against etcd) and `FakeBackend` (fake-backend.ts: in memory, same semantics, failure injection).
+ * against etcd or the Kubernetes API) and `FakeBackend` (fake-backend.ts: in memory, same
+ * semantics, failure injection).
  *
  * Errors: every method throws only `CniPluginError` — `try-again` when the datastore cannot be
  * reached, `datastore-failed` for a refused read or write, `ipam-failed` when addresses cannot be

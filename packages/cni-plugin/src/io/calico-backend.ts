@@ -1,7 +1,9 @@
 /**
- * `PluginBackend` on the real datastore: `@calico-ts/datastore` for Calico resources and
- * `@calico-ts/ipam` for addresses, configured from the network config exactly as upstream does
- * (the config's datastore fields exported over the plugin's environment, then the env loader).
+ * `PluginBackend` on the real datastore, etcdv3 or Kubernetes: `@calico-ts/datastore` for Calico
+ * resources and `@calico-ts/ipam` for addresses, configured from the network config exactly as
+ * upstream does (the config's datastore fields, `datastore_type`, `etcd_*`, `kubernetes.kubeconfig`
+ * and `kubernetes.k8s_api_root`, exported over the plugin's environment, then the env loader). On
+ * the Kubernetes datastore a WorkloadEndpoint write annotates the Pod, which must exist.
  *
  * Imported lazily by the executable: only commands that touch the datastore pay for etcd3/gRPC.
  *
@@ -51,12 +53,6 @@ export async function loadBackendConfig(conf: NetConf, env: Env, log: Logger): P
   } catch (e) {
     throw classify(e, 'open the datastore');
   }
-  if (cfg.datastoreType === 'kubernetes') {
-    throw new CniPluginError(
-      'invalid-config',
-      'datastore_type: the Kubernetes datastore is not supported by this plugin yet; give etcd_endpoints (etcdv3)',
-    );
-  }
   return cfg;
 }
 
@@ -71,12 +67,14 @@ export async function openCalicoBackendWith(
 ): Promise<PluginBackend> {
   let kv: KVStore;
   try {
-    // Exec'd per pod: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js.
+    // Exec'd per pod: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js. The
+    // Kubernetes datastore reads its kubeconfig itself (no @kubernetes/client-node unless the
+    // kubeconfig's user needs an exec or auth-provider plugin).
     kv = await createKVStore(cfg, { transport: 'http2' });
   } catch (e) {
     throw classify(e, 'open the datastore');
   }
-  const ds = new KVDatastore(kv, { backend: cfg.datastoreType === 'memory' ? 'memory' : 'etcdv3' });
+  const ds = new KVDatastore(kv, { backend: cfg.datastoreType });
   const store = new IpamStore(kv);
   return new CalicoBackend(ds, new IpamClient(ds, store), store, opts.mirrorHosts === true);
 }
@@ -129,6 +127,15 @@ export class CalicoBackend implements PluginBackend {
       try {
         return (await this.#ds.create(structuredClone(clean))) as WorkloadEndpoint;
       } catch (e) {
+        // On the Kubernetes datastore the endpoint is the Pod itself (its cni.projectcalico.org
+        // annotations): a Pod the API server does not have cannot get one.
+        if (this.#ds.backend === 'kubernetes' && isDatastoreError(e, 'not-found') && wep.spec.pod) {
+          throw new CniPluginError(
+            'datastore-failed',
+            `pod ${wep.metadata.namespace}/${wep.spec.pod} does not exist in the Kubernetes API server`,
+            { cause: e, details: messageOf(e) },
+          );
+        }
         if (!isDatastoreError(e, 'already-exists')) throw e;
       }
       return (await this.#ds.apply(clean)) as WorkloadEndpoint;
