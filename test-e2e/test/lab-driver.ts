@@ -4,21 +4,36 @@
  * a recorded process still runs).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const LAB = join(ROOT, 'apps', 'lab', 'scripts', 'lab.mjs');
 
+/** The datastores a lab runs on (`lab up --datastore`); the scenarios that are cheap to repeat run on both. */
+export const DATASTORES = ['etcdv3', 'kubernetes'] as const;
+export type LabDatastore = (typeof DATASTORES)[number];
+
+/** Where scripts/setup.sh caches the kube-apiserver it builds (any version), or the override. */
+function kubeApiServerBuilt(): boolean {
+  const override = process.env.CALICO_LAB_KUBE_APISERVER_BIN || process.env.CALICO_TEST_KUBE_APISERVER_BIN;
+  if (override) return existsSync(override);
+  const dir = '/var/cache/calico-ts/bin';
+  return existsSync(dir) && readdirSync(dir).some((f) => f.startsWith('kube-apiserver-'));
+}
+
 /** What the lab needs; empty when everything is there. */
-export function missingPrerequisites(): string[] {
+export function missingPrerequisites(datastore: LabDatastore = 'etcdv3'): string[] {
   const missing: string[] = [];
   if (process.getuid?.() !== 0) missing.push('root');
-  for (const tool of ['ip', 'nsenter', 'etcd', 'etcdctl', 'bird']) {
+  const tools = ['ip', 'nsenter', 'etcd', 'etcdctl', 'bird'];
+  if (datastore === 'kubernetes') tools.push(process.env.CALICO_LAB_KUBECTL_BIN || 'kubectl', 'openssl');
+  for (const tool of tools) {
     if (spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`]).status !== 0)
       missing.push(tool);
   }
+  if (datastore === 'kubernetes' && !kubeApiServerBuilt()) missing.push('kube-apiserver (scripts/setup.sh)');
   return missing;
 }
 
@@ -96,6 +111,45 @@ export class LabDriver {
 
   state(): LabStateFile {
     return JSON.parse(readFileSync(join(this.stateDir, 'state.json'), 'utf8')) as LabStateFile;
+  }
+
+  /** `lab <tool> <verb> -f <file>` of a YAML text written to `dir` (a policy, a pool). */
+  async applyYaml(
+    tool: 'calicoctl' | 'kubectl',
+    dir: string,
+    name: string,
+    yaml: string,
+    verb: 'apply' | 'create' | 'delete' = 'apply',
+  ): Promise<RunResult> {
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, yaml);
+    return this.ok(tool, verb, '-f', file);
+  }
+
+  /**
+   * `lab connectivity -o json` (TCP) until exactly the pairs `allowed` says are reachable, or
+   * `withinMs` passes (policy takes a moment to reach every node). Resolves to the pairs that still
+   * differ, `from->to: expected …, got …`; empty when the matrix matches.
+   */
+  async reachabilityMatches(
+    allowed: (from: string, to: string) => boolean,
+    withinMs = 30_000,
+  ): Promise<string[]> {
+    const end = Date.now() + withinMs;
+    for (;;) {
+      const r = await this.ok('connectivity', '-o', 'json', '--timeout-ms', '1500');
+      const report = JSON.parse(r.stdout) as ConnectivityReport;
+      const wrong = report.cells
+        .filter((c) => c.reachable !== allowed(c.from, c.to))
+        .map(
+          (c) =>
+            `${c.from}->${c.to}: expected ${allowed(c.from, c.to) ? 'reachable' : 'blocked'}, got ` +
+            (c.reachable ? 'reachable' : (c.error ?? 'blocked')),
+        );
+      if (report.cells.length === 0) wrong.push('no pairs to test');
+      if (wrong.length === 0 || Date.now() > end) return wrong;
+      await new Promise((res) => setTimeout(res, 500));
+    }
   }
 
   /**

@@ -1,0 +1,152 @@
+/**
+ * Steps the datastore-parametrised lab scenarios share (lab-bgp, lab-vxlan): policy applied the way
+ * a user applies it changes what `lab connectivity` shows, and deleting it brings everything back;
+ * on the Kubernetes datastore, what calicoctl wrote is what upstream stores.
+ */
+import { expect } from 'vitest';
+import type { LabDriver } from './lab-driver.js';
+
+const everyone = () => true;
+
+/**
+ * A Calico NetworkPolicy (`lab calicoctl apply`) in `namespace` lets only `allowFrom` in to the pods
+ * `selector` picks: afterwards exactly the pairs `protectedPod(to) ⇒ allowedSource(from)` connect;
+ * `lab calicoctl delete` restores the full matrix.
+ */
+export async function calicoPolicyScenario(
+  lab: LabDriver,
+  dir: string,
+  o: {
+    namespace: string;
+    selector: string;
+    allowFrom: string;
+    pods: readonly string[];
+    protectedPod: (id: string) => boolean;
+    allowedSource: (id: string) => boolean;
+  },
+): Promise<void> {
+  expect(await lab.reachabilityMatches(everyone), 'before the policy').toEqual([]);
+  const yaml = `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata:
+  name: e2e-only-peers
+  namespace: ${o.namespace}
+spec:
+  selector: ${JSON.stringify(o.selector)}
+  types:
+  - Ingress
+  ingress:
+  - action: Allow
+    source:
+      selector: ${JSON.stringify(o.allowFrom)}
+`;
+  await lab.applyYaml('calicoctl', dir, 'e2e-only-peers', yaml);
+  const allowed = (from: string, to: string) => !o.protectedPod(to) || o.allowedSource(from);
+  // The policy must block something, or the check below proves nothing.
+  expect(o.pods.some((from) => o.pods.some((to) => from !== to && !allowed(from, to)))).toBe(true);
+  expect(await lab.reachabilityMatches(allowed), 'with the Calico policy').toEqual([]);
+  await lab.ok('calicoctl', 'delete', 'networkpolicy', 'e2e-only-peers', '-n', o.namespace);
+  expect(await lab.reachabilityMatches(everyone), 'after deleting the policy').toEqual([]);
+}
+
+/**
+ * A Kubernetes NetworkPolicy (`lab kubectl apply`) lets only pods of namespaces labelled
+ * `fromNamespaceLabels` in to the pods `podLabels` picks in `namespace`. Calico shows it as
+ * `knp.default.<name>`; Felix enforces it; `lab kubectl delete` restores the full matrix.
+ */
+export async function kubePolicyScenario(
+  lab: LabDriver,
+  dir: string,
+  o: {
+    namespace: string;
+    podLabels: Record<string, string>;
+    fromNamespaceLabels: Record<string, string>;
+    pods: readonly string[];
+    protectedPod: (id: string) => boolean;
+    allowedSource: (id: string) => boolean;
+  },
+): Promise<void> {
+  expect(await lab.reachabilityMatches(everyone), 'before the policy').toEqual([]);
+  const policy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'e2e-from-front', namespace: o.namespace },
+    spec: {
+      podSelector: { matchLabels: o.podLabels },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ namespaceSelector: { matchLabels: o.fromNamespaceLabels } }] }],
+    },
+  };
+  await lab.applyYaml('kubectl', dir, 'e2e-from-front', JSON.stringify(policy));
+  const calico = JSON.parse(
+    (await lab.ok('calicoctl', 'get', 'networkpolicy', '-n', o.namespace, '-o', 'json')).stdout,
+  ) as { items: { metadata: { name: string } }[] };
+  expect(calico.items.map((p) => p.metadata.name)).toContain('knp.default.e2e-from-front');
+  const allowed = (from: string, to: string) => !o.protectedPod(to) || o.allowedSource(from);
+  expect(o.pods.some((from) => o.pods.some((to) => from !== to && !allowed(from, to)))).toBe(true);
+  expect(await lab.reachabilityMatches(allowed), 'with the Kubernetes NetworkPolicy').toEqual([]);
+  await lab.ok('kubectl', 'delete', 'networkpolicy', 'e2e-from-front', '-n', o.namespace);
+  expect(await lab.reachabilityMatches(everyone), 'after deleting the policy').toEqual([]);
+}
+
+/**
+ * An IPPool created with `lab calicoctl` is, read back with `lab kubectl`, a
+ * crd.projectcalico.org/v1 IPPool with upstream's spec fields. Disabled and selecting no node, so
+ * nothing in the lab uses it; deleted again afterwards.
+ */
+export async function kubeStoredIPPool(lab: LabDriver, dir: string): Promise<void> {
+  await lab.applyYaml(
+    'calicoctl',
+    dir,
+    'e2e-pool',
+    `apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata:
+  name: e2e-stored-shape
+spec:
+  cidr: 198.18.64.0/24
+  blockSize: 28
+  ipipMode: Never
+  vxlanMode: Never
+  natOutgoing: true
+  disabled: true
+  nodeSelector: "!all()"
+`,
+    'create',
+  );
+  const r = await lab.ok('kubectl', 'get', 'ippools.crd.projectcalico.org', '-o', 'json');
+  const list = JSON.parse(r.stdout) as {
+    items: { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> }[];
+  };
+  const pool = list.items.find((p) => p.metadata.name === 'e2e-stored-shape');
+  expect(pool, r.stdout).toBeDefined();
+  expect(pool).toMatchObject({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPPool',
+    spec: {
+      cidr: '198.18.64.0/24',
+      blockSize: 28,
+      ipipMode: 'Never',
+      vxlanMode: 'Never',
+      natOutgoing: true,
+      disabled: true,
+      nodeSelector: '!all()',
+    },
+  });
+  // calico-node's own default pool is there too, in the same shape.
+  expect(list.items.find((p) => p.metadata.name === 'default-ipv4-ippool')?.spec).toMatchObject({
+    cidr: '198.19.0.0/16',
+    blockSize: 26,
+  });
+  await lab.ok('calicoctl', 'delete', 'ippool', 'e2e-stored-shape');
+  const after = await lab.run('kubectl', 'get', 'ippools.crd.projectcalico.org', 'e2e-stored-shape');
+  expect(after.code).not.toBe(0);
+  expect(after.stderr).toContain('NotFound');
+}
+
+/** On etcd there is no API server: `lab kubectl` says what it needs and exits 2. */
+export async function etcdHasNoKubectl(lab: LabDriver): Promise<void> {
+  const r = await lab.run('kubectl', 'get', 'nodes');
+  expect(r.code).toBe(2);
+  expect(r.stderr).toMatch(/`lab kubectl` needs a lab on the Kubernetes datastore/);
+}
