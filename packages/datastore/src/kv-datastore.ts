@@ -191,6 +191,9 @@ export class KVDatastore implements Datastore {
         const kv = await this.store.update(found.kv.key, prepared.text, found.kv.modRevision);
         return withRevision(prepared.resource, kv.modRevision) as ResourceOf<K>;
       } catch (e) {
+        // A create that finds nothing to create into (the Kubernetes datastore's Node of a missing
+        // Kubernetes Node) is no race: report it rather than retry.
+        if (!found && isDatastoreError(e, 'not-found')) rethrow(e, subject);
         if (
           isDatastoreError(e, 'conflict') ||
           isDatastoreError(e, 'not-found') ||

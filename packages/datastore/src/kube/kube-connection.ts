@@ -209,14 +209,36 @@ export async function loadKubeConnectionWithClientNode(
   path: string,
   context?: string,
 ): Promise<KubeConnection> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
+  // A specifier bundlers leave alone: executables that bundle the datastore do not carry
+  // client-node (5 MB parsed on every start) for the few kubeconfigs that need it.
+  const specifier = '@kubernetes/client-node';
+  let KubeConfig: typeof import('@kubernetes/client-node').KubeConfig;
+  try {
+    ({ KubeConfig } = (await import(specifier)) as typeof import('@kubernetes/client-node'));
+  } catch (e) {
+    throw new DatastoreError(
+      'config',
+      `kubeconfig ${path} uses exec or auth-provider credentials, which need @kubernetes/client-node, and it cannot be loaded here: ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
   const kc = new KubeConfig();
   kc.loadFromFile(path);
   if (context) kc.setCurrentContext(context);
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new DatastoreError('config', `kubeconfig ${path} has no current cluster`);
   const probe: RequestOptions = {};
-  await kc.applyToHTTPSOptions(probe);
+  const credentials = async (o: RequestOptions) => {
+    try {
+      await kc.applyToHTTPSOptions(o);
+    } catch (e) {
+      const why = (e as Error).message || 'the credential plugin failed without a message';
+      throw new DatastoreError('unauthorized', `kubeconfig ${path}: getting credentials failed: ${why}`, {
+        cause: e,
+      });
+    }
+  };
+  await credentials(probe);
   const headers = (probe.headers ?? {}) as Record<string, string>;
   return {
     server: cluster.server.replace(/\/+$/, ''),
@@ -228,7 +250,7 @@ export async function loadKubeConnectionWithClientNode(
     },
     authorization: async () => {
       const o: RequestOptions = {};
-      await kc.applyToHTTPSOptions(o);
+      await credentials(o);
       const h = (o.headers ?? headers) as Record<string, string>;
       return h.Authorization ?? h.authorization;
     },

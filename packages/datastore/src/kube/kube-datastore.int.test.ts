@@ -252,6 +252,33 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore on a real kube-apiserv
     const loc = locateKey('/calico/ipam/v2/config');
     expect(restPath(loc.collection)).toBe('/apis/crd.projectcalico.org/v1/ipamconfigs');
   });
+
+  it('says which CRD is missing, never lists it as empty, and tells a missing namespace apart', async () => {
+    await kubectl(api, ['delete', 'crd', 'ipreservations.crd.projectcalico.org']);
+    const listed = await errorOfP(ds.list('IPReservation'));
+    expect(listed.code).toBe('config');
+    expect(listed.message).toMatch(
+      /does not serve ipreservations\.crd\.projectcalico\.org; install Calico's CRDs/,
+    );
+    const created = await errorOfP(
+      ds.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'IPReservation',
+        metadata: { name: 'r1' },
+        spec: { reservedCIDRs: ['198.19.250.0/24'] },
+      }),
+    );
+    expect(created.code).toBe('config');
+    // A store without the test's namespace provisioning, as a component has it.
+    const plain = new KVDatastore(
+      await createKVStore({ datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: api.kubeconfigPath }),
+      { backend: 'kubernetes' },
+    );
+    const noNs = await errorOfP(plain.create(networkSet('x', uniqueName('absent'))));
+    await plain.close();
+    expect(noNs.code).toBe('invalid');
+    expect(noNs.message).toMatch(/namespace "absent-[^"]+" does not exist/);
+  });
 });
 
 describe.skipIf(missing.length > 0)('Kubernetes datastore across an API server restart', () => {
@@ -433,6 +460,33 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore: what it derives from 
     expect((await errorOfP(ds.get('WorkloadEndpoint', wepName, { namespace: 'shop' }))).code).toBe(
       'not-found',
     );
+  });
+
+  it('refuses a WorkloadEndpoint its Pod does not match, and leaves the Pod untouched', async () => {
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'elsewhere', namespace: 'shop' },
+      spec: { nodeName: 'kn-2', containers: [{ name: 'c', image: 'none' }] },
+    });
+    const refused = await errorOfP(
+      ds.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'WorkloadEndpoint',
+        metadata: { name: 'kn--1-k8s-elsewhere-eth0', namespace: 'shop' },
+        spec: {
+          orchestrator: 'k8s',
+          node: 'kn-1',
+          pod: 'elsewhere',
+          endpoint: 'eth0',
+          ipNetworks: ['198.19.7.9/32'],
+        },
+      }),
+    );
+    expect(refused.code).toBe('invalid');
+    expect(refused.message).toMatch(/does not match this record/);
+    const pod = await getJson(['pod', 'elsewhere', '-n', 'shop']);
+    expect(pod.metadata.annotations?.['cni.projectcalico.org/podIP']).toBeUndefined();
   });
 
   it('Namespaces and ServiceAccounts are the kns.* and ksa.* profiles, read-only', async () => {

@@ -44,6 +44,18 @@ function compareRevisions(a: string, b: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/** The API server does not serve the collection: its CRD is not installed. */
+function crdMissing(c: Collection, what: string, cause: unknown): DatastoreError {
+  const crd = c.base.startsWith('/apis/crd.projectcalico.org/')
+    ? `${c.plural}.crd.projectcalico.org`
+    : `${c.plural} (${c.base})`;
+  return new DatastoreError(
+    'config',
+    `${what}: the API server does not serve ${crd}; install Calico's CRDs (kubectl apply --server-side -f deploy/crds/calico-crds.yaml)`,
+    { cause },
+  );
+}
+
 function rvOf(o: Obj): string {
   return String((o.metadata as Obj | undefined)?.resourceVersion ?? '0');
 }
@@ -104,8 +116,9 @@ export class KubeKVStore implements KVStore {
       try {
         list = await this.#http.request<KubeList>('GET', `${restPath(c, namespace)}?${q}`);
       } catch (e) {
-        // A CRD that is not installed has nothing in it.
-        if (isDatastoreError(e, 'not-found')) return { kvs, revision: await this.revision() };
+        // Never an empty list for a collection the API server does not serve: a reader would take
+        // "no policies" for the truth and act on it.
+        if (isDatastoreError(e, 'not-found')) throw crdMissing(c, restPath(c, namespace), e);
         throw e;
       }
       if (!cont) revision = list.metadata?.resourceVersion ?? '0';
@@ -160,6 +173,15 @@ export class KubeKVStore implements KVStore {
   }
 
   async #putMerged(loc: ReturnType<typeof locateKey>, key: string, obj: Obj): Promise<KV> {
+    // Write nothing that would not read back as this record (a Pod on another node, not
+    // scheduled, on the host network, or finished): it would change the object and be lost.
+    if (this.#toKV(loc.collection, obj)?.key !== key) {
+      const where = loc.namespace ? `${loc.namespace}/${loc.name}` : loc.name;
+      throw new DatastoreError(
+        'invalid',
+        `${key}: the Kubernetes ${loc.collection.kind} ${where} does not match this record (for a Pod: not scheduled to the node the name says, on the host network, or finished); nothing was written`,
+      );
+    }
     try {
       const o = await this.#http.request<Obj>('PUT', restPath(loc.collection, loc.namespace, loc.name), obj);
       return this.#mustKV(loc.collection, o, key);
@@ -182,12 +204,15 @@ export class KubeKVStore implements KVStore {
       const o = await this.#http.request<Obj>('POST', restPath(loc.collection, loc.namespace), body);
       return this.#mustKV(loc.collection, o, key, true);
     } catch (e) {
-      if (isDatastoreError(e, 'not-found') && loc.namespace) {
-        throw new DatastoreError(
-          'invalid',
-          `${key}: namespace "${loc.namespace}" does not exist (in the Kubernetes datastore a namespaced resource needs its namespace)`,
-          { cause: e },
-        );
+      if (isDatastoreError(e, 'not-found')) {
+        if (loc.namespace && /namespaces? "[^"]*" not found/.test(e.message)) {
+          throw new DatastoreError(
+            'invalid',
+            `${key}: namespace "${loc.namespace}" does not exist (in the Kubernetes datastore a namespaced resource needs its namespace)`,
+            { cause: e },
+          );
+        }
+        throw crdMissing(loc.collection, key, e);
       }
       return named(e, key);
     }
