@@ -284,7 +284,8 @@ export function kvSource<T>(
   };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);
     function done() {

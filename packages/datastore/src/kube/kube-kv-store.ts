@@ -28,6 +28,7 @@
  */
 import { DatastoreError, isDatastoreError } from '../errors.js';
 import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from '../kv/kv-store.js';
+import { sleep } from '../syncer.js';
 import type { KubeHttp, KubeWatchEvent } from './kube-http.js';
 import { type Collection, collectionsForPrefix, locateKey, type Obj, restPath } from './kv-mapping.js';
 
@@ -523,16 +524,4 @@ export class KubeKVStore implements KVStore {
 function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
   const live = signals.filter((s): s is AbortSignal => s !== undefined);
   return live.length === 1 ? live[0]! : AbortSignal.any(live);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
