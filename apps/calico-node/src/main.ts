@@ -22,7 +22,6 @@ import { parseArgs, USAGE } from './cli.js';
 import { parseNodeEnv } from './env.js';
 import { errorMessage, isNodeError } from './errors.js';
 import { listHostInterfaces, reachSource } from './host-network.js';
-import { withKubeNodeWrites } from './kdd-node-writes.js';
 import { CalicoNode } from './node-daemon.js';
 import { CALICO_VERSION } from './node-resource.js';
 import { runProbes } from './probes.js';
@@ -75,7 +74,7 @@ async function main(): Promise<number> {
   const client = mergeClientConfig(undefined, configFromEnv(process.env).config);
   for (const w of client.warnings) log.warn({}, w);
   const kv = await createKVStore(client.config);
-  const datastore = withKubeNodeWrites(new KVDatastore(kv, { backend: client.config.datastoreType }));
+  const datastore = new KVDatastore(kv, { backend: client.config.datastoreType });
   const net = new Netlinux();
   const startupLog = log.child({ component: 'startup' });
   const ipam = new IpamClient(datastore, new IpamStore(kv));

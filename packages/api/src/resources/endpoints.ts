@@ -64,7 +64,8 @@ export const nodeSpecSchema = lazySchema(() =>
     addresses: z
       .array(
         z.strictObject({
-          address: goAlways(maskedCidrOrIP()),
+          // An interface address, host bits and all (`198.18.0.11/24`), as upstream stores them.
+          address: goAlways(cidrOrIP()),
           type: z
             .enum(['CalicoNodeIP', 'InternalIP', 'ExternalIP'], {
               error: 'must be one of: CalicoNodeIP, InternalIP, ExternalIP',
