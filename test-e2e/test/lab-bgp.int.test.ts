@@ -37,6 +37,7 @@ import {
   etcdHasNoKubectl,
   kubePolicyScenario,
   kubeStoredIPPool,
+  serviceEgressScenario,
 } from './policy-scenarios.js';
 
 const ci = process.env.CI === 'true';
@@ -181,6 +182,16 @@ describe.each(DATASTORES.filter((d) => missingPrerequisites(d).length === 0))(
           allowedSource: (id) => id.startsWith('team-a/'),
         });
       }, 120_000);
+
+      it('an egress policy allowing only a Service reaches exactly its endpoints, and nothing while it has none', async () => {
+        await serviceEgressScenario(lab, dir, {
+          namespace: 'team-a',
+          selector: "app == 'web'",
+          isSelected: (id) => id.startsWith('team-a/web-'),
+          serviceNamespace: 'team-b',
+          endpointPod: 'team-b/db-1',
+        });
+      }, 180_000);
 
       it("lab kubectl shows an IPPool written with lab calicoctl in upstream's stored shape", async () => {
         await kubeStoredIPPool(lab, dir);

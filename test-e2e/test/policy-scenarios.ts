@@ -3,6 +3,7 @@
  * a user applies it changes what `lab connectivity` shows, and deleting it brings everything back;
  * on the Kubernetes datastore, what calicoctl wrote is what upstream stores.
  */
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { LabDriver } from './lab-driver.js';
 
@@ -149,4 +150,82 @@ export async function etcdHasNoKubectl(lab: LabDriver): Promise<void> {
   const r = await lab.run('kubectl', 'get', 'nodes');
   expect(r.code).toBe(2);
   expect(r.stderr).toMatch(/`lab kubectl` needs a lab on the Kubernetes datastore/);
+}
+
+/**
+ * An egress policy that allows only a Kubernetes Service (`destination.services`): before the
+ * Service exists the selected pods reach nothing; with a Service whose EndpointSlice names one
+ * pod, they reach exactly that pod; the others are untouched throughout. Deleting the policy
+ * restores the full matrix.
+ */
+export async function serviceEgressScenario(
+  lab: LabDriver,
+  dir: string,
+  o: {
+    namespace: string;
+    selector: string;
+    isSelected: (id: string) => boolean;
+    serviceNamespace: string;
+    /** The pod (`ns/name`) the Service's EndpointSlice points at. */
+    endpointPod: string;
+  },
+): Promise<void> {
+  expect(await lab.reachabilityMatches(everyone), 'before the policy').toEqual([]);
+  const policy = `apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata:
+  name: e2e-only-service
+  namespace: ${o.namespace}
+spec:
+  selector: ${JSON.stringify(o.selector)}
+  types:
+  - Egress
+  egress:
+  - action: Allow
+    destination:
+      services:
+        name: e2e-svc
+        namespace: ${o.serviceNamespace}
+`;
+  await lab.applyYaml('calicoctl', dir, 'e2e-only-service', policy);
+  const nothing = (from: string) => !o.isSelected(from);
+  expect(
+    await lab.reachabilityMatches((from) => nothing(from)),
+    'policy naming a Service that does not exist',
+  ).toEqual([]);
+  const [ns, name] = o.endpointPod.split('/');
+  const ip = lab.state().pods.find((p) => p.namespace === ns && p.name === name)?.ip;
+  expect(ip, `address of ${o.endpointPod}`).toBeDefined();
+  const objects = {
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'e2e-svc', namespace: o.serviceNamespace },
+        spec: { ports: [{ port: 80, protocol: 'TCP' }] },
+      },
+      {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: {
+          name: 'e2e-svc-1',
+          namespace: o.serviceNamespace,
+          labels: { 'kubernetes.io/service-name': 'e2e-svc' },
+        },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: [ip] }],
+        ports: [{ port: 80, protocol: 'TCP' }],
+      },
+    ],
+  };
+  await lab.applyYaml('kubectl', dir, 'e2e-svc', JSON.stringify(objects));
+  expect(
+    await lab.reachabilityMatches((from, to) => nothing(from) || to === o.endpointPod),
+    'with the Service and its EndpointSlice',
+  ).toEqual([]);
+  await lab.ok('kubectl', 'delete', '-f', join(dir, 'e2e-svc.yaml'));
+  await lab.ok('calicoctl', 'delete', 'networkpolicy', 'e2e-only-service', '-n', o.namespace);
+  expect(await lab.reachabilityMatches(everyone), 'after deleting the policy').toEqual([]);
 }
