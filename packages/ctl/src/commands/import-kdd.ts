@@ -247,7 +247,10 @@ async function refuseExistingData(ds: Datastore, kv: KVStore): Promise<void> {
  */
 async function initialize(ds: Datastore, ctx: CommandContext): Promise<void> {
   const errs = await ensureInitialized(ds, ctx.newClusterGUID);
-  if (errs.some((e) => isDatastoreError(e, 'not-found'))) {
+  const crdsMissing = (e: unknown) =>
+    isDatastoreError(e, 'not-found') ||
+    (isDatastoreError(e, 'config') && /does not serve \S+\.crd\.projectcalico\.org/.test(e.message));
+  if (errs.some(crdsMissing)) {
     throw new CtlError(
       'failed',
       'The Kubernetes API server does not serve the Calico CRDs (crd.projectcalico.org/v1): install them first (kubectl apply -f calico-crds.yaml); nothing was written.',
@@ -304,7 +307,17 @@ export async function importIntoKubernetes(
   const { io } = ctx;
 
   io.stderr('Checking the Kubernetes datastore...\n');
-  await refuseExistingData(ds, kv);
+  try {
+    await refuseExistingData(ds, kv);
+  } catch (e) {
+    if (isDatastoreError(e, 'config') && /does not serve \S+\.crd\.projectcalico\.org/.test(e.message)) {
+      throw new CtlError(
+        'failed',
+        'The Kubernetes API server does not serve the Calico CRDs (crd.projectcalico.org/v1): install them first (kubectl apply -f calico-crds.yaml); nothing was written.',
+      );
+    }
+    throw e;
+  }
   await initialize(ds, ctx);
   const cluster = await readCluster(ds);
   const plan = planKddImport(parsed, cluster);

@@ -126,7 +126,11 @@ function refuseOnKdd(ds: Datastore, action: KddAction, kind: Kind, r: Obj): void
 
 /** A create's failure; on the Kubernetes datastore, a create that finds no collection or Pod says so. */
 function describeCreateError(ds: Datastore, e: unknown, kind: Kind, r: Obj): CtlError {
-  if (ds.backend === 'kubernetes' && e instanceof DatastoreError && e.code === 'not-found') {
+  const crdMissing =
+    e instanceof DatastoreError &&
+    e.code === 'config' &&
+    /does not serve \S+\.crd\.projectcalico\.org/.test(e.message);
+  if (ds.backend === 'kubernetes' && e instanceof DatastoreError && (e.code === 'not-found' || crdMissing)) {
     return new CtlError('failed', kddCreateNotFound(e, kind, nameOf(r), namespaceOf(kind, r)), { cause: e });
   }
   return describeError(e, kind, nameOf(r), namespaceOf(kind, r));
