@@ -6,7 +6,7 @@
  * | --- | --- | --- |
  * | `CNI_NETWORK_CONFIG` | — | the network config template |
  * | `CNI_NETWORK_CONFIG_FILE` | — | read when `CNI_NETWORK_CONFIG` is unset |
- * | `CNI_CONF_NAME` | `10-calico.conflist` | file written in the host's net.d |
+ * | `CNI_CONF_NAME` | `10-calico.conflist` (`10-calico.conf` for one plugin) | file written in the host's net.d |
  * | `CNI_OLD_CONF_NAME` | `10-calico.conflist` | removed when it differs from `CNI_CONF_NAME` |
  * | `CNI_NET_DIR` | `/etc/cni/net.d` | the host's path of net.d, used inside the rendered files |
  * | `UPDATE_CNI_BINARIES` | `true` | `false` keeps plugins already on the host |
@@ -26,6 +26,8 @@ import { InstallError } from './errors.js';
 type Env = Readonly<Record<string, string | undefined>>;
 
 export const DEFAULT_CONF_NAME = '10-calico.conflist';
+/** The default name of a config that is one plugin, not a list (what the seeds' manifests install). */
+export const DEFAULT_SINGLE_CONF_NAME = '10-calico.conf';
 export const DEFAULT_CNI_NET_DIR = '/etc/cni/net.d';
 export const DEFAULT_SERVICE_ACCOUNT = 'calico-cni-plugin';
 export const DEFAULT_TOKEN_VALIDITY_SECONDS = 24 * 60 * 60;
@@ -37,7 +39,8 @@ export const TLS_FILES = ['etcd-ca', 'etcd-cert', 'etcd-key'] as const;
 export interface InstallConfig {
   readonly networkConfig?: string;
   readonly networkConfigFile?: string;
-  readonly confName: string;
+  /** CNI_CONF_NAME; unset: `10-calico.conflist`, or `10-calico.conf` for a single-plugin config. */
+  readonly confName?: string;
   readonly oldConfName: string;
   /** The host's own path of net.d (what the plugin, running on the host, reads). */
   readonly cniNetDir: string;
@@ -85,13 +88,14 @@ export function configFromEnv(env: Env): InstallConfig {
       `CNI_TOKEN_VALIDITY_SECONDS must be a whole number of at least ${MIN_TOKEN_VALIDITY_SECONDS}, got "${validityText}"`,
     );
   }
-  const confName = checkConfName(nonEmpty(env, 'CNI_CONF_NAME') ?? DEFAULT_CONF_NAME, 'CNI_CONF_NAME');
+  const confNameText = nonEmpty(env, 'CNI_CONF_NAME');
+  const confName = confNameText === undefined ? undefined : checkConfName(confNameText, 'CNI_CONF_NAME');
   const networkConfig = nonEmpty(env, 'CNI_NETWORK_CONFIG');
   const networkConfigFile = nonEmpty(env, 'CNI_NETWORK_CONFIG_FILE');
   return {
     ...(networkConfig !== undefined ? { networkConfig } : {}),
     ...(networkConfigFile !== undefined ? { networkConfigFile } : {}),
-    confName,
+    ...(confName !== undefined ? { confName } : {}),
     oldConfName: checkConfName(nonEmpty(env, 'CNI_OLD_CONF_NAME') ?? DEFAULT_CONF_NAME, 'CNI_OLD_CONF_NAME'),
     cniNetDir: (nonEmpty(env, 'CNI_NET_DIR') ?? DEFAULT_CNI_NET_DIR).replace(/\/+$/, ''),
     updateBinaries: bool(env, 'UPDATE_CNI_BINARIES', true),

@@ -342,6 +342,45 @@ describe.skipIf(missing.length > 0)('install-cni', () => {
     expect(conf.plugins.map((p: { type: string }) => p.type)).toEqual(['calico', 'portmap']);
   });
 
+  it("installs the seeds' single-plugin config as 10-calico.conf, with the API root and token filled in", async () => {
+    const { paths, env } = await scratchHost('seed');
+    await writeFile(join(paths.hostNetDir, '10-calico.conflist'), '{}');
+    const seedConfig = `{
+        "name": "k8s-pod-network",
+        "cniVersion": "0.1.0",
+        "type": "calico",
+        "etcd_endpoints": "__ETCD_ENDPOINTS__",
+        "etcd_key_file": "__ETCD_KEY_FILE__",
+        "etcd_cert_file": "__ETCD_CERT_FILE__",
+        "etcd_ca_cert_file": "__ETCD_CA_CERT_FILE__",
+        "log_level": "info",
+        "mtu": 1500,
+        "ipam": { "type": "calico-ipam" },
+        "policy": {
+            "type": "k8s",
+            "k8s_api_root": "https://__KUBERNETES_SERVICE_HOST__:__KUBERNETES_SERVICE_PORT__",
+            "k8s_auth_token": "__SERVICEACCOUNT_TOKEN__"
+        },
+        "kubernetes": { "kubeconfig": "__KUBECONFIG_FILEPATH__" }
+    }`;
+    const code = await main(
+      { ...env, ETCD_ENDPOINTS: 'https://198.18.0.2:2379', CNI_NETWORK_CONFIG: seedConfig },
+      { paths, log: recordingLog() },
+    );
+    expect(code).toBe(0);
+    expect(existsSync(join(paths.hostNetDir, '10-calico.conflist'))).toBe(false);
+    const conf = JSON.parse(await readFile(join(paths.hostNetDir, '10-calico.conf'), 'utf8'));
+    const token = tokenOf(await readFile(join(paths.hostNetDir, 'calico-kubeconfig'), 'utf8'));
+    const url = new URL(api.url);
+    expect(conf).toMatchObject({
+      type: 'calico',
+      etcd_endpoints: 'https://198.18.0.2:2379',
+      etcd_key_file: '',
+      policy: { type: 'k8s', k8s_api_root: `https://${url.hostname}:${url.port}`, k8s_auth_token: token },
+      kubernetes: { kubeconfig: join(paths.hostNetDir, 'calico-kubeconfig') },
+    });
+  });
+
   it("falls back to the pod's own token when calico-cni-plugin does not exist, with a warning", async () => {
     const { paths, env } = await scratchHost('fallback');
     const log = recordingLog();
@@ -371,7 +410,8 @@ describe.skipIf(missing.length > 0)('install-cni', () => {
     );
     try {
       const kubeconfigPath = join(paths.hostNetDir, 'calico-kubeconfig');
-      const confPath = join(paths.hostNetDir, '10-calico.conflist');
+      // One plugin, not a list: 10-calico.conf.
+      const confPath = join(paths.hostNetDir, '10-calico.conf');
       const first = await until('the first kubeconfig', async () =>
         existsSync(kubeconfigPath) ? tokenOf(await readFile(kubeconfigPath, 'utf8')) : undefined,
       );

@@ -23,7 +23,13 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type InstallConfig, placeholderValues, TLS_FILES } from './config.js';
+import {
+  DEFAULT_CONF_NAME,
+  DEFAULT_SINGLE_CONF_NAME,
+  type InstallConfig,
+  placeholderValues,
+  TLS_FILES,
+} from './config.js';
 import { InstallError } from './errors.js';
 import { DEFAULT_NETWORK_CONFIG, renderKubeconfig, renderNetworkConfig } from './render.js';
 import {
@@ -292,10 +298,11 @@ export async function installNetworkConfig(
       `${template.source} holds placeholders nothing fills: ${rendered.unknownPlaceholders.join(', ')}`,
     );
   }
-  const path = join(paths.hostNetDir, cfg.confName);
+  const confName = cfg.confName ?? (rendered.isList ? DEFAULT_CONF_NAME : DEFAULT_SINGLE_CONF_NAME);
+  const path = join(paths.hostNetDir, confName);
   await mkdir(paths.hostNetDir, { recursive: true });
   await writeAtomically(path, rendered.text, 0o600);
-  if (cfg.oldConfName !== cfg.confName) {
+  if (cfg.oldConfName !== confName) {
     const old = join(paths.hostNetDir, cfg.oldConfName);
     if (await readIfExistsStat(old)) {
       await rm(old, { force: true });

@@ -9,7 +9,6 @@ describe('configFromEnv', () => {
   it('takes upstream defaults', () => {
     const c = configFromEnv({ KUBERNETES_NODE_NAME: 'n1' });
     expect(c).toMatchObject({
-      confName: '10-calico.conflist',
       oldConfName: '10-calico.conflist',
       cniNetDir: '/etc/cni/net.d',
       updateBinaries: true,

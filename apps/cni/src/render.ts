@@ -32,6 +32,8 @@ export const DEFAULT_NETWORK_CONFIG = `{
 export interface RenderedNetworkConfig {
   /** The config, pretty-printed JSON. */
   readonly text: string;
+  /** A conflist (`plugins`), not a single plugin's config. */
+  readonly isList: boolean;
   /** `__NAME__` words left in it that are no placeholder we know (likely typos). */
   readonly unknownPlaceholders: readonly string[];
 }
@@ -78,7 +80,11 @@ export function renderNetworkConfig(
     );
   }
   const unknownPlaceholders = [...new Set(text.match(/__[A-Z][A-Z0-9_]*__/g) ?? [])];
-  return { text: `${JSON.stringify(conf, null, 2)}\n`, unknownPlaceholders };
+  return {
+    text: `${JSON.stringify(conf, null, 2)}\n`,
+    isList: Array.isArray(conf.plugins),
+    unknownPlaceholders,
+  };
 }
 
 export interface KubeconfigInput {
