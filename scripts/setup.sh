@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   etcd-server etcd-client bird2 nftables libnftables1 iproute2 iputils-ping
   containernetworking-plugins iperf3 openssl gobgpd
+  # Container images without Docker or a registry (pnpm images): a Debian root filesystem made
+  # with debootstrap, built into images with buildah, run with podman on runc.
+  buildah podman runc debootstrap
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
