@@ -1,0 +1,15 @@
+/**
+ * `@calico-ts/datastore/kube`: the Kubernetes API connection the Kubernetes datastore uses, for
+ * programs that read other Kubernetes objects with the same kubeconfig handling (the CNI plugin
+ * reads a Pod and its Namespace). Loads nothing heavy: `@kubernetes/client-node` only through
+ * `loadKubeConnectionWithClientNode`, for kubeconfigs with exec or auth-provider credentials.
+ */
+export {
+  connectionFromKubeconfig,
+  inClusterConnection,
+  type KubeConnection,
+  kubeconfigNeedsClientNode,
+  loadKubeConnection,
+  loadKubeConnectionWithClientNode,
+} from './kube/kube-connection.js';
+export { classifyStatus, KubeHttp, type KubeStatus } from './kube/kube-http.js';
