@@ -4,8 +4,9 @@
  * (etcd over node:http2) is loaded only by commands that use it, so `-v` and VERSION stay fast.
  */
 import { readStdinSync, writeStdout } from '@calico-ts/api/stdio';
-import { openOnce, pluginEffects } from './effects.js';
+import { openKubeOnce, openOnce, pluginEffects } from './effects.js';
 import { FileLock } from './io/host-lock.js';
+import { memoizedReader } from './io/kube.js';
 import { type PluginEffects, type Program, runPlugin } from './plugin.js';
 import type { Env } from './spec/env.js';
 
@@ -36,6 +37,11 @@ export async function runDirect(r: DirectRun): Promise<number> {
         sinceStartMs: Math.round(performance.now()),
       });
       return backend;
+    }),
+    openKube: openKubeOnce(async (conf, env) => {
+      const { KubeApiReader, kubeApiSettings, openKubeHttp } = await import('./io/kube-api.js');
+      const http = await openKubeHttp(kubeApiSettings(conf.kubeApi, env), env);
+      return memoizedReader(new KubeApiReader(http, true));
     }),
     lock: new FileLock({ log: (m) => effects.log.warn(m) }),
   });

@@ -9,8 +9,9 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Netlinux } from '@calico-ts/netlinux';
 import { borrowBackend, type PluginBackend } from './io/backend.js';
-import { type DelegateHandler, delegateError, ExecDelegateRunner } from './io/delegate.js';
+import { type DelegateHandler, delegateCniArgs, delegateError, ExecDelegateRunner } from './io/delegate.js';
 import type { HostLock } from './io/host-lock.js';
+import { borrowReader, type KubeReader } from './io/kube.js';
 import { LinuxDataplane } from './io/linux-dataplane.js';
 import { createLogger, type Logger } from './io/logger.js';
 import { type PluginEffects, type Program, runPlugin } from './plugin.js';
@@ -18,6 +19,7 @@ import type { Env } from './spec/env.js';
 import type { NetConf } from './spec/netconf.js';
 
 export type OpenBackend = (conf: NetConf, env: Env, log: Logger) => Promise<PluginBackend>;
+export type OpenKube = (conf: NetConf, env: Env, log: Logger) => Promise<KubeReader>;
 
 export interface EffectsOptions {
   program: Program;
@@ -33,6 +35,8 @@ export interface EffectsOptions {
    */
   selfPath: string | undefined;
   openBackend: OpenBackend;
+  /** Wrap in `openKubeOnce`, so an in-process calico-ipam reuses the calico plugin's reads. */
+  openKube: OpenKube;
   lock: HostLock;
 }
 
@@ -60,6 +64,7 @@ export function pluginEffects(o: EffectsOptions): PluginEffects {
         ...(o.logSink ? { onStderr: (b: Buffer) => o.logSink?.(b.toString('utf8')) } : {}),
       }),
     openBackend: o.openBackend,
+    openKube: o.openKube,
     // rtnetlink from this process where the runtime allows (no `ip` process per change).
     dataplane: (log) => new LinuxDataplane(new Netlinux({ netlink: true }), { log: (m) => log.info(m) }),
     lock: o.lock,
@@ -67,11 +72,11 @@ export function pluginEffects(o: EffectsOptions): PluginEffects {
 
   /** calico-ipam as this invocation runs it for its own ADD/DEL: what a child would get, in and out. */
   function ipamInProcess(env: Env): DelegateHandler {
-    return async (command, stdin) => {
+    return async (command, stdin, extraArgs) => {
       const ipamEnv: Env = {
         ...env,
         CNI_COMMAND: command,
-        CNI_ARGS: env.CNI_ARGS ? `IgnoreUnknown=1;${env.CNI_ARGS}` : 'IgnoreUnknown=1',
+        CNI_ARGS: delegateCniArgs(env.CNI_ARGS, extraArgs),
       };
       const inner: PluginEffects = { ...effects, log: logFor('calico-ipam'), readStdin: async () => stdin };
       const out = await runPlugin('calico-ipam', [], ipamEnv, inner, o.version);
@@ -93,5 +98,21 @@ export function openOnce(open: OpenBackend): OpenBackend {
     const b = await open(conf, env, log);
     opened ??= b;
     return b;
+  };
+}
+
+/**
+ * `open`, shared within one invocation like `openOnce`: the first call opens a reader (closed by
+ * whoever opened it), later calls borrow it, and with it what it has already read.
+ */
+export function openKubeOnce(open: OpenKube): OpenKube {
+  let opened: Promise<KubeReader> | undefined;
+  return async (conf, env, log) => {
+    if (opened) return borrowReader(await opened);
+    opened = open(conf, env, log);
+    opened.catch(() => {
+      opened = undefined;
+    });
+    return opened;
   };
 }

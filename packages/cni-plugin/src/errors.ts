@@ -20,6 +20,8 @@ export const CNI_PLUGIN_ERROR_CODES = [
   'ipam-failed', // IPAM could not assign or release addresses
   'dataplane-failed', // programming interfaces, addresses, routes or sysctls failed
   'datastore-failed', // the datastore refused a read or write
+  'kube-api-failed', // the Kubernetes API server refused to give the pod or its namespace
+  'invalid-annotation', // a cni.projectcalico.org/* annotation is malformed, conflicting or not allowed
   'check-failed', // CHECK found the workload's networking not as ADD left it
   'bad-flag', // an unknown command-line flag
   'internal', // anything not classified above

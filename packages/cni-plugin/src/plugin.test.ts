@@ -5,6 +5,7 @@ import { delegateError, FakeDelegateRunner } from './io/delegate.js';
 import { FakeBackend } from './io/fake-backend.js';
 import { FakeNetOps } from './io/fake-net-ops.js';
 import { NO_LOCK } from './io/host-lock.js';
+import { FakeKubeReader, type KubeReader, memoizedReader } from './io/kube.js';
 import { LinuxDataplane } from './io/linux-dataplane.js';
 import { silentLogger } from './io/logger.js';
 import { type PluginEffects, type Program, runPlugin } from './plugin.js';
@@ -16,6 +17,8 @@ const CID = 'c0ffee0123456789abcdef';
 interface Harness {
   net: FakeNetOps;
   backend: FakeBackend;
+  /** The Kubernetes API: pod default/nginx (labels, service account web-sa, a named port). */
+  kube: FakeKubeReader;
   files: Map<string, string>;
   run(program: Program, env: Env, stdin: string, args?: string[]): Promise<RunResult>;
 }
@@ -31,25 +34,38 @@ function harness(): Harness {
   const net = new FakeNetOps();
   net.addNetns(POD);
   const backend = new FakeBackend();
+  const kube = new FakeKubeReader().addPod({
+    metadata: { name: 'nginx', namespace: 'default', labels: { app: 'nginx' } },
+    spec: {
+      nodeName: 'node1',
+      serviceAccountName: 'web-sa',
+      containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }, { containerPort: 9090 }] }],
+    },
+  });
   const files = new Map<string, string>([['/var/lib/calico/nodename', 'node1\n']]);
   const host: HostInfo = {
     readFile: async (p) => files.get(p),
     hostname: () => 'os-hostname',
     now: () => new Date('2024-05-01T10:00:00.123Z'),
   };
-  const effects = (stdin: string): PluginEffects => ({
+  // One invocation's reader, shared with its in-process calico-ipam as effects.ts shares it.
+  const effects = (stdin: string, reader: KubeReader): PluginEffects => ({
     log: silentLogger(),
     host,
     readStdin: async () => stdin,
     delegate: (_inv, env) => {
       const d = new FakeDelegateRunner();
       // calico-ipam "executable": the same plugin code, run as calico-ipam with the same env.
-      d.register('calico-ipam', async (command, input) => {
+      d.register('calico-ipam', async (command, input, extraArgs) => {
         const out = await runPlugin(
           'calico-ipam',
           [],
-          { ...env, CNI_COMMAND: command },
-          effects(input),
+          {
+            ...env,
+            CNI_COMMAND: command,
+            ...(extraArgs ? { CNI_ARGS: [env.CNI_ARGS, extraArgs].filter(Boolean).join(';') } : {}),
+          },
+          effects(input, reader),
           'test',
         );
         if (out.exitCode !== 0) throw delegateError('calico-ipam', command, out.exitCode, out.stdout, '');
@@ -58,15 +74,17 @@ function harness(): Harness {
       return d;
     },
     openBackend: async () => backend,
+    openKube: async () => reader,
     dataplane: () => new LinuxDataplane(net),
     lock: NO_LOCK,
   });
   return {
     net,
     backend,
+    kube,
     files,
     async run(program, env, stdin, args = []) {
-      const out = await runPlugin(program, args, env, effects(stdin), 'v0.1.0-test');
+      const out = await runPlugin(program, args, env, effects(stdin, memoizedReader(kube)), 'v0.1.0-test');
       return { ...out, json: out.stdout.startsWith('{') ? JSON.parse(out.stdout) : undefined };
     },
   };
@@ -124,9 +142,12 @@ describe('calico ADD', () => {
       dns: {},
     });
     const wep = h.backend.endpoints.get(`default/${WEP}`)!;
+    // The Pod's labels and service account, as upstream's conversion gives them.
     expect(wep.metadata.labels).toEqual({
+      app: 'nginx',
       'projectcalico.org/namespace': 'default',
       'projectcalico.org/orchestrator': 'k8s',
+      'projectcalico.org/serviceaccount': 'web-sa',
     });
     expect(wep.spec).toEqual({
       orchestrator: 'k8s',
@@ -135,10 +156,13 @@ describe('calico ADD', () => {
       pod: 'nginx',
       endpoint: 'eth0',
       ipNetworks: ['198.19.0.0/32'],
-      profiles: ['kns.default'],
+      profiles: ['kns.default', 'ksa.default.web-sa'],
       interfaceName: HOST_IF,
       mac,
+      serviceAccountName: 'web-sa',
+      ports: [{ name: 'http', protocol: 'TCP', port: 8080, hostPort: 0, hostIP: '' }],
     });
+    expect(h.kube.reads.sort()).toEqual(['namespace/default', 'pod/default/nginx']);
     expect(h.backend.allocations.get('198.19.0.0')).toMatchObject({
       handleId: `k8s-pod-network.${CID}`,
       attrs: {
@@ -541,5 +565,170 @@ describe('VERSION, flags and input errors', () => {
     const r = await h.run('calico-ipam', k8sEnv('ADD', { CNI_ARGS: 'IP=198.19.3.3' }), conf());
     expect(r.json.ips).toEqual([{ address: '198.19.3.3/26' }]);
     expect(h.backend.allocations.get('198.19.3.3')?.handleId).toBe(`k8s-pod-network.${CID}`);
+  });
+});
+
+describe('calico ADD in Kubernetes mode: the pod’s cni.projectcalico.org annotations', () => {
+  const k8sConf = (o: Record<string, unknown> = {}) => conf({ policy: { type: 'k8s' }, ...o });
+  const annotate = (annotations: Record<string, string>) => {
+    h.kube.pods.get('default/nginx')!.metadata.annotations = annotations;
+  };
+  /** What ADD leaves on a failure before or after IPAM: nothing, and the error names the cause. */
+  async function expectRefused(c: string, msg: string | RegExp, code = 999) {
+    const r = await h.run('calico', k8sEnv('ADD'), c);
+    expect(r.exitCode, r.stdout).toBe(1);
+    expect(r.json.code).toBe(code);
+    if (typeof msg === 'string') expect(r.json.msg).toBe(msg);
+    else expect(r.json.msg).toMatch(msg);
+    expectClean();
+    return r;
+  }
+
+  it('ipAddrs: calico-ipam assigns exactly that address (asked with IP= in its CNI_ARGS)', async () => {
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7"]' });
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips).toEqual([{ interface: 1, address: '198.19.7.7/32' }]);
+    expect(h.backend.allocations.get('198.19.7.7')?.handleId).toBe(`k8s-pod-network.${CID}`);
+    expect(h.backend.endpoints.get(`default/${WEP}`)?.spec.ipNetworks).toEqual(['198.19.7.7/32']);
+    expect(h.backend.autoAssigns).toEqual([]);
+  });
+
+  it('ipAddrs: an address already in use fails the ADD, leaving the other pod’s address alone', async () => {
+    await h.backend.assignIp({ ip: '198.19.7.7', handleId: 'other', node: 'node1', attrs: {} });
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7"]' });
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode).toBe(1);
+    expect(r.json.msg).toMatch(/198\.19\.7\.7/);
+    expect([...h.backend.allocations.values()].map((a) => a.handleId)).toEqual(['other']);
+    expect(h.net.ns('').links.has(HOST_IF)).toBe(false);
+    expect([...h.backend.endpoints.keys()]).toEqual([]);
+  });
+
+  it('ipAddrs with two addresses of one family, or not an address, is refused before anything is made', async () => {
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7", "198.19.7.8"]' });
+    await expectRefused(
+      k8sConf(),
+      'pod default/nginx: annotation cni.projectcalico.org/ipAddrs=["198.19.7.7", "198.19.7.8"] may have at most one IPv4 and one IPv6 address',
+    );
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["pod-ip"]' });
+    await expectRefused(k8sConf(), /has "pod-ip", which is not an IP address$/);
+    expect(h.backend.calls).not.toContain('assignIp');
+  });
+
+  it('ipAddrs and ipAddrsNoIpam together are refused', async () => {
+    annotate({
+      'cni.projectcalico.org/ipAddrs': '["198.19.7.7"]',
+      'cni.projectcalico.org/ipAddrsNoIpam': '["10.9.9.9"]',
+    });
+    await expectRefused(
+      k8sConf({ feature_control: { ip_addrs_no_ipam: true } }),
+      'pod default/nginx: annotations cni.projectcalico.org/ipAddrs and cni.projectcalico.org/ipAddrsNoIpam cannot be used together',
+    );
+  });
+
+  it('ipAddrsNoIpam needs feature_control.ip_addrs_no_ipam; with it, the address bypasses IPAM', async () => {
+    annotate({ 'cni.projectcalico.org/ipAddrsNoIpam': '["10.9.9.9"]' });
+    await expectRefused(k8sConf(), /does not enable feature_control\.ip_addrs_no_ipam$/);
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf({ feature_control: { ip_addrs_no_ipam: true } }));
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips).toEqual([{ interface: 1, address: '10.9.9.9/32' }]);
+    expect(h.backend.allocations.size).toBe(0);
+    expect(h.net.ns(POD).addrs.map((a) => a.cidr)).toContain('10.9.9.9/32');
+  });
+
+  it('ipv4pools: the pod’s list beats its namespace’s, and is what calico-ipam is given', async () => {
+    h.backend.pools.push({ name: 'blue', cidr: '10.20.0.0/16' }, { name: 'green', cidr: '10.30.0.0/16' });
+    h.kube.addNamespace({
+      metadata: { name: 'default', annotations: { 'cni.projectcalico.org/ipv4pools': '["green"]' } },
+    });
+    let r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips[0].address).toBe('10.30.0.0/32');
+    await h.run('calico', k8sEnv('DEL'), k8sConf());
+    annotate({ 'cni.projectcalico.org/ipv4pools': '["10.20.0.0/16"]' });
+    r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips[0].address).toBe('10.20.0.0/32');
+    expect(h.backend.autoAssigns.map((a) => a.ipv4Pools)).toEqual([['green'], ['10.20.0.0/16']]);
+  });
+
+  it('a pool whose namespaceSelector does not match the namespace’s labels is not used', async () => {
+    h.backend.pools = [
+      { name: 'a-prod', cidr: '10.40.0.0/16', namespaceSelector: "env == 'prod'" },
+      { name: 'b-dev', cidr: '10.50.0.0/16', namespaceSelector: "env == 'dev'" },
+    ];
+    h.kube.addNamespace({ metadata: { name: 'default', labels: { env: 'dev' } } });
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips[0].address).toBe('10.50.0.0/32');
+    expect(h.backend.autoAssigns[0]?.namespaceLabels).toEqual({ env: 'dev' });
+    // Read once for the calico plugin and its in-process calico-ipam together.
+    expect(h.kube.reads.filter((x) => x === 'namespace/default')).toHaveLength(1);
+  });
+
+  it('ipv4pools that is not JSON is refused, naming the annotation and its value', async () => {
+    annotate({ 'cni.projectcalico.org/ipv4pools': 'blue' });
+    await expectRefused(
+      k8sConf(),
+      /^pod default\/nginx: annotation cni\.projectcalico\.org\/ipv4pools=blue is not valid JSON/,
+    );
+  });
+
+  it('floatingIPs needs feature_control.floating_ips; with it, the endpoint NATs them to the pod', async () => {
+    annotate({ 'cni.projectcalico.org/floatingIPs': '["203.0.113.9"]' });
+    await expectRefused(k8sConf(), /does not enable feature_control\.floating_ips$/);
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf({ feature_control: { floating_ips: true } }));
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(h.backend.endpoints.get(`default/${WEP}`)?.spec.ipNATs).toEqual([
+      { internalIP: '198.19.0.0', externalIP: '203.0.113.9' },
+    ]);
+  });
+
+  it('an IPv6 floating IP for a pod without IPv6 fails after IPAM and releases the address', async () => {
+    annotate({ 'cni.projectcalico.org/floatingIPs': '["2001:db8::9"]' });
+    await expectRefused(
+      k8sConf({ feature_control: { floating_ips: true } }),
+      /has 2001:db8::9, but the pod has no IPv6 address to NAT it to$/,
+    );
+  });
+
+  it('hwAddr is the pod interface’s MAC; a bad one is refused before the veth is made', async () => {
+    annotate({ 'cni.projectcalico.org/hwAddr': '02:AA:bb:cc:dd:01' });
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(h.net.ns(POD).links.get('eth0')?.mac).toBe('02:aa:bb:cc:dd:01');
+    expect(h.backend.endpoints.get(`default/${WEP}`)?.spec.mac).toBe('02:aa:bb:cc:dd:01');
+    await h.run('calico', k8sEnv('DEL'), k8sConf());
+    annotate({ 'cni.projectcalico.org/hwAddr': '01:00:5e:00:00:01' });
+    await expectRefused(k8sConf(), /hwAddr=01:00:5e:00:00:01 is not a unicast MAC address/);
+  });
+
+  it('a pod the API server does not have fails before the veth or IPAM, naming the pod and server', async () => {
+    h.kube.pods.clear();
+    await expectRefused(
+      k8sConf(),
+      'pod default/nginx does not exist in the Kubernetes API server https://fake-apiserver:6443',
+    );
+    expect(h.backend.calls).not.toContain('autoAssign');
+  });
+
+  it('an unreachable API server is code 11 (try again), touching nothing', async () => {
+    h.kube.failAlways(
+      'getPod',
+      new CniPluginError(
+        'try-again',
+        'cannot read pod default/nginx: the Kubernetes API server https://x:6443 did not answer',
+      ),
+    );
+    await expectRefused(k8sConf(), /did not answer$/, 11);
+  });
+
+  it('without policy k8s or the Kubernetes datastore, the API is not read', async () => {
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7"]' });
+    const r = await h.run('calico', k8sEnv('ADD'), conf());
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips[0].address).toBe('198.19.0.0/32');
+    expect(h.kube.reads).toEqual([]);
   });
 });

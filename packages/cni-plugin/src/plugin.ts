@@ -26,6 +26,7 @@ import type { PluginBackend } from './io/backend.js';
 import type { Dataplane } from './io/dataplane.js';
 import type { DelegateRunner } from './io/delegate.js';
 import type { HostLock } from './io/host-lock.js';
+import type { KubeReader } from './io/kube.js';
 import type { Logger } from './io/logger.js';
 import type { Program } from './program.js';
 import { type Env, type Invocation, parseCommand, parseInvocation } from './spec/env.js';
@@ -52,6 +53,8 @@ export interface PluginEffects {
   readStdin(): Promise<string>;
   delegate(inv: Invocation, env: Env): DelegateRunner;
   openBackend(conf: NetConf, env: Env, log: Logger): Promise<PluginBackend>;
+  /** The Kubernetes API (Kubernetes mode: the pod and its namespace). */
+  openKube(conf: NetConf, env: Env, log: Logger): Promise<KubeReader>;
   dataplane(log: Logger): Dataplane;
   lock: HostLock;
 }
@@ -83,6 +86,7 @@ export async function runPlugin(
 ): Promise<PluginOutput> {
   let errorVersion: CniVersion = LATEST_VERSION;
   let backend: PluginBackend | undefined;
+  let kube: Promise<KubeReader> | undefined;
   try {
     const flag = await runFlags(program, args, env, fx, version);
     if (flag) return flag;
@@ -116,6 +120,10 @@ export async function runPlugin(
         backend ??= await fx.openBackend(conf, env, log);
         return backend;
       },
+      kube: () => {
+        kube ??= fx.openKube(conf, env, log);
+        return kube;
+      },
       dataplane: () => {
         dataplane ??= fx.dataplane(log);
         return dataplane;
@@ -132,6 +140,13 @@ export async function runPlugin(
     });
     return { stdout: formatJson(obj), exitCode: 1 };
   } finally {
+    if (kube) {
+      try {
+        await (await kube).close();
+      } catch {
+        // it never opened: its error is what the handler reported
+      }
+    }
     if (backend) {
       try {
         await backend.close();

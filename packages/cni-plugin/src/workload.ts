@@ -4,12 +4,12 @@
  */
 import type { WorkloadEndpoint } from './io/backend.js';
 import { HOST_VETH_MAC, IPV4_GATEWAY, IPV6_GATEWAY, type ObservedWorkload } from './io/dataplane.js';
+import { NAMESPACE_LABEL, ORCHESTRATOR_LABEL, type PodEndpointFields } from './pod.js';
 import type { Orchestrator } from './spec/cni-args.js';
 import { addressOf, canonicalIp, hostCidr, isIPv4, parseCidr } from './spec/ip.js';
 import type { CniDns, CniResult, CniRoute } from './spec/result.js';
 
-export const NAMESPACE_LABEL = 'projectcalico.org/namespace';
-export const ORCHESTRATOR_LABEL = 'projectcalico.org/orchestrator';
+export { NAMESPACE_LABEL, ORCHESTRATOR_LABEL };
 
 function familyOf(cidrOrIp: string): 4 | 6 {
   return isIPv4(cidrOrIp.split('/')[0]!) ? 4 : 6;
@@ -61,10 +61,19 @@ export interface WorkloadEndpointInput {
   mac: string;
   networkName: string;
   policyType: string;
+  /** Kubernetes mode: what the Pod gives the endpoint (labels, service account, ports, profiles). */
+  podFields?: PodEndpointFields;
+  ipNATs?: { internalIP: string; externalIP: string }[];
+  allowSpoofedSourcePrefixes?: string[];
 }
 
+/**
+ * The endpoint ADD writes. Profiles: with `policy.type: k8s` the pod's (`kns.<ns>`, then
+ * `ksa.<ns>.<sa>`; `kns.<ns>` alone when the pod is not known), otherwise the network's name.
+ */
 export function buildWorkloadEndpoint(i: WorkloadEndpointInput): WorkloadEndpoint {
-  const profiles = i.policyType === 'k8s' ? [`kns.${i.namespace}`] : [i.networkName];
+  const profiles =
+    i.policyType === 'k8s' ? (i.podFields?.profiles ?? [`kns.${i.namespace}`]) : [i.networkName];
   const spec: WorkloadEndpoint['spec'] = {
     orchestrator: i.orchestrator,
     node: i.node,
@@ -76,13 +85,23 @@ export function buildWorkloadEndpoint(i: WorkloadEndpointInput): WorkloadEndpoin
     mac: i.mac,
   };
   if (i.pod !== undefined) spec.pod = i.pod;
+  if (i.podFields?.serviceAccountName !== undefined) spec.serviceAccountName = i.podFields.serviceAccountName;
+  if (i.podFields && i.podFields.ports.length > 0) spec.ports = i.podFields.ports.map((p) => ({ ...p }));
+  if (i.ipNATs && i.ipNATs.length > 0) spec.ipNATs = i.ipNATs.map((n) => ({ ...n }));
+  if (i.allowSpoofedSourcePrefixes && i.allowSpoofedSourcePrefixes.length > 0) {
+    spec.allowSpoofedSourcePrefixes = [...i.allowSpoofedSourcePrefixes];
+  }
   return {
     apiVersion: 'projectcalico.org/v3',
     kind: 'WorkloadEndpoint',
     metadata: {
       name: i.name,
       namespace: i.namespace,
-      labels: { [NAMESPACE_LABEL]: i.namespace, [ORCHESTRATOR_LABEL]: i.orchestrator },
+      labels: {
+        ...(i.podFields?.labels ?? {}),
+        [NAMESPACE_LABEL]: i.namespace,
+        [ORCHESTRATOR_LABEL]: i.orchestrator,
+      },
     },
     spec,
   };

@@ -2,22 +2,30 @@
  * `calico` ADD (upstream `cmdAdd` / `CmdAddK8s`).
  *
  * ```
- * nodename ─► ClusterInformation ready? ┐                                       ┌─► addresses, routes ┐
- *             existing endpoint         ├─► IPAM plugin ADD ─► result ──────────┤                     ├─► profile
- *             veth pair (undo: delete)  ┘   (undo: IPAM DEL)                     └─► WorkloadEndpoint ─┘
- *                                                                                   (undo: delete/restore)
+ *             ClusterInformation ready? ┐
+ *             existing endpoint         │                                       ┌─► addresses, routes ┐
+ * nodename ─► Pod + Namespace ─► veth   ├─► IPAM plugin ADD ─► result ──────────┤                     ├─► profile
+ *             (Kubernetes mode)  pair   ┘   (undo: IPAM DEL)                     └─► WorkloadEndpoint ─┘
+ *                     (undo: delete)                                                (undo: delete/restore)
  * ```
  *
  * Steps on one line run side by side: they need nothing from each other (the pod end's MAC is
  * chosen when the pair is made). The pair comes before IPAM: when CNI_IFNAME already exists in the
  * pod (a duplicate ADD), that fails before IPAM, whose undo would release the running pod's
- * address. Any failure undoes what succeeded, newest first, and reports the first error in the
- * order above (readiness before the rest).
+ * address. In Kubernetes mode (handlers/kubernetes.ts) the pair waits for the Pod and its
+ * Namespace: a pod the API server does not have, or a bad `cni.projectcalico.org/*` annotation,
+ * fails before anything is made, and `hwAddr` is the pair's MAC. The annotations also choose the
+ * addresses: calico-ipam with other pools or families (`ipv4pools`, `ipFamilies`, …), calico-ipam
+ * once per address (`ipAddrs`, as `IP=<address>` in its CNI_ARGS), or no IPAM (`ipAddrsNoIpam`).
+ * Any failure undoes what succeeded, newest first, and reports the first error in the order above
+ * (readiness before the rest).
  */
 import { CniPluginError, isCniPluginError } from '../errors.js';
 import { hostVethName, interfacePrefix, workloadEndpointName } from '../naming.js';
+import { floatingIpNats } from '../spec/annotations.js';
 import { workloadIdentity } from '../spec/cni-args.js';
-import { type CniResult, decodeResult, encodeResult } from '../spec/result.js';
+import { addressOf, hostCidr } from '../spec/ip.js';
+import { type CniDns, type CniResult, decodeResult, encodeResult } from '../spec/result.js';
 import { isSupportedVersion } from '../spec/versions.js';
 import { buildAddResult, buildWorkloadEndpoint, narrowAddresses, podRouteDestinations } from '../workload.js';
 import {
@@ -28,6 +36,7 @@ import {
   resolveNodename,
   UndoStack,
 } from './context.js';
+import { ipamStdin, kubernetesMode, type PodInfo, readPodInfo } from './kubernetes.js';
 
 export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown>> {
   const { conf, inv } = ctx;
@@ -63,13 +72,22 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
 
   const undo = new UndoStack(log);
   try {
-    // 1. Readiness, the endpoint as it is, and the veth pair; calico-ipam's first reads too, when
-    // it runs in this process and shares the datastore client.
+    // 1. Readiness, the endpoint as it is, and (Kubernetes mode) the Pod and its Namespace, then
+    // the veth pair; calico-ipam's first reads too, when it runs in this process and shares the
+    // datastore client.
     if (ipam.type === 'calico-ipam') backend.prefetchAssign?.(node);
+    const podRead: Promise<PodInfo | undefined> =
+      id.pod !== undefined && kubernetesMode(conf)
+        ? readPodInfo(ctx, id.namespace, id.pod)
+        : Promise.resolve(undefined);
     const [ready, existingRead, made] = await Promise.allSettled([
       requireReady(backend),
       backend.getWorkloadEndpoint(id.namespace, wepName),
-      dp.createPair(pair),
+      podRead.then((info) =>
+        dp.createPair(
+          info?.request.containerMac ? { ...pair, containerMac: info.request.containerMac } : pair,
+        ),
+      ),
     ]);
     if (made.status === 'fulfilled') undo.push(`delete ${hostIf}`, () => dp.removeHostInterface(hostIf));
     if (ready.status === 'rejected') throw ready.reason;
@@ -77,17 +95,16 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     if (made.status === 'rejected') throw made.reason;
     const existing = existingRead.value;
     const { containerMac } = made.value;
+    const podInfo = await podRead;
 
-    // 2. Addresses from the IPAM plugin.
-    const ipamOut = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin);
-    undo.push(`release addresses (${ipam.type} DEL)`, () => ctx.delegate.run(ipam.type, 'DEL', ctx.stdin));
-    const ipamResult = decodeDelegateResult(ipamOut, ipam.type, conf.cniVersion);
-    if (ipamResult.ips.length === 0) {
-      throw new CniPluginError('ipam-failed', `IPAM plugin ${ipam.type} returned no IP addresses`);
-    }
-    const addresses = narrowAddresses(ipamResult.ips.map((ip) => ip.address));
+    // 2. Addresses: from the IPAM plugin, or as the pod's annotations say.
+    const { addresses, dns } = await podAddresses(ctx, podInfo, undo);
     const routes = podRouteDestinations(addresses, ipam.routes, conf.includeDefaultRoutes);
     log.info('IPAM assigned addresses', { addresses: addresses.join(',') });
+    const ipNATs =
+      podInfo && podInfo.request.floatingIps.length > 0
+        ? floatingIpNats(`${id.namespace}/${id.pod}`, podInfo.request.floatingIps, addresses)
+        : undefined;
 
     // 3. The pair's addresses, routes and sysctls, and the WorkloadEndpoint.
     const wep = buildWorkloadEndpoint({
@@ -103,6 +120,9 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       mac: containerMac,
       networkName: conf.name,
       policyType: conf.policyType,
+      ...(podInfo ? { podFields: podInfo.fields } : {}),
+      ...(ipNATs ? { ipNATs } : {}),
+      ...(podInfo ? { allowSpoofedSourcePrefixes: podInfo.request.allowedSourcePrefixes } : {}),
     });
     // The endpoint's request goes out first: configuring the pair may hold this thread (rtnetlink
     // requests are synchronous) while etcd works on it.
@@ -138,13 +158,64 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       netns: inv.netns,
       addresses,
       routes,
-      dns: ipamResult.dns,
+      dns,
       ...(conf.prevResult ? { prevResult: conf.prevResult } : {}),
     });
     return encodeResult(result, conf.cniVersion);
   } catch (e) {
     await undo.run(e);
     throw e;
+  }
+}
+
+/**
+ * The pod's addresses (single-address CIDRs): from the IPAM plugin with the config as given or as
+ * the pool and family annotations rewrite it; from calico-ipam once per `ipAddrs` address; or the
+ * `ipAddrsNoIpam` addresses as they are. Pushes the IPAM undo once something is allocated.
+ */
+async function podAddresses(
+  ctx: PluginContext,
+  podInfo: PodInfo | undefined,
+  undo: UndoStack,
+): Promise<{ addresses: string[]; dns: CniDns }> {
+  const ipam = requireIpam(ctx.conf);
+  const source = podInfo?.request.addresses ?? { kind: 'ipam' as const };
+  const release = () => ctx.delegate.run(ipam.type, 'DEL', ctx.stdin);
+  switch (source.kind) {
+    case 'no-ipam':
+      ctx.log.info('addresses from the ipAddrsNoIpam annotation, without IPAM', {
+        IPs: source.ips.join(','),
+      });
+      return { addresses: source.ips.map(hostCidr), dns: {} };
+    case 'ipam-exact': {
+      const addresses: string[] = [];
+      let dns: CniDns = {};
+      for (const [n, ip] of source.ips.entries()) {
+        const out = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin, `IP=${ip}`);
+        if (n === 0) undo.push(`release addresses (${ipam.type} DEL)`, release);
+        const r = decodeDelegateResult(out, ipam.type, ctx.conf.cniVersion);
+        const got = r.ips.map((x) => addressOf(x.address));
+        if (!got.includes(ip)) {
+          throw new CniPluginError(
+            'ipam-failed',
+            `IPAM plugin ${ipam.type} was asked for ${ip} (annotation cni.projectcalico.org/ipAddrs) and returned ${got.join(', ') || 'nothing'}`,
+          );
+        }
+        addresses.push(hostCidr(ip));
+        if (Object.keys(r.dns).length > 0) dns = r.dns;
+      }
+      return { addresses, dns };
+    }
+    case 'ipam': {
+      const stdin = podInfo ? ipamStdin(ctx.stdin, ctx.conf.raw, podInfo.request.ipam) : ctx.stdin;
+      const out = await ctx.delegate.run(ipam.type, 'ADD', stdin);
+      undo.push(`release addresses (${ipam.type} DEL)`, release);
+      const r = decodeDelegateResult(out, ipam.type, ctx.conf.cniVersion);
+      if (r.ips.length === 0) {
+        throw new CniPluginError('ipam-failed', `IPAM plugin ${ipam.type} returned no IP addresses`);
+      }
+      return { addresses: narrowAddresses(r.ips.map((ip) => ip.address)), dns: r.dns };
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import type { PluginBackend } from '../io/backend.js';
 import type { Dataplane } from '../io/dataplane.js';
 import type { DelegateRunner } from '../io/delegate.js';
 import type { HostLock } from '../io/host-lock.js';
+import type { KubeReader } from '../io/kube.js';
 import type { Logger } from '../io/logger.js';
 import type { Env, Invocation } from '../spec/env.js';
 import type { IpamConf, NetConf } from '../spec/netconf.js';
@@ -29,6 +30,8 @@ export interface PluginContext {
   delegate: DelegateRunner;
   /** Opens the datastore on first use; the entry point closes it. */
   backend(): Promise<PluginBackend>;
+  /** Connects to the Kubernetes API on first use (Kubernetes mode only); the entry point closes it. */
+  kube(): Promise<KubeReader>;
   dataplane(): Dataplane;
   /** The host-wide IPAM lock (calico-ipam takes it around datastore changes). */
   lock: HostLock;

@@ -4,7 +4,10 @@
  *
  * `IP=<addr>` in CNI_ARGS asks for that address; otherwise one IPv4 (`assign_ipv4`, default
  * "true") and no IPv6 (`assign_ipv6`, default "false") from `ipv4_pools`/`ipv6_pools` or every
- * enabled pool. The result is an IPAM result: `ips` with the block's prefix length, no interfaces.
+ * enabled pool that selects the node and, for a Kubernetes pod, its namespace: in Kubernetes mode
+ * (or with `kubernetes.kubeconfig`) the pod's Namespace is read for its labels, which IP pool
+ * namespaceSelectors match (upstream; a calico plugin running this in process has read it already).
+ * The result is an IPAM result: `ips` with the block's prefix length, no interfaces.
  */
 import { CniPluginError } from '../errors.js';
 import { DEFAULT_IPAM_LOCK_FILE } from '../io/host-lock.js';
@@ -12,6 +15,7 @@ import { ipamHandleId } from '../naming.js';
 import { workloadIdentity } from '../spec/cni-args.js';
 import { encodeResult } from '../spec/result.js';
 import { ipamOrDefaults, type PluginContext, resolveNodename } from './context.js';
+import { ipamReadsNamespace } from './kubernetes.js';
 
 export async function cmdIpamAdd(ctx: PluginContext): Promise<Record<string, unknown>> {
   const { conf, inv } = ctx;
@@ -26,6 +30,11 @@ export async function cmdIpamAdd(ctx: PluginContext): Promise<Record<string, unk
   }
   const log = ctx.log.with({ ContainerID: inv.containerId, HandleID: handleId });
   const backend = await ctx.backend();
+  let namespaceLabels: Record<string, string> | undefined;
+  if (inv.args.ip === undefined && id.pod !== undefined && ipamReadsNamespace(conf)) {
+    const ns = await (await ctx.kube()).getNamespace(id.namespace);
+    namespaceLabels = ns.metadata.labels ?? {};
+  }
 
   // One calico-ipam at a time on this host (best effort), as upstream.
   const release = await ctx.lock.acquire(conf.ipamLockFile ?? DEFAULT_IPAM_LOCK_FILE);
@@ -51,6 +60,7 @@ export async function cmdIpamAdd(ctx: PluginContext): Promise<Record<string, unk
         num6,
         ipv4Pools: ipam.ipv4Pools,
         ipv6Pools: ipam.ipv6Pools,
+        ...(namespaceLabels ? { namespaceLabels } : {}),
       });
     }
   } finally {

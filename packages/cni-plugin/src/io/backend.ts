@@ -30,6 +30,8 @@ export interface AutoAssignRequest {
   /** Pools by CIDR or name; empty = every enabled pool that fits the node. */
   ipv4Pools: string[];
   ipv6Pools: string[];
+  /** The pod's namespace labels, for IP pool namespaceSelectors (absent outside Kubernetes). */
+  namespaceLabels?: Record<string, string>;
 }
 
 export interface AssignIpRequest {

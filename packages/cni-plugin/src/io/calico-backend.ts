@@ -210,6 +210,7 @@ export class CalicoBackend implements PluginBackend {
         hostname: req.node,
         ipv4Pools: req.ipv4Pools,
         ipv6Pools: req.ipv6Pools,
+        ...(req.namespaceLabels ? { namespaceLabels: req.namespaceLabels } : {}),
       });
       return [...r.ipv4, ...r.ipv6].map((a) => a.cidr);
     });

@@ -23,6 +23,8 @@ export interface VethPairSpec {
   /** 0 = kernel default. */
   mtu: number;
   numQueues: number;
+  /** The pod end's MAC (`cni.projectcalico.org/hwAddr`); default: a random local unicast one. */
+  containerMac?: string;
 }
 
 export interface WorkloadNetworkSpec extends VethPairSpec {

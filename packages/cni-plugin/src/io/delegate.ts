@@ -19,8 +19,17 @@ import type { Env } from '../spec/env.js';
 import type { CniCommand } from '../spec/versions.js';
 
 export interface DelegateRunner {
-  /** Runs plugin `type` with CNI_COMMAND=`command` and `stdin`; resolves its stdout. */
-  run(type: string, command: CniCommand, stdin: string): Promise<string>;
+  /**
+   * Runs plugin `type` with CNI_COMMAND=`command` and `stdin`; resolves its stdout. `extraArgs`
+   * (`KEY=VALUE;…`) goes at the end of its CNI_ARGS, as upstream asks calico-ipam for one address
+   * with `IP=<address>`.
+   */
+  run(type: string, command: CniCommand, stdin: string, extraArgs?: string): Promise<string>;
+}
+
+/** The CNI_ARGS a delegate gets: `IgnoreUnknown=1`, the invocation's, then `extraArgs`. */
+export function delegateCniArgs(args: string | undefined, extraArgs?: string): string {
+  return ['IgnoreUnknown=1', args, extraArgs].filter((a) => a !== undefined && a !== '').join(';');
 }
 
 export interface ExecDelegateOptions {
@@ -71,15 +80,15 @@ export class ExecDelegateRunner implements DelegateRunner {
     });
   }
 
-  async run(type: string, command: CniCommand, stdin: string): Promise<string> {
+  async run(type: string, command: CniCommand, stdin: string, extraArgs?: string): Promise<string> {
     const file = await this.find(type);
     if (this.#self && realpathOr(file) === this.#self.realpath) {
-      return this.#self.run(command, stdin);
+      return this.#self.run(command, stdin, extraArgs);
     }
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.#env)) if (v !== undefined) env[k] = v;
     env.CNI_COMMAND = command;
-    env.CNI_ARGS = this.#env.CNI_ARGS ? `IgnoreUnknown=1;${this.#env.CNI_ARGS}` : 'IgnoreUnknown=1';
+    env.CNI_ARGS = delegateCniArgs(this.#env.CNI_ARGS, extraArgs);
     const r = await runProcess(file, env, stdin, this.#timeoutMs, this.#onStderr);
     if (r.error) {
       throw new CniPluginError('delegate-failed', `${type}: cannot run ${file}: ${r.error.message}`);
@@ -162,21 +171,21 @@ function runProcess(
 }
 
 /** In-process delegates for tests: plugin type → function answering like the executable would. */
-export type DelegateHandler = (command: CniCommand, stdin: string) => Promise<string>;
+export type DelegateHandler = (command: CniCommand, stdin: string, extraArgs?: string) => Promise<string>;
 
 export class FakeDelegateRunner implements DelegateRunner {
-  readonly calls: { type: string; command: CniCommand }[] = [];
+  readonly calls: { type: string; command: CniCommand; extraArgs?: string }[] = [];
   readonly #plugins = new Map<string, DelegateHandler>();
 
   register(type: string, handler: DelegateHandler): void {
     this.#plugins.set(type, handler);
   }
 
-  async run(type: string, command: CniCommand, stdin: string): Promise<string> {
-    this.calls.push({ type, command });
+  async run(type: string, command: CniCommand, stdin: string, extraArgs?: string): Promise<string> {
+    this.calls.push({ type, command, ...(extraArgs ? { extraArgs } : {}) });
     const h = this.#plugins.get(type);
     if (!h) throw new CniPluginError('invalid-config', `ipam.type: plugin "${type}" not found in CNI_PATH`);
-    return h(command, stdin);
+    return h(command, stdin, extraArgs);
   }
 }
 

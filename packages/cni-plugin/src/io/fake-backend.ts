@@ -5,6 +5,7 @@
  * injection per method (`failNext`, `failAlways`) for tests of the undo paths.
  */
 import { isIPv4 } from 'node:net';
+import { selectorMatches } from '@calico-ts/api';
 import { CniPluginError } from '../errors.js';
 import type {
   AssignIpRequest,
@@ -21,6 +22,8 @@ export interface FakePool {
   cidr: string;
   blockSize?: number;
   disabled?: boolean;
+  /** Matched against the request's namespace labels when no pools are requested (as IPAM does). */
+  namespaceSelector?: string;
 }
 
 interface Allocation {
@@ -39,6 +42,8 @@ export class FakeBackend implements PluginBackend {
   readonly profiles = new Set<string>();
   readonly allocations = new Map<string, Allocation>();
   readonly calls: string[] = [];
+  /** Every autoAssign request, in order. */
+  readonly autoAssigns: AutoAssignRequest[] = [];
   closed = false;
   #revision = 1;
   #uid = 0;
@@ -115,13 +120,14 @@ export class FakeBackend implements PluginBackend {
 
   async autoAssign(req: AutoAssignRequest): Promise<string[]> {
     this.#enter('autoAssign');
+    this.autoAssigns.push(structuredClone(req));
     const out: string[] = [];
     for (const [family, count, wanted] of [
       [4, req.num4, req.ipv4Pools],
       [6, req.num6, req.ipv6Pools],
     ] as const) {
       for (let i = 0; i < count; i++) {
-        const cidr = this.#nextFree(family, wanted);
+        const cidr = this.#nextFree(family, wanted, req.namespaceLabels ?? {});
         if (!cidr) {
           for (const c of out) this.allocations.delete(c.split('/')[0]!);
           throw new CniPluginError('ipam-failed', `no free IPv${family} address in the pools`);
@@ -188,12 +194,14 @@ export class FakeBackend implements PluginBackend {
     this.closed = true;
   }
 
-  #nextFree(family: 4 | 6, wanted: string[]): string | undefined {
+  #nextFree(family: 4 | 6, wanted: string[], nsLabels: Record<string, string>): string | undefined {
     const pools = this.pools.filter(
       (p) =>
         !p.disabled &&
         isIPv4(p.cidr.split('/')[0]!) === (family === 4) &&
-        (wanted.length === 0 || wanted.includes(p.cidr) || wanted.includes(p.name)),
+        (wanted.length === 0
+          ? p.namespaceSelector === undefined || selectorMatches(p.namespaceSelector, nsLabels)
+          : wanted.includes(p.cidr) || wanted.includes(p.name)),
     );
     for (const p of pools) {
       const [base, len] = p.cidr.split('/') as [string, string];

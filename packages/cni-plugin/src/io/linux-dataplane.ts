@@ -81,8 +81,8 @@ export class LinuxDataplane implements Dataplane {
   async createPair(p: VethPairSpec): Promise<{ containerMac: string }> {
     const { netns, containerIfName: cont, hostIfName: host } = p;
     // The pod end's MAC is chosen here (as the kernel would: random, locally administered), so
-    // the result needs no read-back of the pod end.
-    const containerMac = randomMac();
+    // the result needs no read-back of the pod end; or the one the pod asks for (hwAddr).
+    const containerMac = p.containerMac ?? randomMac();
     const pair = {
       name: host,
       peerName: cont,

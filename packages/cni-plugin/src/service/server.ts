@@ -20,10 +20,12 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { writeStderr } from '@calico-ts/api/stdio';
-import { pluginEffects } from '../effects.js';
+import type { KubeHttp } from '@calico-ts/datastore/kube';
+import { openKubeOnce, pluginEffects } from '../effects.js';
 import { isCniPluginError, messageOf } from '../errors.js';
 import { borrowBackend, type PluginBackend } from '../io/backend.js';
 import { FileLock, QueuedLock } from '../io/host-lock.js';
+import { type KubeReader, memoizedReader } from '../io/kube.js';
 import type { Logger } from '../io/logger.js';
 import { runPlugin } from '../plugin.js';
 import type { Env } from '../spec/env.js';
@@ -60,6 +62,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
   const log = o.log ?? (() => {});
   const netns = ownNetnsId();
   const clients = new ClientCache(o.clientMaxAgeMs ?? 600_000);
+  const kubeClients = new KubeClientCache(o.clientMaxAgeMs ?? 600_000);
   const lock = new QueuedLock(new FileLock({ log }));
   const inFlight = new Set<Promise<void>>();
   let closing = false;
@@ -85,6 +88,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
       readStdin: async () => req.stdin,
       selfPath: req.self,
       openBackend: (conf, env, l) => clients.open(conf, env, l),
+      openKube: openKubeOnce((conf, env) => kubeClients.open(conf, env)),
       lock,
     });
     try {
@@ -158,6 +162,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
       await closeServer(server);
       await Promise.allSettled([...inFlight]);
       await clients.closeAll();
+      kubeClients.closeAll();
       await unlink(o.socketPath).catch(() => {});
     },
   };
@@ -273,6 +278,88 @@ class ClientCache {
         return closeQuietly(e);
       }),
     );
+  }
+}
+
+interface CachedKube {
+  openedAt: number;
+  http: Promise<KubeHttp>;
+  users: number;
+  retired: boolean;
+}
+
+/**
+ * Open Kubernetes API connections by settings, lent to invocations (each with its own memoized
+ * reads). Reopened after `maxAgeMs` (so a rotated token in the kubeconfig is picked up) and after
+ * the API server could not be reached.
+ */
+class KubeClientCache {
+  readonly #maxAgeMs: number;
+  readonly #entries = new Map<string, CachedKube>();
+
+  constructor(maxAgeMs: number) {
+    this.#maxAgeMs = maxAgeMs;
+  }
+
+  async open(conf: NetConf, env: Env): Promise<KubeReader> {
+    const { KubeApiReader, kubeApiSettings, openKubeHttp } = await import('../io/kube-api.js');
+    const settings = kubeApiSettings(conf.kubeApi, env);
+    const key = JSON.stringify([settings, env.KUBERNETES_SERVICE_HOST, env.KUBERNETES_SERVICE_PORT]);
+    let entry = this.#entries.get(key);
+    if (entry && Date.now() - entry.openedAt > this.#maxAgeMs) {
+      this.#retire(key, entry);
+      entry = undefined;
+    }
+    if (!entry) {
+      const fresh: CachedKube = {
+        openedAt: Date.now(),
+        http: openKubeHttp(settings, env),
+        users: 0,
+        retired: false,
+      };
+      this.#entries.set(key, fresh);
+      fresh.http.catch(() => this.#retire(key, fresh));
+      entry = fresh;
+    }
+    const e = entry;
+    const reader = new KubeApiReader(await e.http, false);
+    e.users++;
+    const watch = <T>(p: Promise<T>): Promise<T> =>
+      p.catch((err: unknown) => {
+        if (isCniPluginError(err, 'try-again')) this.#retire(key, e);
+        throw err;
+      });
+    let returned = false;
+    return memoizedReader({
+      server: reader.server,
+      getPod: (ns, name) => watch(reader.getPod(ns, name)),
+      getNamespace: (name) => watch(reader.getNamespace(name)),
+      close: async () => {
+        if (returned) return;
+        returned = true;
+        e.users--;
+        if (e.retired && e.users === 0)
+          void e.http.then(
+            (h) => h.close(),
+            () => {},
+          );
+      },
+    });
+  }
+
+  #retire(key: string, e: CachedKube): void {
+    if (this.#entries.get(key) === e) this.#entries.delete(key);
+    if (e.retired) return;
+    e.retired = true;
+    if (e.users === 0)
+      void e.http.then(
+        (h) => h.close(),
+        () => {},
+      );
+  }
+
+  closeAll(): void {
+    for (const [key, e] of [...this.#entries]) this.#retire(key, e);
   }
 }
 

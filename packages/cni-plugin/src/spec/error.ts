@@ -29,6 +29,8 @@ export const CNI_ERROR_NUMBERS: { readonly [K in CniPluginErrorCode]: number | '
   'ipam-failed': 999,
   'dataplane-failed': 999,
   'datastore-failed': 999,
+  'kube-api-failed': 999,
+  'invalid-annotation': 999,
   'check-failed': 999,
   'bad-flag': 100,
   internal: 999,

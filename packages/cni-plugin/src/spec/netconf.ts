@@ -41,6 +41,22 @@ export interface GcAttachment {
   ifname: string;
 }
 
+/**
+ * Where the Kubernetes API is, for reading the pod and its namespace (upstream `NewK8sClient`):
+ * `kubernetes.kubeconfig` (else the KUBECONFIG variable, else the in-cluster service account), with
+ * the server replaced by `kubernetes.k8s_api_root` or `policy.k8s_api_root`, and the credentials by
+ * `policy.k8s_auth_token`, `k8s_client_certificate`, `k8s_client_key`, `k8s_certificate_authority`.
+ */
+export interface KubeApiConf {
+  kubeconfig?: string;
+  /** `kubernetes.k8s_api_root`, else `policy.k8s_api_root` without an `/api/...` suffix. */
+  apiRoot?: string;
+  authToken?: string;
+  clientCertificate?: string;
+  clientKey?: string;
+  certificateAuthority?: string;
+}
+
 export type LogLevel = 'debug' | 'info' | 'warning' | 'error';
 
 export interface NetConf {
@@ -67,6 +83,7 @@ export interface NetConf {
   includeDefaultRoutes: boolean;
   allowIpForwarding: boolean;
   featureControl: { ipAddrsNoIpam: boolean; floatingIps: boolean };
+  kubeApi: KubeApiConf;
   ipamLockFile?: string;
   prevResult?: CniResult;
   /** GC only: attachments that are still valid (`cni.dev/valid-attachments`). */
@@ -168,6 +185,7 @@ export function netConfFromObject(raw: Record<string, unknown>, command: CniComm
     includeDefaultRoutes: bool('include_default_routes'),
     allowIpForwarding: false,
     featureControl: { ipAddrsNoIpam: false, floatingIps: false },
+    kubeApi: {},
   };
   if (conf.mtu !== 0 && (conf.mtu < 68 || conf.mtu > 65535)) {
     throw invalid('mtu', `must be 0 (automatic) or between 68 and 65535, not ${conf.mtu}`);
@@ -206,25 +224,34 @@ export function netConfFromObject(raw: Record<string, unknown>, command: CniComm
     conf.datastoreType = ds;
   }
 
+  let kubeApiRoot: string | undefined;
   if (raw.kubernetes !== undefined && raw.kubernetes !== null) {
     const k = asObject(raw.kubernetes, 'kubernetes');
-    for (const key of ['kubeconfig', 'k8s_api_root']) {
-      if (k[key] !== undefined && k[key] !== null) asString(k[key], `kubernetes.${key}`);
-    }
+    const text = (key: string) =>
+      k[key] === undefined || k[key] === null ? undefined : asString(k[key], `kubernetes.${key}`);
+    const kubeconfig = text('kubeconfig');
+    if (kubeconfig) conf.kubeApi.kubeconfig = kubeconfig;
+    kubeApiRoot = text('k8s_api_root') || undefined;
   }
   if (raw.policy !== undefined && raw.policy !== null) {
     const p = asObject(raw.policy, 'policy');
     if (p.type !== undefined && p.type !== null) conf.policyType = asString(p.type, 'policy.type');
-    for (const key of [
-      'k8s_api_root',
-      'k8s_auth_token',
-      'k8s_client_certificate',
-      'k8s_client_key',
-      'k8s_certificate_authority',
-    ]) {
-      if (p[key] !== undefined && p[key] !== null) asString(p[key], `policy.${key}`);
+    const text = (key: string) =>
+      p[key] === undefined || p[key] === null ? undefined : asString(p[key], `policy.${key}`) || undefined;
+    // Earlier configs gave the full URL of the v1 API; upstream keeps what comes before "/api/".
+    const policyApiRoot = text('k8s_api_root')?.split('/api/')[0];
+    for (const [key, field] of [
+      ['k8s_auth_token', 'authToken'],
+      ['k8s_client_certificate', 'clientCertificate'],
+      ['k8s_client_key', 'clientKey'],
+      ['k8s_certificate_authority', 'certificateAuthority'],
+    ] as const) {
+      const v = text(key);
+      if (v !== undefined) conf.kubeApi[field] = v;
     }
+    kubeApiRoot ??= policyApiRoot;
   }
+  if (kubeApiRoot) conf.kubeApi.apiRoot = kubeApiRoot;
   if (raw.container_settings !== undefined && raw.container_settings !== null) {
     const c = asObject(raw.container_settings, 'container_settings');
     conf.allowIpForwarding = bool('allow_ip_forwarding', c, 'container_settings.');
