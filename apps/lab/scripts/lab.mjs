@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `pnpm lab …` starts here: if the lab or the executables it runs (calico-node, the CNI plugin,
-// calicoctl) are not built yet, build them (turbo, only what the lab needs), then run the lab.
+// calicoctl, calico-kube-controllers) are not built yet, build them (turbo, only what the lab
+// needs), then run the lab.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ const needed = [
   join(root, 'apps/calico-node/bin/calico-node'),
   join(root, 'packages/cni-plugin/bin/calico.mjs'),
   join(root, 'packages/ctl/bin/calicoctl'),
+  join(root, 'apps/kube-controllers/dist/main.js'),
 ];
 const missing = needed.filter((f) => !existsSync(f));
 if (missing.length > 0) {
@@ -21,7 +23,15 @@ if (missing.length > 0) {
   );
   const r = spawnSync(
     'pnpm',
-    ['exec', 'turbo', 'run', 'build', '--filter=@calico-ts/lab...', '--output-logs=errors-only'],
+    [
+      'exec',
+      'turbo',
+      'run',
+      'build',
+      '--filter=@calico-ts/lab...',
+      '--filter=@calico-ts/kube-controllers-app...',
+      '--output-logs=errors-only',
+    ],
     {
       cwd: root,
       stdio: ['ignore', 'inherit', 'inherit'],

@@ -70,7 +70,7 @@ export async function labBench(
           name: `bench-${i + 1}`,
           node: node.name,
           labels: { app: 'bench' },
-          ports: [80],
+          ports: [{ port: 80 }],
         },
         quiet,
       );

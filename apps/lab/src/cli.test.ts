@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLabArgs } from './cli.js';
+import { COMMAND_USAGE, parseLabArgs, usageText } from './cli.js';
 import { isLabError } from './errors.js';
 
 const usageError = (argv: string[], text: RegExp) => {
@@ -14,16 +14,16 @@ const usageError = (argv: string[], text: RegExp) => {
 };
 
 describe('pnpm lab command line', () => {
-  it('up: defaults 3 nodes, bgp, etcd; flags in both forms', () => {
+  it('up: defaults 3 nodes, bgp, the Kubernetes datastore; flags in both forms', () => {
     expect(parseLabArgs(['up'])).toEqual({
       name: 'lab',
-      command: { kind: 'up', nodes: 3, mode: 'bgp', datastore: 'etcdv3' },
+      command: { kind: 'up', nodes: 3, mode: 'bgp', datastore: 'kubernetes' },
     });
-    expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan', '--datastore=kubernetes']).command).toEqual({
+    expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan', '--datastore=etcdv3']).command).toEqual({
       kind: 'up',
       nodes: 5,
       mode: 'vxlan',
-      datastore: 'kubernetes',
+      datastore: 'etcdv3',
     });
   });
   it('takes the lab name and state dir from flags before the command, or the environment', () => {
@@ -57,7 +57,11 @@ describe('pnpm lab command line', () => {
         '-l',
         'v=1',
         '--ports',
-        '80,8080',
+        '80,http=8080',
+        '--service-account',
+        'robot',
+        '--annotations',
+        'cni.projectcalico.org/ipAddrs=["198.19.9.9"]',
       ]).command,
     ).toEqual({
       kind: 'pod-create',
@@ -65,9 +69,18 @@ describe('pnpm lab command line', () => {
       name: 'web-1',
       node: 'n2',
       labels: { app: 'web', v: '1' },
-      ports: [80, 8080],
+      annotations: { 'cni.projectcalico.org/ipAddrs': '["198.19.9.9"]' },
+      serviceAccount: 'robot',
+      ports: [{ port: 80 }, { port: 8080, name: 'http' }],
     });
-    expect(parseLabArgs(['pod', 'create', 'a/b']).command).toMatchObject({ ports: [80], labels: {} });
+    expect(parseLabArgs(['pod', 'create', 'a/b']).command).toEqual({
+      kind: 'pod-create',
+      namespace: 'a',
+      name: 'b',
+      labels: {},
+      annotations: {},
+      ports: [{ port: 80 }],
+    });
   });
   it('pod exec passes everything after -- through', () => {
     expect(parseLabArgs(['pod', 'exec', 'a/b', '--', 'ping', '-c', '1', '198.19.0.5']).command).toEqual({
@@ -118,6 +131,8 @@ describe('pnpm lab command line', () => {
     usageError(['start'], /unknown command "start"[\s\S]*pnpm lab help/);
     usageError(['--name', 'Bad_Name', 'up'], /lab name "Bad_Name" must start with a letter/);
     usageError(['up', '--nodes'], /--nodes needs a value/);
+    usageError(['pod', 'create', 'a/b', '--service-account', 'Robot'], /--service-account "Robot" must be/);
+    usageError(['help', 'start'], /help: no command "start"/);
   });
   it('bench takes a pod count and an output format', () => {
     expect(parseLabArgs(['bench']).command).toEqual({ kind: 'bench', pods: 6, output: 'table' });
@@ -131,5 +146,52 @@ describe('pnpm lab command line', () => {
   it('help with no command', () => {
     expect(parseLabArgs([]).command).toEqual({ kind: 'help' });
     expect(parseLabArgs(['help']).command).toEqual({ kind: 'help' });
+    expect(parseLabArgs(['-h']).command).toEqual({ kind: 'help' });
+  });
+  it('every command answers --help and -h with its own usage, whatever else is on the line', () => {
+    const lines: [string[], string][] = [
+      [['up'], 'up'],
+      [['down'], 'down'],
+      [['status', '-o', 'json'], 'status'],
+      [['ns', 'create', 'x'], 'ns create'],
+      [['namespace', 'create'], 'ns create'],
+      [['pod', 'create', 'a/b', '--node', 'n1'], 'pod create'],
+      [['pod', 'create', '--bogus'], 'pod create'],
+      [['pod', 'delete', 'a/b'], 'pod delete'],
+      [['pod', 'exec', 'a/b'], 'pod exec'],
+      [['connectivity', '--port', '80'], 'connectivity'],
+      [['bench'], 'bench'],
+    ];
+    for (const [argv, topic] of lines) {
+      for (const flag of ['--help', '-h']) {
+        expect(parseLabArgs([...argv, flag]).command, `${argv.join(' ')} ${flag}`).toEqual({
+          kind: 'help',
+          topic,
+        });
+      }
+    }
+    // calicoctl and kubectl: only as their first argument; after it, the flag is theirs.
+    expect(parseLabArgs(['kubectl', '--help']).command).toEqual({ kind: 'help', topic: 'kubectl' });
+    expect(parseLabArgs(['calicoctl', '-h']).command).toEqual({ kind: 'help', topic: 'calicoctl' });
+    expect(parseLabArgs(['kubectl', 'get', '--help']).command).toEqual({
+      kind: 'kubectl',
+      argv: ['get', '--help'],
+    });
+    // After `--` it belongs to the command run in the pod.
+    expect(parseLabArgs(['pod', 'exec', 'a/b', '--', 'ping', '-h']).command).toMatchObject({
+      kind: 'pod-exec',
+      argv: ['ping', '-h'],
+    });
+    expect(parseLabArgs(['help', 'pod', 'create']).command).toEqual({ kind: 'help', topic: 'pod create' });
+    expect(parseLabArgs(['pod', '--help']).command).toEqual({ kind: 'help', topic: 'pod' });
+  });
+  it("each command's usage names the command and its flags", () => {
+    expect(usageText('pod create')).toMatch(/^Usage: pnpm lab pod create NS\/NAME/);
+    for (const flag of ['--node', '--labels', '--ports', '--service-account', '--annotations'])
+      expect(usageText('pod create')).toContain(flag);
+    expect(usageText('up')).toMatch(/--datastore D +kubernetes: .*\(default\)/);
+    expect(usageText('pod')).toContain('Usage: pnpm lab pod delete');
+    for (const [topic, text] of Object.entries(COMMAND_USAGE))
+      expect(text, topic).toMatch(new RegExp(`^Usage: pnpm lab ${topic}`));
   });
 });

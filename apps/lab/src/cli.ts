@@ -3,9 +3,17 @@
  * whose message says what is accepted.
  */
 import { LabError } from './errors.js';
-import { checkKubeName, parseLabels, parsePodRef } from './k8s-model.js';
+import {
+  checkKubeName,
+  type PodPort,
+  parseAnnotations,
+  parseLabels,
+  parsePodRef,
+  parsePorts,
+} from './k8s-model.js';
 import {
   checkLabName,
+  DEFAULT_DATASTORE,
   DEFAULT_LAB_NAME,
   LAB_DATASTORES,
   LAB_MODES,
@@ -33,7 +41,9 @@ export type LabCommand =
       readonly name: string;
       readonly node?: string;
       readonly labels: Record<string, string>;
-      readonly ports: readonly number[];
+      readonly annotations: Record<string, string>;
+      readonly serviceAccount?: string;
+      readonly ports: readonly PodPort[];
     }
   | { readonly kind: 'pod-delete'; readonly namespace: string; readonly name: string }
   | {
@@ -52,7 +62,8 @@ export type LabCommand =
       readonly timeoutMs: number;
     }
   | { readonly kind: 'bench'; readonly pods: number; readonly output: Output }
-  | { readonly kind: 'help' };
+  /** The overall usage, or one command's (`topic`, e.g. `pod create`). */
+  | { readonly kind: 'help'; readonly topic?: string };
 
 export interface LabArgs {
   /** Lab name (--name, else CALICO_LAB_NAME, else `lab`). */
@@ -64,33 +75,138 @@ export interface LabArgs {
 
 export const USAGE = `Usage: pnpm lab [--name NAME] [--state-dir DIR] <command>
 
-A Calico cluster in network namespaces on this host: one etcd (and, with --datastore kubernetes, a
-kube-apiserver on it), N nodes each running calico-node (Felix, BIRD), pods wired by the calico CNI
-plugin. Needs root.
+A Kubernetes cluster with Calico in network namespaces on this host: one etcd, kube-apiserver on it
+and calico-kube-controllers (the control plane), N nodes each running calico-node (Felix, BIRD),
+pods wired by the calico CNI plugin. The Calico datastore is the Kubernetes API (default) or the
+etcd (--datastore etcdv3). Needs root.
 
 Commands:
-  up [--nodes 3] [--mode bgp|vxlan] [--datastore etcdv3|kubernetes]
+  up [--nodes 3] [--mode bgp|vxlan] [--datastore kubernetes|etcdv3]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
-  status [-o table|json]                  nodes, processes, BGP sessions, pods
-  ns create NAME [--labels k=v,...]       a namespace: its Profiles, as kube-controllers writes them
-                                          (kubernetes: the Namespace and its default ServiceAccount)
-  pod create NS/NAME [--node nX] [--labels k=v,...] [--ports 80,...]
-                                          a pod: netns (kubernetes: the Pod), CNI ADD on its node,
-                                          endpoint labels, and a TCP+UDP listener on the ports
-                                          (default 80)
-  pod delete NS/NAME                      CNI DEL, listener stopped, netns removed (and the Pod)
+  status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
+  ns create NAME [--labels k=v,...]       a Namespace and its default ServiceAccount
+  pod create NS/NAME [--node nX] [--labels k=v,...] [--ports 80,http=8080,...]
+             [--service-account SA] [--annotations k=v,...]
+                                          a Pod bound to its node, then what kubelet does: CNI ADD,
+                                          a TCP+UDP listener on the ports (default 80), pod status
+  pod delete NS/NAME                      CNI DEL, listener stopped, Pod deleted, netns removed
   pod exec NS/NAME -- CMD [ARGS...]       run a command in the pod's network namespace
   calicoctl ARGS...                       calicoctl against the lab's datastore
-  kubectl ARGS...                         kubectl against the lab's API server (--datastore kubernetes)
+  kubectl ARGS...                         kubectl against the lab's API server
   connectivity [--port 80] [--protocol tcp|udp] [-o table|json] [--timeout-ms 1500]
                                           pod × pod matrix of real connection attempts
   bench [--pods 6] [-o table|json]        pod create time, BGP route convergence, TCP connect
                                           times, with throw-away pods in namespace lab-bench
+  help [COMMAND]                          this text, or one command's (also COMMAND --help, -h)
 
 Global options: --name (default lab, or CALICO_LAB_NAME) picks the lab; --state-dir (default
 /var/run/calico-lab/<name>, or CALICO_LAB_STATE_DIR) is where it keeps its state file and logs.
 `;
+
+const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DIR. See `pnpm lab help`.\n';
+
+/** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
+export const COMMAND_USAGE: Readonly<Record<string, string>> = {
+  up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan] [--datastore kubernetes|etcdv3]
+
+Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
+v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
+
+  --nodes N        how many nodes, 1 to ${MAX_NODES} (default 3)
+  --mode M         bgp: BIRD with a full mesh (default); vxlan: VXLAN tunnels, no BIRD
+  --datastore D    kubernetes: Calico's data in the API server as CRDs (default);
+                   etcdv3: Calico's data under /calico/ in the lab's etcd
+`,
+  down: `Usage: pnpm lab down
+
+Stops every process the lab recorded and removes its namespaces and state directory; also after
+a crash or a failed \`lab up\`.
+`,
+  status: `Usage: pnpm lab status [-o table|json]
+
+The datastore, kube-apiserver and calico-kube-controllers (running, ready), each node's
+calico-node and BIRD (running, ready, BGP role and sessions), namespaces and pods.
+`,
+  'ns create': `Usage: pnpm lab ns create NAME [--labels k=v,...]
+
+Creates (or relabels) the Namespace NAME and its default ServiceAccount, as kube-controller-manager
+would; calico-kube-controllers (etcd) or the Kubernetes datastore turn them into the Profiles
+kns.NAME and ksa.NAME.default.
+
+  --labels, -l k=v,...   the Namespace's labels (repeatable)
+`,
+  'pod create': `Usage: pnpm lab pod create NS/NAME [--node nX] [--labels k=v,...] [--ports 80,http=8080]
+                              [--service-account SA] [--annotations k=v,...]
+
+Creates the Pod bound to its node, then does what kubelet does: a network namespace, CNI ADD on
+the node (K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_INFRA_CONTAINER_ID, K8S_POD_UID), a listener
+answering TCP and UDP on the ports, and the Pod's status (Running, podIP, hostIP). Returns once the
+pod's WorkloadEndpoint carries its labels.
+
+  --node nX                  the node (default: the one with the fewest pods)
+  --labels, -l k=v,...       the Pod's labels (repeatable)
+  --ports P,NAME=P,...       container ports (default 80); NAME=P names the TCP port, for
+                             NetworkPolicies on named ports
+  --service-account SA       spec.serviceAccountName (made in the namespace if missing)
+  --annotations k=v,...      the Pod's annotations, e.g. cni.projectcalico.org/ipAddrs=["198.19.9.9"]
+                             (a comma inside [], {} or quotes belongs to the value)
+`,
+  'pod delete': `Usage: pnpm lab pod delete NS/NAME
+
+Stops the pod's listener, runs CNI DEL on its node, deletes the Pod and removes its namespace.
+`,
+  'pod exec': `Usage: pnpm lab pod exec NS/NAME -- CMD [ARGS...]
+
+Runs CMD inside the pod's network namespace (everything after -- is the command's).
+`,
+  calicoctl: `Usage: pnpm lab calicoctl ARGS...
+
+Runs calicoctl against the lab's datastore (its calicoctl.cfg is added unless ARGS name -c).
+Everything after \`calicoctl\` is calicoctl's: \`pnpm lab calicoctl help\` shows calicoctl's own help.
+`,
+  kubectl: `Usage: pnpm lab kubectl ARGS...
+
+Runs the machine's kubectl (or CALICO_LAB_KUBECTL_BIN) in the etcd namespace with the lab's
+admin kubeconfig. Everything after \`kubectl\` is kubectl's: \`pnpm lab kubectl help\` shows
+kubectl's own help.
+`,
+  connectivity: `Usage: pnpm lab connectivity [--port 80] [--protocol tcp|udp] [-o table|json] [--timeout-ms 1500]
+
+Every pod tries every other pod's listener from its own network namespace; a cell is reachable
+only when the destination itself answered.
+`,
+  bench: `Usage: pnpm lab bench [--pods 6] [-o table|json]
+
+Pod create time, BGP route convergence and TCP connect times, with throw-away pods in the
+namespace lab-bench.
+`,
+};
+
+/** One command's usage, or the overall one; an unknown topic is a usage error. */
+export function usageText(topic?: string): string {
+  if (topic === undefined) return USAGE;
+  const text = COMMAND_USAGE[topic] ?? COMMAND_USAGE[topic.replace(/^namespace /, 'ns ')];
+  if (text === undefined) {
+    if (topic === 'pod' || topic === 'ns' || topic === 'namespace')
+      return Object.entries(COMMAND_USAGE)
+        .filter(([k]) => k.startsWith(topic === 'pod' ? 'pod ' : 'ns '))
+        .map(([, v]) => v)
+        .join('\n')
+        .concat(`\n${GLOBAL}`);
+    return usage(`help: no command "${topic}"`);
+  }
+  return `${text}\n${GLOBAL}`;
+}
+
+/** True when `-h` or `--help` comes before any `--`. */
+function asksHelp(args: readonly string[]): boolean {
+  for (const a of args) {
+    if (a === '--') return false;
+    if (a === '-h' || a === '--help') return true;
+  }
+  return false;
+}
 
 const usage = (message: string): never => {
   throw new LabError('usage', `${message}\nRun \`pnpm lab help\` for the commands.`);
@@ -148,6 +264,13 @@ function output(flags: Map<string, string[]>): Output {
   return o as Output;
 }
 
+/** A ServiceAccount name: a DNS subdomain (lower-case, digits, dashes and dots, ≤ 253). */
+function checkServiceAccount(name: string): string {
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name) || name.length > 253)
+    usage(`--service-account "${name}" must be lower-case letters, digits, dashes and dots`);
+  return name;
+}
+
 function noPositionals(command: string, p: readonly string[]): void {
   if (p.length > 0) usage(`${command}: unexpected argument "${p[0]}"`);
 }
@@ -172,12 +295,28 @@ export function parseLabArgs(
   checkLabName(name);
   const [cmd, ...rest] = argv.slice(i);
   const done = (command: LabCommand): LabArgs => ({ name, ...(stateDir ? { stateDir } : {}), command });
+  const help = (topic?: string): LabArgs => {
+    usageText(topic); // an unknown topic is an error now, not when printing
+    return done({ kind: 'help', ...(topic !== undefined ? { topic } : {}) });
+  };
+  // `lab X --help`: calicoctl and kubectl only when it comes first (the rest is theirs).
+  if (cmd === 'calicoctl' || cmd === 'kubectl') {
+    if (rest.length === 0 || rest[0] === '-h' || rest[0] === '--help') return help(cmd);
+  } else if (cmd === 'pod' || cmd === 'ns' || cmd === 'namespace') {
+    const sub = rest[0];
+    if (sub === undefined || sub === '-h' || sub === '--help') return help(cmd === 'pod' ? 'pod' : 'ns');
+    if (asksHelp(rest.slice(1)) && `${cmd === 'pod' ? 'pod' : 'ns'} ${sub}` in COMMAND_USAGE)
+      return help(`${cmd === 'pod' ? 'pod' : 'ns'} ${sub}`);
+  } else if (cmd !== undefined && cmd in COMMAND_USAGE && asksHelp(rest)) {
+    return help(cmd);
+  }
   switch (cmd) {
     case undefined:
-    case 'help':
     case '--help':
     case '-h':
-      return done({ kind: 'help' });
+      return help();
+    case 'help':
+      return help(rest.length > 0 ? rest.join(' ') : undefined);
     case 'up': {
       const { flags, positionals } = scan(
         rest,
@@ -188,7 +327,7 @@ export function parseLabArgs(
       const mode = one(flags, '--mode') ?? 'bgp';
       if (!(LAB_MODES as readonly string[]).includes(mode))
         usage(`--mode must be bgp or vxlan, got "${mode}"`);
-      const datastore = one(flags, '--datastore') ?? 'etcdv3';
+      const datastore = one(flags, '--datastore') ?? DEFAULT_DATASTORE;
       if (!(LAB_DATASTORES as readonly string[]).includes(datastore))
         usage(`--datastore must be etcdv3 or kubernetes, got "${datastore}"`);
       const nodes = int(one(flags, '--nodes') ?? '3', '--nodes', 1, MAX_NODES);
@@ -234,22 +373,30 @@ export function parseLabArgs(
       if (sub === 'create') {
         const { flags, positionals } = scan(
           more,
-          { '--node': 'value', '--labels': 'list', '-l': 'list', '--ports': 'list' },
+          {
+            '--node': 'value',
+            '--labels': 'list',
+            '-l': 'list',
+            '--ports': 'list',
+            '--service-account': 'value',
+            '--annotations': 'list',
+          },
           'pod create',
         );
         if (positionals.length !== 1) usage('pod create needs exactly one NAMESPACE/NAME');
         const ref = parsePodRef(positionals[0]!);
-        const ports = (flags.get('--ports') ?? ['80'])
-          .flatMap((p) => p.split(','))
-          .filter((p) => p !== '')
-          .map((p) => int(p, '--ports', 1, 65535));
+        const ports = parsePorts(flags.get('--ports') ?? ['80']);
+        if (ports.length === 0) usage('--ports: give at least one port');
         const node = one(flags, '--node');
+        const sa = one(flags, '--service-account');
         return done({
           kind: 'pod-create',
           ...ref,
           ...(node !== undefined ? { node } : {}),
           labels: parseLabels([...(flags.get('--labels') ?? []), ...(flags.get('-l') ?? [])]),
-          ports: [...new Set(ports)],
+          annotations: parseAnnotations(flags.get('--annotations') ?? []),
+          ...(sa !== undefined ? { serviceAccount: checkServiceAccount(sa) } : {}),
+          ports,
         });
       }
       if (sub === 'delete') {

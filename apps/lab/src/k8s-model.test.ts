@@ -1,81 +1,51 @@
-import type { WorkloadEndpoint } from '@calico-ts/api';
 import { describe, expect, it } from 'vitest';
 import {
   kubeNamespace,
   kubeNode,
   kubePod,
+  kubePodStatus,
   kubeServiceAccount,
   LAB_POD_IMAGE,
-  namespaceProfiles,
+  parseAnnotations,
   parseLabels,
-  podEndpoint,
+  parsePorts,
 } from './k8s-model.js';
 
-describe('what kube-controllers would write', () => {
-  it('a namespace becomes kns.<ns> (allow all, pcns. labels) and ksa.<ns>.default', () => {
-    expect(namespaceProfiles('team-a', { env: 'prod' })).toEqual([
-      {
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'Profile',
-        metadata: { name: 'kns.team-a' },
-        spec: {
-          ingress: [{ action: 'Allow' }],
-          egress: [{ action: 'Allow' }],
-          labelsToApply: { 'pcns.env': 'prod', 'pcns.projectcalico.org/name': 'team-a' },
-        },
-      },
-      {
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'Profile',
-        metadata: { name: 'ksa.team-a.default' },
-        spec: { labelsToApply: { 'pcsa.projectcalico.org/name': 'default' } },
-      },
-    ]);
-  });
-  it("a pod's endpoint gets the pod labels plus the namespace, orchestrator and service account ones", () => {
-    const wep = {
-      apiVersion: 'projectcalico.org/v3',
-      kind: 'WorkloadEndpoint',
-      metadata: {
-        name: 'n1-k8s-web-eth0',
-        namespace: 'team-a',
-        resourceVersion: '42',
-        labels: { 'projectcalico.org/namespace': 'team-a', 'projectcalico.org/orchestrator': 'k8s' },
-      },
-      spec: {
-        node: 'n1',
-        pod: 'web',
-        endpoint: 'eth0',
-        profiles: ['kns.team-a'],
-        ipNetworks: ['198.19.0.5/32'],
-      },
-    } as unknown as WorkloadEndpoint;
-    const out = podEndpoint(wep, { namespace: 'team-a', labels: { app: 'web' } });
-    expect(out.metadata).toEqual({
-      name: 'n1-k8s-web-eth0',
-      namespace: 'team-a',
-      resourceVersion: '42',
-      labels: {
-        app: 'web',
-        'projectcalico.org/namespace': 'team-a',
-        'projectcalico.org/orchestrator': 'k8s',
-        'projectcalico.org/serviceaccount': 'default',
-      },
-    });
-    expect(out.spec).toMatchObject({
-      serviceAccountName: 'default',
-      profiles: ['kns.team-a', 'ksa.team-a.default'],
-      ipNetworks: ['198.19.0.5/32'],
-    });
-  });
+describe('command-line syntax', () => {
   it('labels are checked as Kubernetes checks them', () => {
     expect(parseLabels(['a=1,b=', 'example.com/x=y'])).toEqual({ a: '1', b: '', 'example.com/x': 'y' });
     expect(() => parseLabels(['a=b c'])).toThrow(/label value "b c"/);
     expect(() => parseLabels(['-a=b'])).toThrow(/label key "-a"/);
   });
+  it('ports: numbers, optionally named; a name is an IANA service name', () => {
+    expect(parsePorts(['80,http=8080', '443'])).toEqual([
+      { port: 80 },
+      { port: 8080, name: 'http' },
+      { port: 443 },
+    ]);
+    expect(parsePorts(['80', 'web=80'])).toEqual([{ port: 80, name: 'web' }]);
+    expect(() => parsePorts(['0'])).toThrow(/"0" must be a port from 1 to 65535/);
+    expect(() => parsePorts(['HTTP=80'])).toThrow(/port name "HTTP"/);
+    expect(() => parsePorts(['80=80'])).toThrow(/port name "80"/);
+    expect(() => parsePorts(['a=80,a=81'])).toThrow(/"a" given twice/);
+    expect(() => parsePorts(['a=80,b=80'])).toThrow(/port 80 named twice/);
+  });
+  it('annotations: a comma inside brackets or quotes belongs to the value', () => {
+    expect(
+      parseAnnotations([
+        'cni.projectcalico.org/ipAddrs=["198.19.9.9"],x=1',
+        'cni.projectcalico.org/ipv4pools=["a","b"]',
+      ]),
+    ).toEqual({
+      'cni.projectcalico.org/ipAddrs': '["198.19.9.9"]',
+      x: '1',
+      'cni.projectcalico.org/ipv4pools': '["a","b"]',
+    });
+    expect(() => parseAnnotations(['novalue'])).toThrow(/annotation "novalue" must be key=value/);
+  });
 });
 
-describe('what kubelet, the scheduler and kube-controller-manager would make (Kubernetes datastore)', () => {
+describe('what kubelet, the scheduler and kube-controller-manager would make', () => {
   it('a v1 Node per lab node, a Namespace with its labels and its default ServiceAccount', () => {
     expect(kubeNode('n2')).toEqual({
       apiVersion: 'v1',
@@ -95,7 +65,13 @@ describe('what kubelet, the scheduler and kube-controller-manager would make (Ku
   });
   it('a Pod bound to its node, with the listener ports for TCP and UDP', () => {
     expect(
-      kubePod({ namespace: 'a', name: 'web', node: 'n1', labels: { app: 'web' }, ports: [80, 8080] }),
+      kubePod({
+        namespace: 'a',
+        name: 'web',
+        node: 'n1',
+        labels: { app: 'web' },
+        ports: [{ port: 80 }, { port: 8080 }],
+      }),
     ).toEqual({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -118,6 +94,40 @@ describe('what kubelet, the scheduler and kube-controller-manager would make (Ku
           },
         ],
       },
+    });
+  });
+  it('a named port names the TCP port only; service account and annotations as given', () => {
+    const pod = kubePod({
+      namespace: 'a',
+      name: 'web',
+      node: 'n2',
+      labels: {},
+      annotations: { 'cni.projectcalico.org/ipAddrs': '["198.19.9.9"]' },
+      serviceAccount: 'robot',
+      ports: [{ port: 8080, name: 'http' }],
+    }) as { metadata: object; spec: { serviceAccountName: string; containers: { ports: object[] }[] } };
+    expect(pod.metadata).toEqual({
+      name: 'web',
+      namespace: 'a',
+      labels: {},
+      annotations: { 'cni.projectcalico.org/ipAddrs': '["198.19.9.9"]' },
+    });
+    expect(pod.spec.serviceAccountName).toBe('robot');
+    expect(pod.spec.containers[0]!.ports).toEqual([
+      { name: 'http', containerPort: 8080, protocol: 'TCP' },
+      { containerPort: 8080, protocol: 'UDP' },
+    ]);
+  });
+  it("the status kubelet reports: Running, Ready, the pod's and the node's addresses", () => {
+    const t = '2026-11-26T20:00:00Z';
+    expect(kubePodStatus({ podIPs: ['198.19.0.5'], hostIP: '198.18.0.11', started: t })).toMatchObject({
+      phase: 'Running',
+      podIP: '198.19.0.5',
+      podIPs: [{ ip: '198.19.0.5' }],
+      hostIP: '198.18.0.11',
+      hostIPs: [{ ip: '198.18.0.11' }],
+      startTime: t,
+      conditions: expect.arrayContaining([{ type: 'Ready', status: 'True', lastTransitionTime: t }]),
     });
   });
 });

@@ -1,71 +1,18 @@
 /**
- * Kubernetes objects in the lab, pure. Two datastores, two jobs:
+ * Kubernetes objects in the lab, pure: what kubelet, the scheduler and kube-controller-manager would
+ * make, since none of them runs. A v1 Node per lab node (before its calico-node starts), a Namespace
+ * with its `default` ServiceAccount, and a Pod bound to its node with its containers' ports, then
+ * its status once the CNI plugin has wired it. The Calico side (Profiles `kns.*` / `ksa.*`,
+ * endpoint labels, policies from NetworkPolicies) follows from these objects: on the Kubernetes
+ * datastore by conversion, on etcd through calico-kube-controllers and the CNI plugin, which read
+ * them from the API server. The lab writes none of it itself.
  *
- * On etcd the lab has no Kubernetes API server, so it writes what kube-controllers would derive from
- * Kubernetes objects (upstream's converter):
- *
- * - Namespace → Profile `kns.<ns>`: allow-all ingress and egress, labelsToApply `pcns.<label>` for
- *   each namespace label plus `pcns.projectcalico.org/name: <ns>`; and the namespace's default
- *   service account → Profile `ksa.<ns>.default` with `pcsa.projectcalico.org/name: default`.
- * - Pod → its WorkloadEndpoint (made by the CNI plugin): labels = pod labels + namespace,
- *   orchestrator and service-account labels; profiles `kns.<ns>`, `ksa.<ns>.<sa>`.
- *
- * On the Kubernetes datastore those Calico resources are derived from the Kubernetes objects
- * themselves, so the lab makes what kubelet and kube-controller-manager would: a v1 Node per lab
- * node (before its calico-node starts), a Namespace with its `default` ServiceAccount, and a Pod
- * bound to its node (before CNI ADD, which annotates it with the pod's addresses).
+ * Also here: the command-line syntax of labels, annotations, port lists and Kubernetes names.
  */
-import type { Profile, WorkloadEndpoint } from '@calico-ts/api';
 import { isDnsLabel, labelValueProblem, qualifiedNameProblem } from '@calico-ts/api';
 import { LabError } from './errors.js';
 
-export const NAMESPACE_LABEL_PREFIX = 'pcns.';
-export const SERVICE_ACCOUNT_LABEL_PREFIX = 'pcsa.';
-export const NAME_LABEL = 'projectcalico.org/name';
 export const DEFAULT_SERVICE_ACCOUNT = 'default';
-
-export function namespaceProfiles(namespace: string, labels: Readonly<Record<string, string>>): Profile[] {
-  const toApply: Record<string, string> = {};
-  for (const [k, v] of Object.entries(labels)) toApply[`${NAMESPACE_LABEL_PREFIX}${k}`] = v;
-  toApply[`${NAMESPACE_LABEL_PREFIX}${NAME_LABEL}`] = namespace;
-  return [
-    {
-      apiVersion: 'projectcalico.org/v3',
-      kind: 'Profile',
-      metadata: { name: `kns.${namespace}` },
-      spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }], labelsToApply: toApply },
-    } as Profile,
-    {
-      apiVersion: 'projectcalico.org/v3',
-      kind: 'Profile',
-      metadata: { name: `ksa.${namespace}.${DEFAULT_SERVICE_ACCOUNT}` },
-      spec: { labelsToApply: { [`${SERVICE_ACCOUNT_LABEL_PREFIX}${NAME_LABEL}`]: DEFAULT_SERVICE_ACCOUNT } },
-    } as Profile,
-  ];
-}
-
-/** The WorkloadEndpoint as kube-controllers' pod controller leaves it: labels and profiles replaced. */
-export function podEndpoint(
-  wep: WorkloadEndpoint,
-  pod: { namespace: string; labels: Readonly<Record<string, string>>; serviceAccount?: string },
-): WorkloadEndpoint {
-  const sa = pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT;
-  const labels: Record<string, string> = {
-    ...pod.labels,
-    'projectcalico.org/namespace': pod.namespace,
-    'projectcalico.org/orchestrator': 'k8s',
-    'projectcalico.org/serviceaccount': sa,
-  };
-  return {
-    ...wep,
-    metadata: { ...wep.metadata, labels },
-    spec: {
-      ...wep.spec,
-      serviceAccountName: sa,
-      profiles: [`kns.${pod.namespace}`, `ksa.${pod.namespace}.${sa}`],
-    },
-  };
-}
 
 type KubeObject = Record<string, unknown>;
 
@@ -94,39 +41,156 @@ export function kubeServiceAccount(namespace: string, name = DEFAULT_SERVICE_ACC
 /** The image named in lab Pods: nothing pulls it (the lab runs its listener itself). */
 export const LAB_POD_IMAGE = 'calico-lab.invalid/listener:latest';
 
+/** A container port of a lab pod: the listener answers on it over TCP and UDP. */
+export interface PodPort {
+  readonly port: number;
+  /** The TCP port's name (`--ports http=80`), for NetworkPolicies on named ports. */
+  readonly name?: string;
+}
+
 /**
- * A Pod as the scheduler leaves it: bound to its node, the default service account, one container
- * with the listener's ports (TCP and UDP each). No kubelet runs, so it is deleted with a grace period
- * of 0 and never gets a status beyond Pending.
+ * A Pod as the scheduler leaves it: bound to its node, its service account, one container with the
+ * listener's ports: each twice, TCP (named when a name was given) and UDP (never named: a pod's port
+ * names must be unique). Deleted with a grace period of 0 (no kubelet finishes a graceful delete).
  */
 export function kubePod(pod: {
   namespace: string;
   name: string;
   node: string;
   labels: Readonly<Record<string, string>>;
-  ports: readonly number[];
+  annotations?: Readonly<Record<string, string>>;
+  serviceAccount?: string;
+  ports: readonly PodPort[];
 }): KubeObject {
+  const annotations = pod.annotations ?? {};
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: pod.name, namespace: pod.namespace, labels: { ...pod.labels } },
+    metadata: {
+      name: pod.name,
+      namespace: pod.namespace,
+      labels: { ...pod.labels },
+      ...(Object.keys(annotations).length > 0 ? { annotations: { ...annotations } } : {}),
+    },
     spec: {
       nodeName: pod.node,
-      serviceAccountName: DEFAULT_SERVICE_ACCOUNT,
+      serviceAccountName: pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT,
       automountServiceAccountToken: false,
       terminationGracePeriodSeconds: 0,
       containers: [
         {
           name: 'listener',
           image: LAB_POD_IMAGE,
-          ports: pod.ports.flatMap((containerPort) => [
-            { containerPort, protocol: 'TCP' },
-            { containerPort, protocol: 'UDP' },
+          ports: pod.ports.flatMap((p) => [
+            { ...(p.name ? { name: p.name } : {}), containerPort: p.port, protocol: 'TCP' },
+            { containerPort: p.port, protocol: 'UDP' },
           ]),
         },
       ],
     },
   };
+}
+
+/**
+ * The status kubelet reports once the pod's sandbox is up and its container runs: phase Running,
+ * Ready, the pod's addresses and its node's. `started` is an RFC 3339 time.
+ */
+export function kubePodStatus(s: { podIPs: readonly string[]; hostIP: string; started: string }): KubeObject {
+  const condition = (type: string) => ({ type, status: 'True', lastTransitionTime: s.started });
+  return {
+    phase: 'Running',
+    conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map(condition),
+    hostIP: s.hostIP,
+    hostIPs: [{ ip: s.hostIP }],
+    ...(s.podIPs.length > 0 ? { podIP: s.podIPs[0], podIPs: s.podIPs.map((ip) => ({ ip })) } : {}),
+    startTime: s.started,
+    containerStatuses: [
+      {
+        name: 'listener',
+        image: LAB_POD_IMAGE,
+        imageID: '',
+        ready: true,
+        started: true,
+        restartCount: 0,
+        state: { running: { startedAt: s.started } },
+      },
+    ],
+  };
+}
+
+/**
+ * `--ports 80,http=8080` (comma-separated, repeatable): port numbers, each optionally named. A name
+ * is an IANA service name as Kubernetes wants it: ≤ 15 lower-case letters, digits and single dashes,
+ * at least one letter.
+ */
+export function parsePorts(values: readonly string[]): PodPort[] {
+  const out = new Map<number, PodPort>();
+  const names = new Set<string>();
+  for (const value of values) {
+    for (const item of value.split(',')) {
+      const t = item.trim();
+      if (t === '') continue;
+      const eq = t.indexOf('=');
+      const name = eq >= 0 ? t.slice(0, eq) : undefined;
+      const num = eq >= 0 ? t.slice(eq + 1) : t;
+      if (!/^[0-9]+$/.test(num) || Number(num) < 1 || Number(num) > 65535)
+        throw new LabError('usage', `--ports: "${t}" must be a port from 1 to 65535, or NAME=PORT`);
+      if (name !== undefined) {
+        if (
+          !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(name) ||
+          name.length > 15 ||
+          !/[a-z]/.test(name) ||
+          name.includes('--')
+        )
+          throw new LabError(
+            'usage',
+            `--ports: port name "${name}" must be at most 15 lower-case letters, digits and single dashes, with a letter`,
+          );
+        if (names.has(name)) throw new LabError('usage', `--ports: port name "${name}" given twice`);
+        names.add(name);
+      }
+      const port = Number(num);
+      const prev = out.get(port);
+      if (prev?.name && name && prev.name !== name)
+        throw new LabError('usage', `--ports: port ${port} named twice (${prev.name}, ${name})`);
+      out.set(port, { port, ...((name ?? prev?.name) ? { name: (name ?? prev?.name)! } : {}) });
+    }
+  }
+  return [...out.values()];
+}
+
+/**
+ * `--annotations k=v,...` (repeatable): a comma inside brackets, braces or quotes belongs to the
+ * value, so `cni.projectcalico.org/ipAddrs=["198.19.5.5"]` and JSON lists pass whole.
+ */
+export function parseAnnotations(values: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const value of values) {
+    const parts: string[] = [];
+    let depth = 0;
+    let quote = false;
+    let cur = '';
+    for (const ch of value) {
+      if (ch === '"') quote = !quote;
+      else if (!quote && (ch === '[' || ch === '{')) depth++;
+      else if (!quote && (ch === ']' || ch === '}')) depth--;
+      if (ch === ',' && depth === 0 && !quote) {
+        parts.push(cur);
+        cur = '';
+      } else cur += ch;
+    }
+    parts.push(cur);
+    for (const pair of parts) {
+      if (pair.trim() === '') continue;
+      const eq = pair.indexOf('=');
+      if (eq <= 0) throw new LabError('usage', `annotation "${pair}" must be key=value`);
+      const k = pair.slice(0, eq).trim();
+      const kp = qualifiedNameProblem(k);
+      if (kp) throw new LabError('usage', `annotation key "${k}": ${kp}`);
+      out[k] = pair.slice(eq + 1);
+    }
+  }
+  return out;
 }
 
 /** `k=v` pairs from --labels (comma-separated, repeatable), checked as Kubernetes label syntax. */

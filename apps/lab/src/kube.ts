@@ -1,22 +1,40 @@
 /**
- * The lab's Kubernetes API server and its two clients (`--datastore kubernetes` only):
+ * The lab's Kubernetes control plane (both datastores) and its clients:
  *
  *   lab up:   certificates + admin kubeconfig (openssl, in <state>/kube) ─► kube-apiserver in the
- *             etcd namespace on the lab's etcd, https://198.18.0.2:6443 ─► /readyz ─► CRDs and the
- *             v1 Nodes (kubectl apply --server-side) ─► CRDs established
+ *             etcd namespace on the lab's etcd (under /registry), https://198.18.0.2:6443 ─► /livez
+ *             ─► the v1 Nodes and, on the Kubernetes datastore, the CRDs (kubectl apply
+ *             --server-side) ─► CRDs established ─► calico-kube-controllers, ready by its `-r` probe
  *   kubectl:  the machine's kubectl run inside the etcd namespace with the lab's kubeconfig and a
  *             discovery cache in the state directory (nothing is written to ~/.kube)
  *   KubeApi:  node:https with the admin certificate, for the few objects `lab ns/pod` make; only
  *             works inside the etcd namespace (main.ts re-enters it), like the datastore commands
  *
- * The API server is a recorded process like etcd: `lab down` stops it by PID and start time.
+ * The API server and kube-controllers are recorded processes like etcd: `lab down` stops them by
+ * PID and start time.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { errorMessage, LabError } from './errors.js';
-import { type KubePlan, kubePlanOf, type LabPlan } from './plan.js';
+import { type KubePlan, kubeControllersEnv, kubePlanOf, type LabPlan } from './plan.js';
+import type { Artifacts } from './prereqs.js';
 import { runAsync } from './processes.js';
+
+export { kubeControllersEnv };
+
+/** kube-controllers' own probe (`-r` readiness, `-l` liveness) on the lab's status file. */
+export async function kubeControllersProbe(
+  plan: LabPlan,
+  arts: Artifacts,
+  flag: '-r' | '-l',
+): Promise<{ ok: boolean; message: string }> {
+  const r = await runAsync([process.execPath, arts.kubeControllers, flag], {
+    env: kubeControllersEnv(plan, PATH),
+    timeoutMs: 10_000,
+  });
+  return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() || `exit ${r.status}` };
+}
 
 const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 

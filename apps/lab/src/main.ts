@@ -2,19 +2,19 @@
  * `pnpm lab <command>`: parse, then run one command. Errors print one message saying what to do
  * and exit 1 (2 for usage).
  *
- * Commands that write to the lab's datastore (ns create, pod create; on the Kubernetes datastore pod
- * delete too) re-run themselves inside the lab's etcd namespace (`nsenter --net`), the only place
+ * Commands that talk to the lab's API server or datastore (ns create, pod create, pod delete,
+ * bench) re-run themselves inside the lab's etcd namespace (`nsenter --net`), the only place
  * besides the nodes that reaches etcd and the API server: the host's own namespace never does.
  * calicoctl and kubectl are run there the same way.
  */
 import { spawnSync } from 'node:child_process';
 import { labBench, renderBench } from './bench.js';
-import { type LabArgs, type LabCommand, parseLabArgs, USAGE } from './cli.js';
+import { type LabArgs, type LabCommand, parseLabArgs, usageText } from './cli.js';
 import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
 import { kubectlEnv } from './kube.js';
 import { labStatus, measureConnectivity, renderStatus } from './observe.js';
-import { kubePlanOf, type LabPlan, planLab, stateDirOf } from './plan.js';
+import { kubePlanOf, planLab, stateDirOf } from './plan.js';
 import { artifacts, checkRoot, kubectlPath } from './prereqs.js';
 import { Progress } from './progress.js';
 import { connectivityMatrix } from './render.js';
@@ -24,13 +24,8 @@ import { nsCreate, podCreate, podDelete, requirePod } from './workloads.js';
 
 const INSIDE = 'CALICO_LAB_INSIDE_NETNS';
 
-function needsDatastore(c: LabCommand, plan: LabPlan): boolean {
-  return (
-    c.kind === 'ns-create' ||
-    c.kind === 'pod-create' ||
-    c.kind === 'bench' ||
-    (c.kind === 'pod-delete' && plan.datastore === 'kubernetes')
-  );
+function needsDatastore(c: LabCommand): boolean {
+  return c.kind === 'ns-create' || c.kind === 'pod-create' || c.kind === 'bench' || c.kind === 'pod-delete';
 }
 
 /** Re-runs this very command inside the lab's etcd namespace; resolves to its exit status. */
@@ -81,7 +76,7 @@ function calicoctl(state: LabState, argv: readonly string[]): number {
   return r.status ?? 1;
 }
 
-/** The machine's kubectl inside the etcd namespace, on the lab's kubeconfig (KDD labs only). */
+/** The machine's kubectl inside the etcd namespace, on the lab's admin kubeconfig. */
 function kubectl(state: LabState, argv: readonly string[]): number {
   const kube = kubePlanOf(state.plan, '`lab kubectl`');
   const r = spawnSync('nsenter', [`--net=/run/netns/${state.plan.etcdNetns}`, kubectlPath(), ...argv], {
@@ -95,7 +90,7 @@ function kubectl(state: LabState, argv: readonly string[]): number {
 async function run(args: LabArgs): Promise<number> {
   const cmd = args.command;
   if (cmd.kind === 'help') {
-    process.stdout.write(USAGE);
+    process.stdout.write(usageText(cmd.topic));
     return 0;
   }
   const stateDir = args.stateDir ?? stateDirOf(args.name);
@@ -122,7 +117,7 @@ async function run(args: LabArgs): Promise<number> {
   }
   checkRoot();
   const state = requireState(stateDir, args.name);
-  if (needsDatastore(cmd, state.plan) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
+  if (needsDatastore(cmd) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
   switch (cmd.kind) {
     case 'status': {
       const s = await labStatus(state, arts);

@@ -1,7 +1,8 @@
 /**
  * Looking at a running lab: `connectivity` (every pod tries every other pod's listener, from inside
- * its own network namespace) and `status` (processes, readiness, BGP sessions over BIRD's control
- * socket, pods).
+ * its own network namespace) and `status` (the control plane: etcd, kube-apiserver with its
+ * /readyz, calico-kube-controllers with its `-r` probe; each node's processes, readiness and BGP
+ * sessions over BIRD's control socket; pods).
  */
 import { join } from 'node:path';
 import { BirdControlClient } from '@calico-ts/bird-bridge';
@@ -14,8 +15,9 @@ import {
   sessionWordsOf,
 } from './bgp-roles.js';
 import { errorMessage } from './errors.js';
-import { calicoNodeEnv, type LabPlan, type NodePlan } from './plan.js';
-import type { Artifacts } from './prereqs.js';
+import { kubeControllersProbe, runKubectl } from './kube.js';
+import { calicoNodeEnv, kubeControllersEnv, type LabPlan, type NodePlan } from './plan.js';
+import { type Artifacts, kubectlPath } from './prereqs.js';
 import { isAlive, recordFromPidFile, runAsync } from './processes.js';
 import {
   type ConnectivityReport,
@@ -84,8 +86,24 @@ export interface LabStatus {
   readonly stateDir: string;
   readonly datastore: 'etcdv3' | 'kubernetes';
   readonly etcd: { url: string; pid?: number; running: boolean };
-  /** The lab's API server (Kubernetes datastore). */
-  readonly apiServer?: { url: string; pid?: number; running: boolean; kubeconfig: string };
+  /** The lab's API server; ready = `/readyz` answers ok. */
+  readonly apiServer?: {
+    url: string;
+    pid?: number;
+    running: boolean;
+    ready: boolean;
+    readyDetail: string;
+    kubeconfig: string;
+  };
+  /** calico-kube-controllers; ready = its `-r` probe passes (its status file). */
+  readonly kubeControllers?: {
+    pid?: number;
+    running: boolean;
+    ready: boolean;
+    readyDetail: string;
+    controllers: readonly string[];
+    log: string;
+  };
   readonly nodes: readonly NodeStatus[];
   readonly namespaces: readonly string[];
   readonly pods: readonly {
@@ -94,9 +112,23 @@ export interface LabStatus {
     ip?: string;
     netns: string;
     ports: readonly number[];
+    namedPorts?: Readonly<Record<string, number>>;
+    serviceAccount: string;
     labels: Readonly<Record<string, string>>;
     listener: { pid?: number; running: boolean };
   }[];
+}
+
+async function apiServerReady(state: LabState): Promise<{ ready: boolean; readyDetail: string }> {
+  try {
+    const r = await runKubectl(state.plan, kubectlPath(), ['get', '--raw=/readyz'], { timeoutMs: 10_000 });
+    const text = (r.stdout || r.stderr).trim();
+    return r.status === 0 && text === 'ok'
+      ? { ready: true, readyDetail: 'ready' }
+      : { ready: false, readyDetail: text.split('\n').slice(-3).join('; ') || `kubectl exit ${r.status}` };
+  } catch (e) {
+    return { ready: false, readyDetail: errorMessage(e) };
+  }
 }
 
 async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Promise<NodeStatus> {
@@ -143,7 +175,13 @@ async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Pro
 export async function labStatus(state: LabState, arts: Artifacts): Promise<LabStatus> {
   const etcd = state.processes.etcd;
   const api = state.processes['kube-apiserver'];
-  const kube = state.plan.kube;
+  const kc = state.processes['kube-controllers'];
+  const kube = state.plan.kube?.controllersStatusFile ? state.plan.kube : undefined;
+  const [nodes, apiReady, kcReady] = await Promise.all([
+    Promise.all(state.plan.nodes.map((n) => nodeStatus(state, arts, n))),
+    kube && isAlive(api) ? apiServerReady(state) : undefined,
+    kube && isAlive(kc) ? kubeControllersProbe(state.plan, arts, '-r') : undefined,
+  ]);
   return {
     name: state.name,
     mode: state.mode,
@@ -159,11 +197,20 @@ export async function labStatus(state: LabState, arts: Artifacts): Promise<LabSt
             url: kube.apiServerUrl,
             ...(api ? { pid: api.pid } : {}),
             running: isAlive(api),
+            ...(apiReady ?? { ready: false, readyDetail: 'not running' }),
             kubeconfig: kube.kubeconfig,
+          },
+          kubeControllers: {
+            ...(kc ? { pid: kc.pid } : {}),
+            running: isAlive(kc),
+            ready: kcReady?.ok ?? false,
+            readyDetail: kcReady ? kcReady.message : 'not running',
+            controllers: (kubeControllersEnv(state.plan, PATH).ENABLED_CONTROLLERS ?? '').split(','),
+            log: kube.controllersLog,
           },
         }
       : {}),
-    nodes: withRoles(await Promise.all(state.plan.nodes.map((n) => nodeStatus(state, arts, n)))),
+    nodes: withRoles(nodes),
     namespaces: Object.keys(state.k8sNamespaces),
     pods: state.pods.map((p) => ({
       id: `${p.namespace}/${p.name}`,
@@ -171,6 +218,8 @@ export async function labStatus(state: LabState, arts: Artifacts): Promise<LabSt
       ...(p.ip ? { ip: p.ip } : {}),
       netns: p.netns,
       ports: p.ports,
+      ...(p.namedPorts ? { namedPorts: p.namedPorts } : {}),
+      serviceAccount: p.serviceAccount ?? 'default',
       labels: p.labels,
       listener: { ...(p.listener ? { pid: p.listener.pid } : {}), running: isAlive(p.listener) },
     })),
@@ -193,14 +242,42 @@ export function renderStatus(s: LabStatus): string {
     `lab "${s.name}": ${s.status}, ${s.nodes.length} nodes, mode ${s.mode}, since ${s.createdAt}` +
       (s.upSeconds !== undefined ? ` (up in ${s.upSeconds} s)` : ''),
   );
-  if (s.apiServer) {
-    lines.push(
-      `datastore: kubernetes, kube-apiserver ${s.apiServer.url} ${proc(s.apiServer)}, kubeconfig ${s.apiServer.kubeconfig}`,
-    );
-    lines.push(`etcd (the API server's): ${s.etcd.url} ${proc(s.etcd)}    state: ${s.stateDir}`);
-  } else {
-    lines.push(`datastore: etcdv3, etcd ${s.etcd.url} ${proc(s.etcd)}    state: ${s.stateDir}`);
-  }
+  lines.push(
+    s.datastore === 'kubernetes'
+      ? `datastore: kubernetes (Calico's data in the API server)    state: ${s.stateDir}`
+      : `datastore: etcdv3 (Calico's data under /calico/ in etcd)    state: ${s.stateDir}`,
+  );
+  lines.push('');
+  const ready = (p: { running: boolean; ready: boolean; readyDetail: string }) =>
+    p.running ? (p.ready ? 'yes' : `no: ${p.readyDetail}`) : '-';
+  lines.push(
+    table(
+      ['CONTROL PLANE', 'PROCESS', 'READY', 'DETAIL'],
+      [
+        ['etcd', proc(s.etcd), s.etcd.running ? 'yes' : '-', s.etcd.url],
+        ...(s.apiServer
+          ? [
+              [
+                'kube-apiserver',
+                proc(s.apiServer),
+                ready(s.apiServer),
+                `${s.apiServer.url}, kubeconfig ${s.apiServer.kubeconfig}`,
+              ],
+            ]
+          : []),
+        ...(s.kubeControllers
+          ? [
+              [
+                'calico-kube-controllers',
+                proc(s.kubeControllers),
+                ready(s.kubeControllers),
+                `controllers ${s.kubeControllers.controllers.join(',')}, log ${s.kubeControllers.log}`,
+              ],
+            ]
+          : []),
+      ],
+    ),
+  );
   lines.push('');
   lines.push(
     table(
@@ -226,12 +303,18 @@ export function renderStatus(s: LabStatus): string {
   else
     lines.push(
       table(
-        ['POD', 'NODE', 'IP', 'PORTS', 'LABELS', 'LISTENER'],
+        ['POD', 'NODE', 'IP', 'PORTS', 'SERVICE ACCOUNT', 'LABELS', 'LISTENER'],
         s.pods.map((p) => [
           p.id,
           p.node,
           p.ip ?? '-',
-          p.ports.join(','),
+          p.ports
+            .map((port) => {
+              const name = Object.entries(p.namedPorts ?? {}).find(([, v]) => v === port)?.[0];
+              return name ? `${name}=${port}` : String(port);
+            })
+            .join(','),
+          p.serviceAccount,
           Object.entries(p.labels)
             .map(([k, v]) => `${k}=${v}`)
             .join(',') || '-',

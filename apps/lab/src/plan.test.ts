@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { isLabError } from './errors.js';
 import {
   calicoctlConfigText,
   calicoNodeEnv,
   cniConflist,
+  kubeControllersEnv,
   kubePlanOf,
   planLab,
   pluginConfig,
@@ -35,7 +35,7 @@ describe('lab plan', () => {
     expect(podNetns('e2e7', 'team-a', 'web')).toBe('e2e7-pod-team-a-web');
   });
   it("calico-node's environment is the DaemonSet's, pointed at the lab", () => {
-    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });
     const env = calicoNodeEnv(p, p.nodes[0]!, '/usr/bin');
     expect(env).toMatchObject({
       NODENAME: 'n1',
@@ -55,8 +55,8 @@ describe('lab plan', () => {
       CALICO_IPV4POOL_VXLAN: 'Always',
     });
   });
-  it("each node's CNI config reads that node's nodename file and the lab's etcd", () => {
-    const p = planLab({ name: 'lab', nodes: 2, mode: 'bgp', stateDir: '/s' });
+  it("each node's CNI config reads that node's nodename file, the lab's etcd and the API server", () => {
+    const p = planLab({ name: 'lab', nodes: 2, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });
     const conf = JSON.parse(pluginConfig(cniConflist(p, p.nodes[1]!)));
     expect(conf).toEqual({
       cniVersion: '1.0.0',
@@ -66,6 +66,7 @@ describe('lab plan', () => {
       log_file_path: '/s/nodes/n2/cni.log',
       datastore_type: 'etcdv3',
       etcd_endpoints: 'http://198.18.0.2:2379',
+      kubernetes: { kubeconfig: '/s/kubeconfig' },
       nodename_file: '/s/nodes/n2/lib/nodename',
       ipam_lock_file: '/s/nodes/n2/ipam.lock',
       service_socket: '/s/nodes/n2/run/cni-plugin.sock',
@@ -78,30 +79,43 @@ describe('lab plan', () => {
     const v = planLab({ name: 'lab', nodes: 2, mode: 'vxlan', stateDir: '/s' });
     expect(JSON.parse(pluginConfig(cniConflist(v, v.nodes[0]!))).mtu).toBe(1450);
   });
-  it('a lab on etcd has no API server, and says so to what needs one', () => {
-    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
-    expect(p.datastore).toBe('etcdv3');
-    expect(p.kube).toBeUndefined();
-    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({ DATASTORE_TYPE: 'etcdv3' });
-    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin').KUBECONFIG).toBeUndefined();
-    try {
-      kubePlanOf(p, '`lab kubectl`');
-      throw new Error('expected an error');
-    } catch (e) {
-      expect(isLabError(e, 'usage')).toBe(true);
-      expect((e as Error).message).toMatch(
-        /`lab kubectl` needs a lab on the Kubernetes datastore; the lab "lab" runs on etcd .*--datastore kubernetes/,
-      );
-    }
-  });
-  it('on the Kubernetes datastore every client uses the admin kubeconfig and the fabric address', () => {
-    const p = planLab({ name: 'k', nodes: 2, mode: 'vxlan', datastore: 'kubernetes', stateDir: '/s' });
+  it('a lab on etcd has the API server and kube-controllers too; Calico clients use etcd', () => {
+    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });
     expect(p.kube).toEqual({
       apiServerUrl: 'https://198.18.0.2:6443',
       dir: '/s/kube',
       kubeconfig: '/s/kubeconfig',
       log: '/s/kube/kube-apiserver.log',
+      etcdPrefix: '/registry',
+      controllersLog: '/s/kube-controllers.log',
+      controllersStatusFile: '/s/kube-controllers/status.json',
     });
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({ DATASTORE_TYPE: 'etcdv3' });
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin').KUBECONFIG).toBeUndefined();
+    expect(kubeControllersEnv(p, '/usr/bin')).toEqual({
+      PATH: '/usr/bin',
+      DATASTORE_TYPE: 'etcdv3',
+      ETCD_ENDPOINTS: 'http://198.18.0.2:2379',
+      KUBECONFIG: '/s/kubeconfig',
+      ENABLED_CONTROLLERS: 'policy,namespace,serviceaccount,workloadendpoint,node',
+      LOG_LEVEL: 'info',
+      STATUS_FILE: '/s/kube-controllers/status.json',
+    });
+    expect(kubePlanOf(p, '`lab kubectl`')).toBe(p.kube);
+  });
+  it('the Kubernetes datastore is the default; kube-controllers runs only its node controller there', () => {
+    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    expect(p.datastore).toBe('kubernetes');
+    expect(kubeControllersEnv(p, '/usr/bin')).toMatchObject({
+      DATASTORE_TYPE: 'kubernetes',
+      KUBECONFIG: '/s/kubeconfig',
+      ENABLED_CONTROLLERS: 'node',
+    });
+    expect(kubeControllersEnv(p, '/usr/bin').ETCD_ENDPOINTS).toBeUndefined();
+  });
+  it('on the Kubernetes datastore every client uses the admin kubeconfig and the fabric address', () => {
+    const p = planLab({ name: 'k', nodes: 2, mode: 'vxlan', datastore: 'kubernetes', stateDir: '/s' });
+    expect(p.kube.kubeconfig).toBe('/s/kubeconfig');
     const env = calicoNodeEnv(p, p.nodes[0]!, '/usr/bin');
     expect(env).toMatchObject({ DATASTORE_TYPE: 'kubernetes', KUBECONFIG: '/s/kubeconfig', NODENAME: 'n1' });
     expect(env.ETCD_ENDPOINTS).toBeUndefined();

@@ -8,9 +8,12 @@
  *   node netns: default via 198.18.0.1 (so proxy ARP on cali* answers), ip_forward=1
  *   pods: 198.19.0.0/16 (pool), one netns per pod, wired by the CNI plugin on its node
  *
- * With `--datastore kubernetes` the etcd namespace also runs kube-apiserver on that etcd, serving
- * https://198.18.0.2:6443 to the nodes; the Calico kinds are CRDs and calico-node, the CNI plugin and
- * calicoctl use the admin kubeconfig in the state directory instead of etcd.
+ * The etcd namespace also runs the cluster's control plane: kube-apiserver on that etcd (its objects
+ * under /registry, as a cluster's own etcd holds them), serving https://198.18.0.2:6443 to the
+ * nodes, and calico-kube-controllers. On the Kubernetes datastore (the default) the Calico kinds are
+ * CRDs and calico-node, the CNI plugin and calicoctl use the admin kubeconfig in the state directory;
+ * on etcd (`--datastore etcdv3`) the Calico data stays under /calico/ in the same etcd and the CNI
+ * plugin and kube-controllers read Kubernetes through that kubeconfig.
  *
  * Nothing is connected to the host's own namespace: only lab namespaces reach etcd or each other.
  * The default lab is named `lab` and its nodes' namespaces are `n1`…; another name prefixes them
@@ -24,6 +27,7 @@ export const LAB_MODES: readonly LabMode[] = ['bgp', 'vxlan'];
 /** Upstream's DATASTORE_TYPE values. */
 export type LabDatastore = 'etcdv3' | 'kubernetes';
 export const LAB_DATASTORES: readonly LabDatastore[] = ['etcdv3', 'kubernetes'];
+export const DEFAULT_DATASTORE: LabDatastore = 'kubernetes';
 export const DEFAULT_LAB_NAME = 'lab';
 export const DEFAULT_STATE_ROOT = '/var/run/calico-lab';
 export const MAX_NODES = 50;
@@ -50,7 +54,7 @@ export interface NodePlan {
   readonly log: string;
 }
 
-/** The Kubernetes API server of a `--datastore kubernetes` lab. */
+/** The lab's Kubernetes control plane: the API server and kube-controllers (both datastores). */
 export interface KubePlan {
   /** `https://198.18.0.2:6443`: in the etcd namespace, reached over the fabric. */
   readonly apiServerUrl: string;
@@ -59,14 +63,18 @@ export interface KubePlan {
   /** The admin kubeconfig every lab client uses (calico-node, CNI, calicoctl, `lab kubectl`). */
   readonly kubeconfig: string;
   readonly log: string;
+  /** Where kube-apiserver keeps its objects in the lab's etcd (`--etcd-prefix`). */
+  readonly etcdPrefix: string;
+  /** calico-kube-controllers' log and the status file its `-r`/`-l` probes read. */
+  readonly controllersLog: string;
+  readonly controllersStatusFile: string;
 }
 
 export interface LabPlan {
   readonly name: string;
   readonly mode: LabMode;
   readonly datastore: LabDatastore;
-  /** Present exactly when `datastore` is `kubernetes`. */
-  readonly kube?: KubePlan;
+  readonly kube: KubePlan;
   readonly stateDir: string;
   readonly fabricNetns: string;
   readonly etcdNetns: string;
@@ -126,22 +134,21 @@ export function planLab(opts: {
       log: join(dir, 'calico-node.log'),
     });
   }
-  const datastore = opts.datastore ?? 'etcdv3';
+  const datastore = opts.datastore ?? DEFAULT_DATASTORE;
   const kubeDir = join(opts.stateDir, 'kube');
   return {
     name: opts.name,
     mode: opts.mode,
     datastore,
-    ...(datastore === 'kubernetes'
-      ? {
-          kube: {
-            apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
-            dir: kubeDir,
-            kubeconfig: join(opts.stateDir, 'kubeconfig'),
-            log: join(kubeDir, 'kube-apiserver.log'),
-          },
-        }
-      : {}),
+    kube: {
+      apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
+      dir: kubeDir,
+      kubeconfig: join(opts.stateDir, 'kubeconfig'),
+      log: join(kubeDir, 'kube-apiserver.log'),
+      etcdPrefix: '/registry',
+      controllersLog: join(opts.stateDir, 'kube-controllers.log'),
+      controllersStatusFile: join(opts.stateDir, 'kube-controllers', 'status.json'),
+    },
     stateDir: opts.stateDir,
     fabricNetns: `${opts.name}-fabric`,
     etcdNetns: `${opts.name}-etcd`,
@@ -153,23 +160,40 @@ export function planLab(opts: {
   };
 }
 
-/** The lab's Kubernetes API server, or a clear error for a lab on etcd. */
+/** The lab's Kubernetes control plane, or a clear error for a lab made before it had one. */
 export function kubePlanOf(plan: LabPlan, what: string): KubePlan {
-  if (!plan.kube) {
+  if (!plan.kube?.controllersStatusFile) {
     throw new LabError(
-      'usage',
-      `${what} needs a lab on the Kubernetes datastore; the lab "${plan.name}" runs on etcd ` +
-        '(`pnpm lab down`, then `pnpm lab up --datastore kubernetes`)',
+      'state',
+      `${what} needs the lab's Kubernetes API server; the lab "${plan.name}" was made by an older lab ` +
+        'without one (`pnpm lab down`, then `pnpm lab up`)',
     );
   }
   return plan.kube;
 }
 
 /** The datastore half of a client's environment (upstream's variable names). */
-function datastoreEnv(plan: LabPlan): Record<string, string> {
-  return plan.kube
+export function datastoreEnv(plan: LabPlan): Record<string, string> {
+  return plan.datastore === 'kubernetes'
     ? { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: plan.kube.kubeconfig }
     : { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: plan.etcdUrl };
+}
+
+/**
+ * calico-kube-controllers' environment: its Deployment's in upstream's manifests, pointed at the lab
+ * (the controllers those manifests enable per datastore, named explicitly; the status file its
+ * probes read in the state directory).
+ */
+export function kubeControllersEnv(plan: LabPlan, path: string): Record<string, string> {
+  return {
+    PATH: path,
+    ...datastoreEnv(plan),
+    KUBECONFIG: plan.kube.kubeconfig,
+    ENABLED_CONTROLLERS:
+      plan.datastore === 'kubernetes' ? 'node' : 'policy,namespace,serviceaccount,workloadendpoint,node',
+    LOG_LEVEL: 'info',
+    STATUS_FILE: plan.kube.controllersStatusFile,
+  };
 }
 
 /** The environment calico-node runs with on a lab node: the DaemonSet's, pointed at the lab. */
@@ -211,9 +235,12 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         type: 'calico',
         log_level: 'info',
         log_file_path: join(node.dir, 'cni.log'),
-        ...(plan.kube
-          ? { datastore_type: 'kubernetes', kubernetes: { kubeconfig: plan.kube.kubeconfig } }
+        // Both datastores: the plugin reads the Pod (labels, service account, ports, annotations)
+        // through this kubeconfig, reachable from every node over the fabric.
+        ...(plan.datastore === 'kubernetes'
+          ? { datastore_type: 'kubernetes' }
           : { datastore_type: 'etcdv3', etcd_endpoints: plan.etcdUrl }),
+        kubernetes: { kubeconfig: plan.kube.kubeconfig },
         nodename_file: join(node.libDir, 'nodename'),
         ipam_lock_file: join(node.dir, 'ipam.lock'),
         // The node's calico-node serves the plugin here (its CALICO_VAR_RUN_DIR).
@@ -240,7 +267,7 @@ export function calicoctlConfigText(plan: LabPlan): string {
     'kind: CalicoAPIConfig',
     'metadata: {}',
     'spec:',
-    ...(plan.kube
+    ...(plan.datastore === 'kubernetes'
       ? ['  datastoreType: kubernetes', `  kubeconfig: ${plan.kube.kubeconfig}`]
       : ['  datastoreType: etcdv3', `  etcdEndpoints: ${plan.etcdUrl}`]),
     '',

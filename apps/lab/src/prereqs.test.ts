@@ -54,6 +54,7 @@ describe('prerequisites', () => {
       calicoNode: '/x/calico-node',
       cniPlugin: '/x/calico.mjs',
       calicoctl: '/x/calicoctl',
+      kubeControllers: '/x/calico-kube-controllers',
       listener: '/l',
       prober: '/p',
     };
@@ -77,7 +78,7 @@ describe('prerequisites', () => {
       ).kubectl,
     ).toBe('/opt/kubectl');
     expect(() => kubeTools('/cache/kube-apiserver', env, (p) => p === CALICO_CRDS)).toThrow(
-      /--datastore kubernetes needs: kube-apiserver \(\/cache\/kube-apiserver; .\/scripts\/setup.sh builds it\); kubectl \(on PATH, or CALICO_LAB_KUBECTL_BIN; any recent release\); openssl/,
+      /the lab's Kubernetes API server needs: kube-apiserver \(\/cache\/kube-apiserver; .\/scripts\/setup.sh builds it\); kubectl \(on PATH, or CALICO_LAB_KUBECTL_BIN; any recent release\); openssl/,
     );
     expect(() => kubectlPath(env, () => false)).toThrow(/missing: kubectl/);
   });

@@ -14,6 +14,8 @@ export interface Artifacts {
   readonly calicoNode: string;
   readonly cniPlugin: string;
   readonly calicoctl: string;
+  /** calico-kube-controllers (apps/kube-controllers), run with Node. */
+  readonly kubeControllers: string;
   readonly listener: string;
   readonly prober: string;
 }
@@ -37,6 +39,9 @@ export function artifacts(
     calicoctl:
       env.CALICO_LAB_CALICOCTL_BIN ||
       nativeOr('packages/ctl/bin/native/calicoctl', 'packages/ctl/bin/calicoctl'),
+    kubeControllers:
+      env.CALICO_LAB_KUBE_CONTROLLERS_BIN ||
+      join(REPO_ROOT, 'apps/kube-controllers/bin/calico-kube-controllers'),
     listener: join(REPO_ROOT, 'apps/lab/agents/listener.mjs'),
     prober: join(REPO_ROOT, 'apps/lab/agents/probe.mjs'),
   };
@@ -109,7 +114,7 @@ export function checkSystemPrograms(exists: (path: string) => boolean = existsSy
 /** The Calico CRDs, as generated into deploy/ (`pnpm crds`). */
 export const CALICO_CRDS = join(REPO_ROOT, 'deploy/crds/calico-crds.yaml');
 
-/** What a `--datastore kubernetes` lab runs besides the rest. */
+/** The Kubernetes control plane's programs, which every lab runs. */
 export interface KubeTools {
   readonly kubeApiServer: string;
   readonly kubectl: string;
@@ -158,7 +163,7 @@ export function kubeTools(
   if (!openssl) missing.push('openssl (`apt-get install openssl`)');
   if (!exists(CALICO_CRDS)) missing.push(`the CRDs ${CALICO_CRDS} (\`pnpm crds\`)`);
   if (missing.length > 0) {
-    throw new LabError('prerequisite', `--datastore kubernetes needs: ${missing.join('; ')}`);
+    throw new LabError('prerequisite', `the lab's Kubernetes API server needs: ${missing.join('; ')}`);
   }
   return { kubeApiServer, kubectl: kubectl!, openssl: openssl! };
 }

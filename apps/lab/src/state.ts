@@ -24,9 +24,15 @@ export interface PodRecord {
   readonly node: string;
   readonly netns: string;
   readonly containerId: string;
+  /** The Pod's metadata.uid (K8S_POD_UID for the CNI plugin). */
+  uid?: string;
   ip?: string;
   readonly ports: readonly number[];
+  /** Named TCP ports (`--ports http=80`): name → port. */
+  readonly namedPorts?: Readonly<Record<string, number>>;
   readonly labels: Readonly<Record<string, string>>;
+  /** spec.serviceAccountName when not `default`. */
+  readonly serviceAccount?: string;
   listener?: ProcRecord;
 }
 
@@ -41,8 +47,8 @@ export interface LabState {
   /** Every network namespace the lab made, in the order made (removed in reverse). */
   readonly namespaces: string[];
   /**
-   * Processes by role, in the order started: `etcd`, `kube-apiserver`, `node/<name>`. Pod listeners
-   * live on their pod.
+   * Processes by role, in the order started: `etcd`, `kube-apiserver`, `kube-controllers`,
+   * `node/<name>`. Pod listeners live on their pod.
    */
   readonly processes: Record<string, ProcRecord>;
   readonly k8sNamespaces: Record<string, Record<string, string>>;

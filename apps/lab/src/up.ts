@@ -2,26 +2,28 @@
  * `lab up`: build the lab described by plan.ts and wait until every node is ready.
  *
  *   checks (root, programs, built executables, no lab and no namespace of the same names)
- *   fabric netns + br0 ─► etcd netns + veth, etcd started ─► node netns + veths, routes, forwarding
- *   ─► etcd healthy ─► CNI plugin and config per node, calicoctl.cfg ─► calico-node per node
- *   ─► every node: `calico-node -felix-ready [-bird-ready]` passes inside its namespace
+ *   certificates + admin kubeconfig ┐ (made while the fabric and etcd start)
+ *   fabric netns + br0 ─► etcd netns + veth, etcd started ─► kube-apiserver on it (it waits for
+ *   its storage itself) ─► node netns + veths, routes, forwarding ─► etcd healthy ─► CNI plugin and
+ *   config per node, calicoctl.cfg ─► API server serving ─► [kubernetes: the Calico CRDs] and one
+ *   v1 Node per lab node (kubelet's part) ─► calico-kube-controllers and calico-node per node
+ *   ─► every node: `calico-node -felix-ready [-bird-ready]` passes inside its namespace, with the
+ *   API server's /readyz and kube-controllers' `-r` probe
  *
- * With `--datastore kubernetes` (kube.ts) three steps join, overlapped with the others where they
- * can be: certificates and the admin kubeconfig (made while the fabric and etcd start),
- * kube-apiserver on the lab's etcd (started right after etcd, which it waits for; the node
- * namespaces and files are made while it boots), then, as soon as it serves, the CRDs and one v1
- * Node per lab node, before any calico-node starts; its full readiness is awaited with the nodes'.
+ * The control plane (kube.ts: kube-apiserver, kube-controllers) runs in the etcd namespace in both
+ * datastore modes; on etcd the API server keeps its objects under /registry beside Calico's
+ * /calico/ (a real cluster would give it its own etcd; the prefixes never meet).
  *
  * Each namespace and process is written to the state file as it is made; when a step fails,
  * everything made so far is removed again (tearDown) and the error is reported.
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
 import { tearDown } from './down.js';
 import { errorMessage, LabError } from './errors.js';
 import { kubeNode } from './k8s-model.js';
-import { runKubectl } from './kube.js';
+import { kubeControllersEnv, kubeControllersProbe, runKubectl } from './kube.js';
 import {
   API_SERVER_PORT,
   BRIDGE,
@@ -109,7 +111,7 @@ export class LabBuilder {
   }
 
   #kube(): { plan: KubePlan; tools: KubeTools; kit: KubeKit } {
-    if (!this.kube) throw new LabError('setup', 'internal: a Kubernetes step in a lab on etcd');
+    if (!this.kube) throw new LabError('setup', 'internal: a Kubernetes step without its tools');
     return { plan: kubePlanOf(this.plan, 'the API server'), ...this.kube };
   }
 
@@ -195,6 +197,7 @@ export class LabBuilder {
       etcdServers: this.plan.etcdUrl,
       address: ETCD_IP,
       port: API_SERVER_PORT,
+      extraArgs: [`--etcd-prefix=${kube.etcdPrefix}`],
     });
     this.state.processes['kube-apiserver'] = spawnDetached(
       [...nsenter(this.plan.etcdNetns), tools.kubeApiServer, ...args],
@@ -237,11 +240,14 @@ export class LabBuilder {
   }
 
   /**
-   * The Calico CRDs and a v1 Node per lab node (kubelet's part), then the CRDs established. Applied
+   * A v1 Node per lab node (kubelet's part) and the Calico CRDs, then the CRDs established. Applied
    * as soon as the server serves; a server still starting up refuses some requests for a moment,
-   * so the (idempotent) apply is repeated until it succeeds.
+   * so the (idempotent) apply is repeated until it succeeds. On etcd the CRDs hold nothing of
+   * Calico's, but kube-controllers' view of Kubernetes lists the Calico kinds it derives (the
+   * policy controller's `knp.*` read as CRD NetworkPolicies) and fails where they are not served.
    */
   async kubeObjects(timeoutMs = 90_000): Promise<void> {
+    const crds = true;
     const { plan: kube, tools } = this.#kube();
     const nodes = { apiVersion: 'v1', kind: 'List', items: this.plan.nodes.map((n) => kubeNode(n.name)) };
     const kubectl = (args: string[], input?: string) =>
@@ -250,7 +256,14 @@ export class LabBuilder {
         timeoutMs: 90_000,
       });
     const end = Date.now() + timeoutMs;
-    const apply = ['apply', '--server-side', '--field-manager=calico-lab', '-f', CALICO_CRDS, '-f', '-'];
+    const apply = [
+      'apply',
+      '--server-side',
+      '--field-manager=calico-lab',
+      ...(crds ? ['-f', CALICO_CRDS] : []),
+      '-f',
+      '-',
+    ];
     for (;;) {
       const r = await kubectl(apply, JSON.stringify(nodes));
       if (r.status === 0) break;
@@ -259,7 +272,7 @@ export class LabBuilder {
         throw new LabError('setup', `kubectl ${apply.join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
       await sleep(250);
     }
-    for (;;) {
+    for (; crds; ) {
       // One list instead of `kubectl wait`, which takes seconds over 22 CRDs.
       const r = await kubectl(['get', 'crd', '-o', 'json']);
       const items =
@@ -285,8 +298,46 @@ export class LabBuilder {
       await sleep(100);
     }
     this.out.step(
-      `kubernetes: Calico CRDs established, Nodes ${this.plan.nodes.map((n) => n.name).join(', ')} created`,
+      `kubernetes: ${crds ? 'Calico CRDs established, ' : ''}Nodes ${this.plan.nodes.map((n) => n.name).join(', ')} created`,
     );
+  }
+
+  /** calico-kube-controllers in the etcd namespace, its Deployment's environment pointed at the lab. */
+  startKubeControllers(): void {
+    const { plan: kube } = this.#kube();
+    mkdirSync(dirname(kube.controllersStatusFile), { recursive: true });
+    const rec = spawnDetached(
+      [...nsenter(this.plan.etcdNetns), process.execPath, this.arts.kubeControllers],
+      {
+        env: kubeControllersEnv(this.plan, PATH),
+        log: kube.controllersLog,
+      },
+    );
+    this.state.processes['kube-controllers'] = rec;
+    this.save();
+    this.out.step(
+      `calico-kube-controllers: namespace ${this.plan.etcdNetns} (pid ${rec.pid}), ` +
+        `controllers ${kubeControllersEnv(this.plan, PATH).ENABLED_CONTROLLERS}, log ${kube.controllersLog}`,
+    );
+  }
+
+  /** Until kube-controllers' own readiness probe (`-r`, its status file) passes. */
+  async waitKubeControllers(timeoutMs = 90_000): Promise<void> {
+    const { plan: kube } = this.#kube();
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await kubeControllersProbe(this.plan, this.arts, '-r');
+      if (r.ok) break;
+      if (!isAlive(this.state.processes['kube-controllers']))
+        throw new LabError('setup', `calico-kube-controllers exited; ${logTail(kube.controllersLog)}`);
+      if (Date.now() > end)
+        throw new LabError(
+          'setup',
+          `calico-kube-controllers not ready in ${timeoutMs / 1000} s (${r.message}); ${logTail(kube.controllersLog)}`,
+        );
+      await sleep(250);
+    }
+    this.out.step('calico-kube-controllers: ready');
   }
 
   async node(node: NodePlan): Promise<void> {
@@ -399,12 +450,8 @@ export async function labUp(
   checkRoot();
   checkSystemPrograms();
   checkArtifacts(arts);
-  let kube: { tools: KubeTools; kit: KubeKit } | undefined;
-  if (plan.kube) {
-    const kit = await import('@calico-ts/datastore/testing');
-    kube = { tools: kubeTools(kit.kubeApiServerBinary()), kit };
-  }
-  const b = new LabBuilder(plan, arts, out, kube);
+  const kit = await import('@calico-ts/datastore/testing');
+  const b = new LabBuilder(plan, arts, out, { tools: kubeTools(kit.kubeApiServerBinary()), kit });
   await checkNoLab(plan, b.net);
   mkdirSync(plan.stateDir, { recursive: true });
   b.save();
@@ -413,28 +460,25 @@ export async function labUp(
       `state in ${plan.stateDir}`,
   );
   // Certificates are made while the namespaces and etcd come up.
-  const credentials = plan.kube ? b.kubeCredentials() : undefined;
-  credentials?.catch(() => {});
+  const credentials = b.kubeCredentials();
+  credentials.catch(() => {});
   try {
     await b.fabric();
     await b.etcd();
-    if (plan.kube) {
-      // Started with etcd still coming up: it waits for its storage itself.
-      await credentials;
-      b.startApiServer();
-    }
+    // Started with etcd still coming up: it waits for its storage itself.
+    await credentials;
+    b.startApiServer();
     for (const node of plan.nodes) await b.node(node);
     out.step(
       `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${FABRIC_GATEWAY})`,
     );
     await b.waitEtcd();
     b.files();
-    if (plan.kube) {
-      await b.waitApiServer('/livez');
-      await b.kubeObjects();
-    }
+    await b.waitApiServer('/livez');
+    await b.kubeObjects();
+    b.startKubeControllers();
     for (const node of plan.nodes) b.startNode(node);
-    await Promise.all([b.waitReady(readyTimeoutMs), plan.kube ? b.waitApiServer('/readyz') : undefined]);
+    await Promise.all([b.waitReady(readyTimeoutMs), b.waitApiServer('/readyz'), b.waitKubeControllers()]);
     b.state.status = 'up';
     b.state.upSeconds = Math.round(out.seconds * 10) / 10;
     b.save();
@@ -443,7 +487,7 @@ export async function labUp(
     b.save();
     out.step('lab up failed; removing what it made');
     // Nothing may still be writing into the state directory when it is removed.
-    await credentials?.catch(() => {});
+    await credentials.catch(() => {});
     await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
       out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
     );
@@ -460,7 +504,7 @@ export async function labUp(
       `  pnpm lab pod create demo/web --node ${plan.nodes[0]!.name} --labels app=web`,
       '  pnpm lab connectivity',
       '  pnpm lab calicoctl get nodes -o wide',
-      ...(plan.kube ? ['  pnpm lab kubectl get nodes,pods -A'] : []),
+      '  pnpm lab kubectl get nodes,pods -A -o wide',
       '  pnpm lab status',
       '  pnpm lab down',
     ].join('\n'),

@@ -1,22 +1,20 @@
 /**
- * Namespaces and pods in the lab, done as Kubernetes would have them done. On etcd:
+ * Namespaces and pods in the lab, made as Kubernetes makes them: the lab plays kube-controller-manager
+ * (a Namespace's `default` ServiceAccount), the scheduler (a Pod's `spec.nodeName`) and kubelet (the
+ * pod's sandbox, CNI ADD/DEL, its status). Everything Calico makes of them comes from the system
+ * itself: on the Kubernetes datastore by conversion of the objects, on etcd from
+ * calico-kube-controllers (Profiles kns.* / ksa.*, endpoint labels) and the CNI plugin (which reads
+ * the Pod through the kubeconfig in its network config).
  *
- *   ns create   ─► Profiles kns.<ns> / ksa.<ns>.default (kube-controllers' namespace and
- *                  service-account controllers)
- *   pod create  ─► pod netns ─► CNI ADD by the node's runtime (the calico plugin run inside the
- *                  node's namespace with K8S_POD_NAMESPACE/NAME) ─► WorkloadEndpoint labels and
- *                  profiles (kube-controllers' pod controller) ─► a TCP+UDP listener in the pod
- *   pod delete  ─► listener stopped ─► CNI DEL ─► netns removed
- *
- * On the Kubernetes datastore the Calico resources follow from Kubernetes objects, so the lab makes
- * those instead (k8s-model.ts):
- *
- *   ns create   ─► Namespace (labels) + ServiceAccount default   (Profiles kns.* / ksa.* follow)
- *   pod create  ─► Pod bound to its node ─► pod netns ─► CNI ADD (annotates the Pod with its
- *                  addresses: that is its WorkloadEndpoint) ─► listener
+ *   ns create   ─► Namespace (labels) + ServiceAccount default
+ *                  ─► etcd: until kube-controllers has written Profile kns.<ns> with those labels
+ *   pod create  ─► [ServiceAccount, when named and missing] ─► Pod bound to its node ─► pod netns
+ *                  ─► CNI ADD on the node (K8S_POD_NAMESPACE/NAME/INFRA_CONTAINER_ID/UID)
+ *                  ─► until the WorkloadEndpoint carries the pod's labels ─► listener
+ *                  ─► Pod status: Running, podIP(s), hostIP (status subresource)
  *   pod delete  ─► listener stopped ─► CNI DEL ─► Pod deleted (grace period 0) ─► netns removed
  *
- * Datastore writes connect to the lab's etcd or API server, so those commands run inside the etcd
+ * These commands connect to the lab's API server and datastore, so they run inside the etcd
  * namespace (main.ts re-enters it); everything else enters namespaces with nsenter.
  */
 import { randomBytes } from 'node:crypto';
@@ -26,7 +24,14 @@ import type { WorkloadEndpoint } from '@calico-ts/api';
 import type { Datastore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
 import { errorMessage, LabError } from './errors.js';
-import { kubeNamespace, kubePod, kubeServiceAccount, namespaceProfiles, podEndpoint } from './k8s-model.js';
+import {
+  DEFAULT_SERVICE_ACCOUNT,
+  kubeNamespace,
+  kubePod,
+  kubePodStatus,
+  kubeServiceAccount,
+  type PodPort,
+} from './k8s-model.js';
 import { type KubeApi, KubeApiError, withKubeApi } from './kube.js';
 import { cniConflist, type LabPlan, type NodePlan, pluginConfig, podNetns } from './plan.js';
 import type { Artifacts } from './prereqs.js';
@@ -38,12 +43,15 @@ import { nsenter } from './up.js';
 const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long `ns create` and `pod create` wait for kube-controllers' part on etcd. */
+export const CONTROLLER_WAIT_MS = 30_000;
+
 /** A datastore client on the lab's datastore (loaded on demand: most commands never need one). */
 export async function withDatastore<T>(plan: LabPlan, fn: (ds: Datastore) => Promise<T>): Promise<T> {
   const { createDatastore } = await import('@calico-ts/datastore');
   // A one-shot command: etcd over node:http2, which loads far faster than etcd3.
   const ds = await createDatastore(
-    plan.kube
+    plan.datastore === 'kubernetes'
       ? { datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: plan.kube.kubeconfig }
       : { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] },
     { transport: 'http2' },
@@ -55,34 +63,82 @@ export async function withDatastore<T>(plan: LabPlan, fn: (ds: Datastore) => Pro
   }
 }
 
+/** `fn` until it returns a value, or a `command` error saying `what` after `timeoutMs`. */
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  lastSeen: () => string,
+  timeoutMs = CONTROLLER_WAIT_MS,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end)
+      throw new LabError(
+        'command',
+        `${what} did not happen in ${timeoutMs / 1000} s (${lastSeen()}); is calico-kube-controllers ` +
+          'running? See `pnpm lab status` and its log in the state directory',
+      );
+    await sleep(200);
+  }
+}
+
+const labelText = (labels: Readonly<Record<string, string>>) =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+
 export async function nsCreate(
   state: LabState,
   namespace: string,
   labels: Record<string, string>,
   out: Progress,
 ): Promise<void> {
-  let made: string;
-  let existed: boolean;
-  if (state.plan.kube) {
-    existed = await withKubeApi(state.plan, (api) => applyNamespace(api, namespace, labels));
-    made = `Namespace and ServiceAccount default (Profiles kns.${namespace}, ksa.${namespace}.default follow)`;
-  } else {
-    const profiles = namespaceProfiles(namespace, labels);
-    await withDatastore(state.plan, async (ds) => {
-      for (const p of profiles) await ds.apply(p);
-    });
-    existed = namespace in state.k8sNamespaces;
-    made = `Profiles ${profiles.map((p) => p.metadata.name).join(', ')}`;
-  }
+  const existed = await withKubeApi(state.plan, (api) => applyNamespace(api, namespace, labels));
+  if (state.plan.datastore === 'etcdv3') await waitNamespaceProfile(state.plan, namespace, labels);
   state.k8sNamespaces[namespace] = labels;
   writeState(state);
   out.line(
-    `namespace ${namespace} ${existed ? 'updated' : 'created'}: ${made}` +
-      (Object.keys(labels).length > 0
-        ? ` (labels ${Object.entries(labels)
-            .map(([k, v]) => `${k}=${v}`)
-            .join(',')})`
-        : ''),
+    `namespace ${namespace} ${existed ? 'updated' : 'created'}: Namespace and ServiceAccount default ` +
+      `(Profiles kns.${namespace}, ksa.${namespace}.default follow)` +
+      (Object.keys(labels).length > 0 ? ` (labels ${labelText(labels)})` : ''),
+  );
+}
+
+/**
+ * On etcd: until kube-controllers' namespace controller has written `kns.<ns>` with exactly these
+ * labels (as `pcns.` labels to apply) and the service-account controller `ksa.<ns>.default`, so a
+ * pod made right after is treated by its namespace's labels.
+ */
+async function waitNamespaceProfile(
+  plan: LabPlan,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): Promise<void> {
+  const ignored = new Set(['pcns.projectcalico.org/name', 'pcns.kubernetes.io/metadata.name']);
+  let seen = 'no Profile yet';
+  await withDatastore(plan, (ds) =>
+    until(
+      `kube-controllers writing Profile kns.${namespace} with the namespace's labels`,
+      async () => {
+        const [kns, ksa] = await Promise.all([
+          ds.get('Profile', `kns.${namespace}`).catch(() => undefined),
+          ds.get('Profile', `ksa.${namespace}.${DEFAULT_SERVICE_ACCOUNT}`).catch(() => undefined),
+        ]);
+        if (!kns) return undefined;
+        const applied = Object.fromEntries(
+          Object.entries(kns.spec.labelsToApply ?? {}).filter(([k]) => !ignored.has(k)),
+        );
+        seen = `kns.${namespace} applies ${labelText(applied) || 'no labels'}${ksa ? '' : `, no ksa.${namespace}.default`}`;
+        const want = Object.fromEntries(Object.entries(labels).map(([k, v]) => [`pcns.${k}`, v]));
+        const same =
+          Object.keys(applied).length === Object.keys(want).length &&
+          Object.entries(want).every(([k, v]) => applied[k] === v);
+        return same && ksa ? true : undefined;
+      },
+      () => seen,
+    ),
   );
 }
 
@@ -155,7 +211,9 @@ function cniEnv(plan: LabPlan, command: 'ADD' | 'DEL', pod: PodRecord): Record<s
     CNI_NETNS: `/run/netns/${pod.netns}`,
     CNI_IFNAME: 'eth0',
     CNI_PATH: plan.cniBinDir,
-    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${pod.containerId}`,
+    CNI_ARGS:
+      `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};` +
+      `K8S_POD_INFRA_CONTAINER_ID=${pod.containerId}${pod.uid ? `;K8S_POD_UID=${pod.uid}` : ''}`,
   };
 }
 
@@ -178,29 +236,77 @@ function cniFailure(stdout: string, stderr: string): string {
   }
 }
 
+/** The labels a pod's WorkloadEndpoint carries (upstream's converter: pod labels + three of Calico's). */
+export function expectedEndpointLabels(pod: {
+  namespace: string;
+  labels: Readonly<Record<string, string>>;
+  serviceAccount?: string;
+}): Record<string, string> {
+  return {
+    ...pod.labels,
+    'projectcalico.org/namespace': pod.namespace,
+    'projectcalico.org/orchestrator': 'k8s',
+    'projectcalico.org/serviceaccount': pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT,
+  };
+}
+
 /**
- * The pod's WorkloadEndpoint as the CNI plugin left it. On etcd its labels and profiles are then set
- * as kube-controllers' pod controller would; on the Kubernetes datastore they come from the Pod.
+ * The pod's WorkloadEndpoint once it carries the pod's labels. On the Kubernetes datastore it is
+ * the Pod itself; on etcd the CNI plugin writes it and the labels come from the Pod through the
+ * plugin or kube-controllers' workloadendpoint controller: this waits for them (bounded), so a
+ * policy on them applies as soon as the command returns.
  */
 async function podWorkloadEndpoint(plan: LabPlan, pod: PodRecord): Promise<WorkloadEndpoint> {
-  return withDatastore(plan, async (ds) => {
-    for (let attempt = 0; ; attempt++) {
-      const list = await ds.list('WorkloadEndpoint', { namespace: pod.namespace });
-      const wep = list.items.find((w) => w.spec.pod === pod.name && w.spec.containerID === pod.containerId);
-      if (!wep)
-        throw new LabError(
-          'command',
-          `the CNI plugin made no WorkloadEndpoint for ${pod.namespace}/${pod.name}`,
-        );
-      if (plan.kube) return wep;
-      try {
-        return await ds.update(podEndpoint(wep, { namespace: pod.namespace, labels: pod.labels }));
-      } catch (e) {
-        if ((e as { code?: string }).code === 'conflict' && attempt < 5) continue;
-        throw e;
-      }
+  const want = expectedEndpointLabels(pod);
+  let seen = 'no WorkloadEndpoint';
+  return withDatastore(plan, (ds) =>
+    until(
+      `the WorkloadEndpoint of ${pod.namespace}/${pod.name} getting the pod's labels`,
+      async () => {
+        const list = await ds.list('WorkloadEndpoint', { namespace: pod.namespace });
+        const wep = list.items.find((w) => w.spec.pod === pod.name);
+        if (!wep) {
+          if (plan.datastore === 'kubernetes')
+            throw new LabError(
+              'command',
+              `the CNI plugin made no WorkloadEndpoint for ${pod.namespace}/${pod.name}`,
+            );
+          return undefined;
+        }
+        const have = wep.metadata.labels ?? {};
+        seen = `its labels: ${labelText(have) || 'none'}`;
+        return Object.entries(want).every(([k, v]) => have[k] === v) ? wep : undefined;
+      },
+      () => seen,
+    ),
+  );
+}
+
+/**
+ * The Pod's status as kubelet reports it once the pod runs (through the status subresource; a
+ * write that raced another is retried on the newer object).
+ */
+async function reportPodStatus(api: KubeApi, pod: PodRecord, hostIP: string): Promise<void> {
+  const path = `/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`;
+  for (let attempt = 0; ; attempt++) {
+    const current = await api.get(path);
+    if (!current) throw new LabError('command', `the Pod ${pod.namespace}/${pod.name} is gone`);
+    const status = kubePodStatus({
+      podIPs: pod.ip ? [pod.ip] : [],
+      hostIP,
+      started: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    });
+    try {
+      await api.request('PUT', `${path}/status`, {
+        ...current,
+        status: { ...(current.status as object), ...status },
+      });
+      return;
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 409 && attempt < 5) continue;
+      throw e;
     }
-  });
+  }
 }
 
 async function waitForLine(file: string, word: string, rec: ProcRecord, timeoutMs: number): Promise<void> {
@@ -222,30 +328,29 @@ export async function podCreate(
     name: string;
     node?: string;
     labels: Record<string, string>;
-    ports: readonly number[];
+    annotations?: Record<string, string>;
+    serviceAccount?: string;
+    ports: readonly PodPort[];
   },
   out: Progress,
 ): Promise<PodRecord> {
   const { plan } = state;
-  const noNamespace = () =>
-    new LabError(
-      'not-found',
-      `namespace ${req.namespace} does not exist in the lab; create it first: pnpm lab ns create ${req.namespace}`,
-    );
-  if (!plan.kube && !(req.namespace in state.k8sNamespaces)) throw noNamespace();
   if (findPod(state, req.namespace, req.name)) {
     throw new LabError('state', `pod ${req.namespace}/${req.name} already exists; delete it first`);
   }
   const node = pickNode(state, req.node);
   const net = new Netlinux();
+  const named = req.ports.filter((p) => p.name !== undefined);
   const pod: PodRecord = {
     namespace: req.namespace,
     name: req.name,
     node: node.name,
     netns: podNetns(plan.name, req.namespace, req.name),
     containerId: randomBytes(32).toString('hex'),
-    ports: req.ports,
+    ports: req.ports.map((p) => p.port),
+    ...(named.length > 0 ? { namedPorts: Object.fromEntries(named.map((p) => [p.name!, p.port])) } : {}),
     labels: req.labels,
+    ...(req.serviceAccount ? { serviceAccount: req.serviceAccount } : {}),
   };
   if ((await net.listNetns()).includes(pod.netns)) {
     throw new LabError(
@@ -253,20 +358,40 @@ export async function podCreate(
       `network namespace ${pod.netns} already exists and the lab did not make it; remove it first`,
     );
   }
-  if (plan.kube) {
-    // The Pod exists before CNI ADD, bound to its node, as the scheduler and kubelet leave it.
-    await withKubeApi(plan, async (api) => {
-      if (!(await api.get(`/api/v1/namespaces/${req.namespace}`))) throw noNamespace();
-      const made = await api.create(`/api/v1/namespaces/${req.namespace}/pods`, kubePod(pod));
-      if (made === 'exists') {
+  const notes: string[] = [];
+  // The Pod exists before CNI ADD, bound to its node, as the scheduler and kubelet leave it.
+  pod.uid = await withKubeApi(plan, async (api) => {
+    if (!(await api.get(`/api/v1/namespaces/${req.namespace}`)))
+      throw new LabError(
+        'not-found',
+        `namespace ${req.namespace} does not exist in the lab; create it first: pnpm lab ns create ${req.namespace}`,
+      );
+    const sa = req.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT;
+    if (
+      (await api.create(
+        `/api/v1/namespaces/${req.namespace}/serviceaccounts`,
+        kubeServiceAccount(req.namespace, sa),
+      )) === 'created' &&
+      sa !== DEFAULT_SERVICE_ACCOUNT
+    )
+      notes.push(`ServiceAccount ${sa} created`);
+    try {
+      const made = await api.request(
+        'POST',
+        `/api/v1/namespaces/${req.namespace}/pods`,
+        kubePod({ ...pod, ports: req.ports, annotations: req.annotations ?? {} }),
+      );
+      return String((made.metadata as { uid?: string } | undefined)?.uid ?? '');
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 409)
         throw new LabError(
           'state',
           `pod ${req.namespace}/${req.name} already exists in the API server and the lab did not make it; ` +
             `delete it first (pnpm lab kubectl delete pod -n ${req.namespace} ${req.name})`,
         );
-      }
-    });
-  }
+      throw e;
+    }
+  });
   state.pods.push(pod);
   state.namespaces.push(pod.netns);
   writeState(state);
@@ -297,9 +422,13 @@ export async function podCreate(
     );
     writeState(state);
     await waitForLine(log, 'ready', pod.listener, 10_000);
+    await withKubeApi(plan, (api) => reportPodStatus(api, pod, node.ip));
     out.line(
       `pod ${pod.namespace}/${pod.name} on ${node.name}: ${pod.ip} (endpoint ${wep.metadata.name}, ` +
-        `interface ${wep.spec.interfaceName}), listening on tcp+udp ${pod.ports.join(',')}`,
+        `interface ${wep.spec.interfaceName}), listening on tcp+udp ${req.ports
+          .map((p) => (p.name ? `${p.name}=${p.port}` : String(p.port)))
+          .join(',')}, Running` +
+        (notes.length > 0 ? `; ${notes.join(', ')}` : ''),
     );
     return pod;
   } catch (e) {
@@ -309,7 +438,7 @@ export async function podCreate(
   }
 }
 
-/** Listener, CNI DEL, the Pod (Kubernetes datastore), netns, state entry; each step tolerant of what is already gone. */
+/** Listener, CNI DEL, the Pod, netns, state entry; each step tolerant of what is already gone. */
 async function podRemove(state: LabState, pod: PodRecord): Promise<string[]> {
   const notes: string[] = [];
   if (pod.listener && isAlive(pod.listener)) {
@@ -322,17 +451,15 @@ async function podRemove(state: LabState, pod: PodRecord): Promise<string[]> {
     if (del.status === 0) notes.push('CNI DEL done');
     else notes.push(`CNI DEL failed: ${cniFailure(del.stdout, del.stderr)}`);
   }
-  if (state.plan.kube) {
-    try {
-      if (
-        await withKubeApi(state.plan, (api) =>
-          api.deleteNow(`/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`),
-        )
+  try {
+    if (
+      await withKubeApi(state.plan, (api) =>
+        api.deleteNow(`/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`),
       )
-        notes.push('Pod deleted');
-    } catch (e) {
-      notes.push(`Pod not deleted: ${errorMessage(e)}`);
-    }
+    )
+      notes.push('Pod deleted');
+  } catch (e) {
+    notes.push(`Pod not deleted: ${errorMessage(e)}`);
   }
   if (await new Netlinux().deleteNetns(pod.netns).catch(() => false))
     notes.push(`netns ${pod.netns} removed`);
