@@ -88,14 +88,22 @@ export class Lab {
   ipam!: IpamStore;
   readonly #namespaces: string[] = [];
   readonly #children: ChildProcess[] = [];
-  #unixServer: Server | undefined;
+  readonly #unixServers: Server[] = [];
   #podSeq = 0;
 
   get fabric(): string {
     return `${this.id}-fab`;
   }
 
-  async start(nodeCount: number, datastore: LabDatastore = 'etcdv3'): Promise<void> {
+  /**
+   * `kubeApi`: on an etcd lab, also a Kubernetes API server (no Calico CRDs), reachable from the
+   * nodes on its own port, for a CNI plugin in Kubernetes mode that reads pods from it.
+   */
+  async start(
+    nodeCount: number,
+    datastore: LabDatastore = 'etcdv3',
+    opts: { kubeApi?: boolean } = {},
+  ): Promise<void> {
     this.datastore = datastore;
     this.tmp = await mkdtemp(join(tmpdir(), `${this.id}-`));
     let kv: KVStore;
@@ -129,15 +137,14 @@ export class Lab {
     this.ds = new KVDatastore(kv, { backend: datastore });
     this.ipam = new IpamStore(kv);
 
-    const sock = join(this.tmp, 'datastore.sock');
-    this.#unixServer = createServer((c) => {
-      const u = createConnection(port, '127.0.0.1');
-      c.pipe(u);
-      u.pipe(c);
-      c.on('error', () => u.destroy());
-      u.on('error', () => c.destroy());
-    });
-    await new Promise<void>((resolve) => this.#unixServer!.listen(sock, resolve));
+    const sock = await this.#forward(join(this.tmp, 'datastore.sock'), port);
+    /** The extra API server of an etcd lab: its port, and the socket the nodes reach it through. */
+    let apiForward: { sock: string; port: number } | undefined;
+    if (opts.kubeApi && datastore !== 'kubernetes') {
+      this.api = await startKubeApiServer();
+      const apiPort = Number(new URL(this.api.url).port);
+      apiForward = { sock: await this.#forward(join(this.tmp, 'kube-api.sock'), apiPort), port: apiPort };
+    }
 
     await this.#addNetns(this.fabric);
     await net.createBridge({ name: 'br0' }, this.fabric);
@@ -155,6 +162,7 @@ export class Lab {
       const nodenameFile = join(this.tmp, `${name}.nodename`);
       await writeFile(nodenameFile, name);
       await this.#startProxy(name, sock, nodePort);
+      if (apiForward) await this.#startProxy(name, apiForward.sock, apiForward.port);
       this.nodes.push({
         name,
         netns: `/run/netns/${name}`,
@@ -254,11 +262,25 @@ export class Lab {
     for (const ns of [...this.#namespaces].reverse()) {
       await net.deleteNetns(ns).catch(() => false);
     }
-    this.#unixServer?.close();
+    for (const s of this.#unixServers) s.close();
     await this.ds?.close().catch(() => {});
     await this.etcd?.stop().catch(() => {});
     await this.api?.stop().catch(() => {});
     if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
+  }
+
+  /** A unix socket at `path` forwarding to 127.0.0.1:`port` of the test process. */
+  async #forward(path: string, port: number): Promise<string> {
+    const server = createServer((c) => {
+      const u = createConnection(port, '127.0.0.1');
+      c.pipe(u);
+      u.pipe(c);
+      c.on('error', () => u.destroy());
+      u.on('error', () => c.destroy());
+    });
+    this.#unixServers.push(server);
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    return path;
   }
 
   async #addNetns(name: string): Promise<void> {

@@ -35,7 +35,15 @@ export interface PodInfo {
 
 export async function readPodInfo(ctx: PluginContext, namespace: string, podName: string): Promise<PodInfo> {
   const kube = await ctx.kube();
-  const [pod, ns] = await Promise.all([kube.getPod(namespace, podName), kube.getNamespace(namespace)]);
+  // Side by side; the pod's error is the one reported when both fail (it says more).
+  const [podRead, nsRead] = await Promise.allSettled([
+    kube.getPod(namespace, podName),
+    kube.getNamespace(namespace),
+  ]);
+  if (podRead.status === 'rejected') throw podRead.reason;
+  if (nsRead.status === 'rejected') throw nsRead.reason;
+  const pod = podRead.value;
+  const ns = nsRead.value;
   const request = parsePodNetworkRequest({
     pod: `${namespace}/${podName}`,
     namespace,
