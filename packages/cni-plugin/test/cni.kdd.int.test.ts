@@ -292,19 +292,88 @@ describe.skipIf(missing.length > 0)('CNI plugin on the Kubernetes datastore', ()
   });
 
   describe('a pod the API server does not have', () => {
-    it('ADD fails with a CNI error naming the pod, and leaves no address, veth or annotation behind', async () => {
+    it('ADD fails with a CNI error naming the pod and the API server, and leaves no address, veth or annotation behind', async () => {
       const node = lab.nodes[1]!;
       const netns = await lab.addPod();
       const r = await lab.run(node, CALICO, env('ADD', 'c0ffee0123456789', netns, 'ghost'), seedConf(node));
       expect(r.code, r.stdout + r.stderr).toBe(1);
       expect(r.json).toMatchObject({ cniVersion: '0.1.0', code: 999 });
-      expect(r.json.msg).toBe(`pod ${NS}/ghost does not exist in the Kubernetes API server`);
+      expect(r.json.msg).toBe(`pod ${NS}/ghost does not exist in the Kubernetes API server ${lab.api.url}`);
       expect(r.stderr).not.toMatch(/\bat .*\.(m?js|ts):\d+/); // no stack trace
       expect(await ipamObjects('ipamhandles')).toEqual([]);
       expect(await allocatedAddresses()).toEqual([]);
       expect(await caliLinks(node)).toEqual([]);
       expect(await net.findLink('eth0', netns)).toBeUndefined();
       expect(await podRoutes(node)).toEqual([]);
+    });
+  });
+
+  describe('the pod’s cni.projectcalico.org annotations on the Kubernetes datastore', () => {
+    it('ipAddrs: the Pod’s podIP annotation is exactly that address, which its IPAMBlock holds for the container', async () => {
+      const node = lab.nodes[1]!;
+      const name = 'fixed-ip';
+      const cid = 'f1xed0123456789abcdef';
+      const exact = '198.19.250.10';
+      await lab.kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {
+            name,
+            namespace: NS,
+            labels: { app: name },
+            annotations: { 'cni.projectcalico.org/ipAddrs': JSON.stringify([exact]) },
+          },
+          spec: { nodeName: node.name, containers: [{ name: 'c', image: 'registry.invalid/none' }] },
+        }),
+      );
+      const netns = await lab.addPod();
+      const r = await add('alone', node, cid, netns, name, seedConf(node, { cniVersion: '1.0.0' }));
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.json.ips).toEqual([{ address: `${exact}/32`, interface: 1 }]);
+      expect(await podAnnotations(name)).toMatchObject({
+        [POD_IP]: `${exact}/32`,
+        [POD_IPS]: `${exact}/32`,
+        [CONTAINER_ID]: cid,
+      });
+      expect(await allocatedAddresses()).toContain(exact);
+      const handle = (await ipamObjects('ipamhandles')).find(
+        (h) => h.metadata.name === `k8s-pod-network.${cid}`,
+      );
+      expect(handle?.spec.block).toEqual({ '198.19.250.0/26': 1 });
+      const del = await lab.run(node, CALICO, env('DEL', cid, netns, name), seedConf(node));
+      expect(del.code, del.stdout + del.stderr).toBe(0);
+      expect(await allocatedAddresses()).not.toContain(exact);
+    });
+
+    it('a bad annotation fails the ADD naming it, with no address, veth or Pod annotation left', async () => {
+      const node = lab.nodes[1]!;
+      const name = 'bad-pools';
+      await lab.kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {
+            name,
+            namespace: NS,
+            annotations: { 'cni.projectcalico.org/ipv4pools': '[default-ipv4-ippool]' },
+          },
+          spec: { nodeName: node.name, containers: [{ name: 'c', image: 'registry.invalid/none' }] },
+        }),
+      );
+      const netns = await lab.addPod();
+      const before = await allocatedAddresses();
+      const r = await lab.run(node, CALICO, env('ADD', 'bad0123456789abcdef', netns, name), seedConf(node));
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.json.code).toBe(999);
+      expect(r.json.msg).toMatch(
+        /^pod kdd-shop\/bad-pools: annotation cni\.projectcalico\.org\/ipv4pools=\[default-ipv4-ippool\] is not valid JSON/,
+      );
+      expect(await allocatedAddresses()).toEqual(before);
+      expect(await net.findLink('eth0', netns)).toBeUndefined();
+      expect(await podAnnotations(name)).not.toHaveProperty(POD_IP);
     });
   });
 
