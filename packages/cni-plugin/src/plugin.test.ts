@@ -605,6 +605,41 @@ describe('calico ADD in Kubernetes mode: the pod’s cni.projectcalico.org annot
     expect([...h.backend.endpoints.keys()]).toEqual([]);
   });
 
+  it('ipAddrs: a new sandbox of the pod takes the address over from the earlier one, as upstream', async () => {
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7"]' });
+    expect((await h.run('calico', k8sEnv('ADD'), k8sConf())).exitCode).toBe(0);
+    h.net.addNetns('/run/netns/pod2');
+    const cid2 = 'beef0123456789abcdef';
+    const r = await h.run(
+      'calico',
+      k8sEnv('ADD', { CNI_CONTAINERID: cid2, CNI_NETNS: '/run/netns/pod2' }),
+      k8sConf(),
+    );
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips).toEqual([{ interface: 1, address: '198.19.7.7/32' }]);
+    expect(h.backend.allocations.get('198.19.7.7')?.handleId).toBe(`k8s-pod-network.${cid2}`);
+    expect(h.backend.endpoints.get(`default/${WEP}`)?.spec.containerID).toBe(cid2);
+  });
+
+  it('ipAddrs: an address another pod holds is not taken over', async () => {
+    await h.backend.writeWorkloadEndpoint({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'WorkloadEndpoint',
+      metadata: { name: WEP, namespace: 'default' },
+      spec: { containerID: 'old0123456789', ipNetworks: ['198.19.7.7/32'] },
+    });
+    await h.backend.assignIp({
+      ip: '198.19.7.7',
+      handleId: 'k8s-pod-network.someone-else',
+      node: 'node1',
+      attrs: {},
+    });
+    annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7"]' });
+    const r = await h.run('calico', k8sEnv('ADD'), k8sConf());
+    expect(r.exitCode).toBe(1);
+    expect(h.backend.allocations.get('198.19.7.7')?.handleId).toBe('k8s-pod-network.someone-else');
+  });
+
   it('ipAddrs with two addresses of one family, or not an address, is refused before anything is made', async () => {
     annotate({ 'cni.projectcalico.org/ipAddrs': '["198.19.7.7", "198.19.7.8"]' });
     await expectRefused(

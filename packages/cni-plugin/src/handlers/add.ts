@@ -21,7 +21,8 @@
  * (readiness before the rest).
  */
 import { CniPluginError, isCniPluginError } from '../errors.js';
-import { hostVethName, interfacePrefix, workloadEndpointName } from '../naming.js';
+import type { WorkloadEndpoint } from '../io/backend.js';
+import { hostVethName, interfacePrefix, ipamHandleId, workloadEndpointName } from '../naming.js';
 import { floatingIpNats } from '../spec/annotations.js';
 import { workloadIdentity } from '../spec/cni-args.js';
 import { addressOf, hostCidr } from '../spec/ip.js';
@@ -98,7 +99,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     const podInfo = await podRead;
 
     // 2. Addresses: from the IPAM plugin, or as the pod's annotations say.
-    const { addresses, dns } = await podAddresses(ctx, podInfo, undo);
+    const { addresses, dns } = await podAddresses(ctx, podInfo, existing, undo);
     const routes = podRouteDestinations(addresses, ipam.routes, conf.includeDefaultRoutes);
     log.info('IPAM assigned addresses', { addresses: addresses.join(',') });
     const ipNATs =
@@ -176,6 +177,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
 async function podAddresses(
   ctx: PluginContext,
   podInfo: PodInfo | undefined,
+  existing: WorkloadEndpoint | undefined,
   undo: UndoStack,
 ): Promise<{ addresses: string[]; dns: CniDns }> {
   const ipam = requireIpam(ctx.conf);
@@ -188,6 +190,23 @@ async function podAddresses(
       });
       return { addresses: source.ips.map(hostCidr), dns: {} };
     case 'ipam-exact': {
+      // An earlier sandbox of this pod still holds its addresses until its DEL: as upstream,
+      // release them first, or asking for the same ones would fail. Only where that sandbox's
+      // handle holds them (upstream releases whoever holds them).
+      const oldContainer = existing?.spec.containerID;
+      if (oldContainer && oldContainer !== ctx.inv.containerId && existing?.spec.ipNetworks?.length) {
+        const backend = await ctx.backend();
+        const released = await backend.releaseAddresses(
+          existing.spec.ipNetworks.map(addressOf),
+          ipamHandleId(ctx.conf.name, oldContainer),
+        );
+        if (released.length > 0) {
+          ctx.log.info('released the addresses of the pod’s earlier sandbox', {
+            ContainerID: oldContainer,
+            IPs: released.join(','),
+          });
+        }
+      }
       const addresses: string[] = [];
       let dns: CniDns = {};
       for (const [n, ip] of source.ips.entries()) {

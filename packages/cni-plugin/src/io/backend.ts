@@ -74,6 +74,11 @@ export interface PluginBackend {
   autoAssign(req: AutoAssignRequest): Promise<string[]>;
   /** One specific address; resolves its CIDR with the block's prefix length. */
   assignIp(req: AssignIpRequest): Promise<string>;
+  /**
+   * Releases these addresses where `handleId` still holds them; resolves the ones released.
+   * Addresses held by another handle, or by none, are left alone.
+   */
+  releaseAddresses(ips: string[], handleId: string): Promise<string[]>;
   /** Releases everything the handle holds; `false` when the handle does not exist. */
   releaseByHandle(handleId: string): Promise<boolean>;
   /** Addresses (no prefix) held by the handle; empty when it does not exist. */
@@ -96,6 +101,7 @@ export function borrowBackend(b: PluginBackend): PluginBackend {
     prefetchAssign: (node) => b.prefetchAssign?.(node),
     autoAssign: (req) => b.autoAssign(req),
     assignIp: (req) => b.assignIp(req),
+    releaseAddresses: (ips, h) => b.releaseAddresses(ips, h),
     releaseByHandle: (h) => b.releaseByHandle(h),
     addressesOfHandle: (h) => b.addressesOfHandle(h),
     listHandles: () => b.listHandles(),

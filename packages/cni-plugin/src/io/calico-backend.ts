@@ -227,6 +227,13 @@ export class CalicoBackend implements PluginBackend {
     });
   }
 
+  async releaseAddresses(ips: string[], handleId: string): Promise<string[]> {
+    return op(`release ${ips.join(', ')}`, async () => {
+      const r = await this.#ipam.releaseIPs(ips.map((ip) => ({ ip, handleId })));
+      return r.released;
+    });
+  }
+
   async releaseByHandle(handleId: string): Promise<boolean> {
     return op(`release handle ${handleId}`, async () => {
       const existed = (await this.#records.getHandle(handleId)) !== undefined;

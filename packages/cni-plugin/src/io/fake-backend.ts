@@ -155,6 +155,17 @@ export class FakeBackend implements PluginBackend {
     return cidr;
   }
 
+  async releaseAddresses(ips: string[], handleId: string): Promise<string[]> {
+    this.#enter('releaseAddresses');
+    const out: string[] = [];
+    for (const ip of ips) {
+      if (this.allocations.get(ip)?.handleId !== handleId) continue;
+      this.allocations.delete(ip);
+      out.push(ip);
+    }
+    return out;
+  }
+
   async releaseByHandle(handleId: string): Promise<boolean> {
     this.#enter('releaseByHandle');
     let found = false;
