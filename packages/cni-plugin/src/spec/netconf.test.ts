@@ -18,6 +18,50 @@ function errorOf(f: () => unknown): CniPluginError {
 const conf = (o: Record<string, unknown>) =>
   JSON.stringify({ cniVersion: '1.0.0', name: 'net1', type: 'calico', ipam: { type: 'calico-ipam' }, ...o });
 
+describe('parseNetConf: where the Kubernetes API is', () => {
+  it('the seed config: its kubeconfig, and policy.k8s_api_root without the old /api/v1 suffix', () => {
+    const c = parseNetConf(
+      conf({
+        kubernetes: { kubeconfig: '/etc/cni/net.d/calico-kubeconfig' },
+        policy: { type: 'k8s', k8s_api_root: 'https://10.233.0.1:443/api/v1/', k8s_auth_token: 'tok' },
+      }),
+      'ADD',
+    );
+    expect(c.kubeApi).toEqual({
+      kubeconfig: '/etc/cni/net.d/calico-kubeconfig',
+      apiRoot: 'https://10.233.0.1:443',
+      authToken: 'tok',
+    });
+  });
+
+  it('kubernetes.k8s_api_root wins over policy.k8s_api_root; client files are kept', () => {
+    const c = parseNetConf(
+      conf({
+        kubernetes: { k8s_api_root: 'https://api:6443' },
+        policy: {
+          k8s_api_root: 'https://old:443',
+          k8s_client_certificate: '/c.pem',
+          k8s_client_key: '/k.pem',
+          k8s_certificate_authority: '/ca.pem',
+        },
+      }),
+      'ADD',
+    );
+    expect(c.kubeApi).toEqual({
+      apiRoot: 'https://api:6443',
+      clientCertificate: '/c.pem',
+      clientKey: '/k.pem',
+      certificateAuthority: '/ca.pem',
+    });
+  });
+
+  it('a kubeconfig that is not a string is code 7 naming the field', () => {
+    const e = errorOf(() => parseNetConf(conf({ kubernetes: { kubeconfig: 5 } }), 'ADD'));
+    expect(e.code).toBe('invalid-config');
+    expect(e.message).toMatch(/^kubernetes\.kubeconfig/);
+  });
+});
+
 describe('parseNetConf', () => {
   it('reads the 10-calico.conf of a calico v2.6 install unchanged', () => {
     const c = parseNetConf(seed, 'ADD');
