@@ -98,6 +98,28 @@ export function affineBlocks(etcdNetns: string, etcdUrl: string): Map<string, st
   return out;
 }
 
+/**
+ * Block affinities where the lab's datastore keeps them, node name → CIDRs (sorted): on etcd the
+ * keys above, on the Kubernetes datastore the BlockAffinity CRDs read with `lab kubectl`. Only
+ * confirmed affinities (a released one is being deleted).
+ */
+export async function blockAffinities(lab: LabDriver): Promise<Map<string, string[]>> {
+  const s = lab.state();
+  if (s.plan.datastore !== 'kubernetes') return affineBlocks(s.plan.etcdNetns, s.plan.etcdUrl);
+  const r = await lab.ok('kubectl', 'get', 'blockaffinities.crd.projectcalico.org', '-o', 'json');
+  const items = (
+    JSON.parse(r.stdout) as {
+      items: { spec: { node: string; cidr: string; state?: string; deleted?: string } }[];
+    }
+  ).items;
+  const out = new Map<string, string[]>();
+  for (const { spec } of items) {
+    if (spec.state !== 'confirmed' || spec.deleted === 'true') continue;
+    out.set(spec.node, [...(out.get(spec.node) ?? []), spec.cidr].sort());
+  }
+  return out;
+}
+
 export interface StatusPeer {
   protocol: string;
   peerIP: string;

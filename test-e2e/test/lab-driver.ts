@@ -23,17 +23,20 @@ function kubeApiServerBuilt(): boolean {
   return existsSync(dir) && readdirSync(dir).some((f) => f.startsWith('kube-apiserver-'));
 }
 
-/** What the lab needs; empty when everything is there. */
-export function missingPrerequisites(datastore: LabDatastore = 'etcdv3'): string[] {
+/**
+ * What the lab needs; empty when everything is there. Every lab runs kube-apiserver (and so needs
+ * kubectl and openssl), whichever datastore Calico uses.
+ */
+export function missingPrerequisites(_datastore?: LabDatastore): string[] {
   const missing: string[] = [];
   if (process.getuid?.() !== 0) missing.push('root');
   const tools = ['ip', 'nsenter', 'etcd', 'etcdctl', 'bird'];
-  if (datastore === 'kubernetes') tools.push(process.env.CALICO_LAB_KUBECTL_BIN || 'kubectl', 'openssl');
+  tools.push(process.env.CALICO_LAB_KUBECTL_BIN || 'kubectl', 'openssl');
   for (const tool of tools) {
     if (spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`]).status !== 0)
       missing.push(tool);
   }
-  if (datastore === 'kubernetes' && !kubeApiServerBuilt()) missing.push('kube-apiserver (scripts/setup.sh)');
+  if (!kubeApiServerBuilt()) missing.push('kube-apiserver (scripts/setup.sh)');
   return missing;
 }
 
@@ -54,6 +57,7 @@ export interface LabStateFile {
   processes: Record<string, ProcRecord>;
   pods: { namespace: string; name: string; node: string; ip: string; listener: ProcRecord }[];
   plan: {
+    datastore: LabDatastore;
     fabricNetns: string;
     etcdNetns: string;
     etcdUrl: string;

@@ -22,8 +22,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { affineBlocks, applyYaml, bgpSessions, labStatus, sessionLines, until } from './bgp-observe.js';
-import { LabDriver, missingPrerequisites, netnsList } from './lab-driver.js';
+import { applyYaml, bgpSessions, blockAffinities, labStatus, sessionLines, until } from './bgp-observe.js';
+import { DATASTORES, LabDriver, missingPrerequisites, netnsList } from './lab-driver.js';
 
 const GOBGPD = '/usr/bin/gobgpd';
 const GOBGP = '/usr/bin/gobgp';
@@ -52,214 +52,219 @@ interface RibPath {
   attrs: { type: number; nexthop?: string; as_paths?: { asns: number[] }[] }[];
 }
 
-describe.skipIf(missing.length > 0)('lab: an external BGP peer (GoBGP) on the fabric', () => {
-  const name = `e2x${Math.random().toString(16).slice(2, 6)}`;
-  const peerNetns = `${name}-gobgp`;
-  const apiPort = 20_000 + Math.floor(Math.random() * 40_000);
-  let dir: string;
-  let lab: LabDriver;
-  let gobgpd: ChildProcess | undefined;
-  let gobgpdLog = '';
-  let madeNetns = false;
-  const t0 = Date.now();
+describe.each(missing.length > 0 ? [] : DATASTORES)(
+  'lab: an external BGP peer (GoBGP) on the fabric, %s',
+  (datastore) => {
+    const name = `e2x${datastore === 'kubernetes' ? 'k' : ''}${Math.random().toString(16).slice(2, 6)}`;
+    const peerNetns = `${name}-gobgp`;
+    const apiPort = 20_000 + Math.floor(Math.random() * 40_000);
+    let dir: string;
+    let lab: LabDriver;
+    let gobgpd: ChildProcess | undefined;
+    let gobgpdLog = '';
+    let madeNetns = false;
+    const t0 = Date.now();
 
-  /** `gobgp -p <port> ARGS -j` inside the peer's namespace, parsed. */
-  const gobgp = <T>(...args: string[]): T => {
-    const r = spawnSync('ip', ['netns', 'exec', peerNetns, GOBGP, '-p', String(apiPort), ...args, '-j'], {
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
-    if (r.status !== 0) throw new Error(`gobgp ${args.join(' ')}: ${r.stderr || r.stdout}`);
-    return JSON.parse(r.stdout) as T;
-  };
-  const rib = () => gobgp<Record<string, RibPath[]>>('global', 'rib');
-  const nextHop = (p: RibPath) => p.attrs.find((a) => a.type === 3)?.nexthop;
-  const asPath = (p: RibPath) => p.attrs.find((a) => a.type === 2)?.as_paths?.flatMap((s) => s.asns) ?? [];
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'calico-e2e-ext-'));
-    lab = new LabDriver(name, join(dir, 'state'));
-    const up = await lab.run('up', '--nodes', '3', '--mode', 'bgp');
-    expect(up.code, up.stdout + up.stderr).toBe(0);
-    await lab.ok('ns', 'create', 'ext');
-    for (const n of ['n1', 'n2', 'n3']) await lab.ok('pod', 'create', `ext/on-${n}`, '--node', n);
-    const s = lab.state();
-
-    // The router's namespace: a veth into the lab's fabric bridge, like a node's, at .50.
-    const ip = (...a: string[]) => {
-      const r = spawnSync('ip', a, { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`ip ${a.join(' ')}: ${r.stderr}`);
-    };
-    expect(netnsList()).not.toContain(peerNetns);
-    ip('netns', 'add', peerNetns);
-    madeNetns = true;
-    ip('-n', peerNetns, 'link', 'set', 'lo', 'up');
-    ip(
-      '-n',
-      s.plan.fabricNetns,
-      'link',
-      'add',
-      'gobgp',
-      'type',
-      'veth',
-      'peer',
-      'name',
-      'eth0',
-      'netns',
-      peerNetns,
-    );
-    ip('-n', s.plan.fabricNetns, 'link', 'set', 'gobgp', 'master', 'br0', 'up');
-    ip('-n', peerNetns, 'addr', 'add', `${PEER_IP}/24`, 'dev', 'eth0');
-    ip('-n', peerNetns, 'link', 'set', 'eth0', 'up');
-
-    const config = [
-      '[global.config]',
-      `  as = ${PEER_AS}`,
-      `  router-id = "${PEER_IP}"`,
-      ...s.plan.nodes.flatMap((n) => [
-        '[[neighbors]]',
-        '  [neighbors.config]',
-        `    neighbor-address = "${n.ip}"`,
-        `    peer-as = ${CLUSTER_AS}`,
-      ]),
-      '',
-    ].join('\n');
-    writeFileSync(join(dir, 'gobgpd.toml'), config);
-    // nsenter execs gobgpd, so the child's PID is gobgpd's own. Its gRPC API listens on the
-    // namespace's loopback only; nothing else runs in that namespace, so the random port is free.
-    gobgpd = spawn(
-      'nsenter',
-      [
-        `--net=/run/netns/${peerNetns}`,
-        GOBGPD,
-        '-f',
-        join(dir, 'gobgpd.toml'),
-        '-t',
-        'toml',
-        `--api-hosts=127.0.0.1:${apiPort}`,
-        '--pprof-disable',
-        '-p',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    for (const stream of [gobgpd.stdout!, gobgpd.stderr!]) {
-      stream.on('data', (d: Buffer) => {
-        gobgpdLog += d.toString();
+    /** `gobgp -p <port> ARGS -j` inside the peer's namespace, parsed. */
+    const gobgp = <T>(...args: string[]): T => {
+      const r = spawnSync('ip', ['netns', 'exec', peerNetns, GOBGP, '-p', String(apiPort), ...args, '-j'], {
+        encoding: 'utf8',
+        timeout: 10_000,
       });
-    }
-    await until('gobgpd API', () => gobgp<unknown[]>('neighbor').length === 3, 20_000);
+      if (r.status !== 0) throw new Error(`gobgp ${args.join(' ')}: ${r.stderr || r.stdout}`);
+      return JSON.parse(r.stdout) as T;
+    };
+    const rib = () => gobgp<Record<string, RibPath[]>>('global', 'rib');
+    const nextHop = (p: RibPath) => p.attrs.find((a) => a.type === 3)?.nexthop;
+    const asPath = (p: RibPath) => p.attrs.find((a) => a.type === 2)?.as_paths?.flatMap((s) => s.asns) ?? [];
 
-    await applyYaml(
-      lab,
-      dir,
-      'external-gobgp',
-      [
-        'apiVersion: projectcalico.org/v3',
-        'kind: BGPPeer',
-        'metadata:',
-        '  name: external-gobgp',
-        'spec:',
-        `  peerIP: ${PEER_IP}`,
-        `  asNumber: ${PEER_AS}`,
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'calico-e2e-ext-'));
+      lab = new LabDriver(name, join(dir, 'state'));
+      const up = await lab.run('up', '--nodes', '3', '--mode', 'bgp', '--datastore', datastore);
+      expect(up.code, up.stdout + up.stderr).toBe(0);
+      await lab.ok('ns', 'create', 'ext');
+      for (const n of ['n1', 'n2', 'n3']) await lab.ok('pod', 'create', `ext/on-${n}`, '--node', n);
+      const s = lab.state();
+
+      // The router's namespace: a veth into the lab's fabric bridge, like a node's, at .50.
+      const ip = (...a: string[]) => {
+        const r = spawnSync('ip', a, { encoding: 'utf8' });
+        if (r.status !== 0) throw new Error(`ip ${a.join(' ')}: ${r.stderr}`);
+      };
+      expect(netnsList()).not.toContain(peerNetns);
+      ip('netns', 'add', peerNetns);
+      madeNetns = true;
+      ip('-n', peerNetns, 'link', 'set', 'lo', 'up');
+      ip(
+        '-n',
+        s.plan.fabricNetns,
+        'link',
+        'add',
+        'gobgp',
+        'type',
+        'veth',
+        'peer',
+        'name',
+        'eth0',
+        'netns',
+        peerNetns,
+      );
+      ip('-n', s.plan.fabricNetns, 'link', 'set', 'gobgp', 'master', 'br0', 'up');
+      ip('-n', peerNetns, 'addr', 'add', `${PEER_IP}/24`, 'dev', 'eth0');
+      ip('-n', peerNetns, 'link', 'set', 'eth0', 'up');
+
+      const config = [
+        '[global.config]',
+        `  as = ${PEER_AS}`,
+        `  router-id = "${PEER_IP}"`,
+        ...s.plan.nodes.flatMap((n) => [
+          '[[neighbors]]',
+          '  [neighbors.config]',
+          `    neighbor-address = "${n.ip}"`,
+          `    peer-as = ${CLUSTER_AS}`,
+        ]),
         '',
-      ].join('\n'),
-    );
-  }, 150_000);
-
-  afterAll(async () => {
-    if (gobgpd?.pid !== undefined && gobgpd.exitCode === null && gobgpd.signalCode === null) {
-      const exited = new Promise((r) => gobgpd!.once('exit', r));
-      gobgpd.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-      if (gobgpd.exitCode === null && gobgpd.signalCode === null) gobgpd.kill('SIGKILL');
-    }
-    if (madeNetns) spawnSync('ip', ['netns', 'del', peerNetns]);
-    if (dir && existsSync(join(dir, 'state', 'state.json'))) {
-      const down = await lab.run('down');
-      if (down.code !== 0) console.log(down.stdout + down.stderr);
-    }
-    if (dir) await rm(dir, { recursive: true, force: true });
-    console.log(`external-peer scenario: ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
-    if (process.env.CALICO_E2E_VERBOSE === '1') console.log(lab?.log.join('\n'), gobgpdLog);
-  }, 60_000);
-
-  it('BIRD on every node has Global_198_18_0_50 Established, beside its mesh sessions', async () => {
-    const t = Date.now();
-    for (const n of lab.state().plan.nodes) {
-      await until(`${n.name}: Global_198_18_0_50 Established`, async () =>
-        sessionLines(await bgpSessions(n.runDir)).includes('Global_198_18_0_50 Established'),
+      ].join('\n');
+      writeFileSync(join(dir, 'gobgpd.toml'), config);
+      // nsenter execs gobgpd, so the child's PID is gobgpd's own. Its gRPC API listens on the
+      // namespace's loopback only; nothing else runs in that namespace, so the random port is free.
+      gobgpd = spawn(
+        'nsenter',
+        [
+          `--net=/run/netns/${peerNetns}`,
+          GOBGPD,
+          '-f',
+          join(dir, 'gobgpd.toml'),
+          '-t',
+          'toml',
+          `--api-hosts=127.0.0.1:${apiPort}`,
+          '--pprof-disable',
+          '-p',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
       );
-      expect(sessionLines(await bgpSessions(n.runDir)), n.name).toEqual([
-        'Global_198_18_0_50 Established',
-        ...lab
+      for (const stream of [gobgpd.stdout!, gobgpd.stderr!]) {
+        stream.on('data', (d: Buffer) => {
+          gobgpdLog += d.toString();
+        });
+      }
+      await until('gobgpd API', () => gobgp<unknown[]>('neighbor').length === 3, 20_000);
+
+      await applyYaml(
+        lab,
+        dir,
+        'external-gobgp',
+        [
+          'apiVersion: projectcalico.org/v3',
+          'kind: BGPPeer',
+          'metadata:',
+          '  name: external-gobgp',
+          'spec:',
+          `  peerIP: ${PEER_IP}`,
+          `  asNumber: ${PEER_AS}`,
+          '',
+        ].join('\n'),
+      );
+    }, 150_000);
+
+    afterAll(async () => {
+      if (gobgpd?.pid !== undefined && gobgpd.exitCode === null && gobgpd.signalCode === null) {
+        const exited = new Promise((r) => gobgpd!.once('exit', r));
+        gobgpd.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+        if (gobgpd.exitCode === null && gobgpd.signalCode === null) gobgpd.kill('SIGKILL');
+      }
+      if (madeNetns) spawnSync('ip', ['netns', 'del', peerNetns]);
+      if (dir && existsSync(join(dir, 'state', 'state.json'))) {
+        const down = await lab.run('down');
+        if (down.code !== 0) console.log(down.stdout + down.stderr);
+      }
+      if (dir) await rm(dir, { recursive: true, force: true });
+      console.log(`external-peer scenario: ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
+      if (process.env.CALICO_E2E_VERBOSE === '1') console.log(lab?.log.join('\n'), gobgpdLog);
+    }, 60_000);
+
+    it('BIRD on every node has Global_198_18_0_50 Established, beside its mesh sessions', async () => {
+      const t = Date.now();
+      for (const n of lab.state().plan.nodes) {
+        await until(`${n.name}: Global_198_18_0_50 Established`, async () =>
+          sessionLines(await bgpSessions(n.runDir)).includes('Global_198_18_0_50 Established'),
+        );
+        expect(sessionLines(await bgpSessions(n.runDir)), n.name).toEqual([
+          'Global_198_18_0_50 Established',
+          ...lab
+            .state()
+            .plan.nodes.filter((o) => o.name !== n.name)
+            .map((o) => `Mesh_${o.ip.replaceAll('.', '_')} Established`),
+        ]);
+      }
+      console.log(`BGPPeer applied → every Global_198_18_0_50 Established in ${Date.now() - t} ms`);
+      const neighbors =
+        gobgp<{ conf: { neighbor_address: string }; state: { session_state: number } }[]>('neighbor');
+      // GoBGP's session_state 6 = ESTABLISHED.
+      expect(neighbors.map((x) => [x.conf.neighbor_address, x.state.session_state]).sort()).toEqual(
+        lab
           .state()
-          .plan.nodes.filter((o) => o.name !== n.name)
-          .map((o) => `Mesh_${o.ip.replaceAll('.', '_')} Established`),
-      ]);
-    }
-    console.log(`BGPPeer applied → every Global_198_18_0_50 Established in ${Date.now() - t} ms`);
-    const neighbors =
-      gobgp<{ conf: { neighbor_address: string }; state: { session_state: number } }[]>('neighbor');
-    // GoBGP's session_state 6 = ESTABLISHED.
-    expect(neighbors.map((x) => [x.conf.neighbor_address, x.state.session_state]).sort()).toEqual(
-      lab
-        .state()
-        .plan.nodes.map((n) => [n.ip, 6])
-        .sort(),
-    );
-  }, 60_000);
-
-  it("GoBGP learned every node's affine blocks from that node, next hop the node, and nothing else", async () => {
-    const s = lab.state();
-    const blocks = affineBlocks(s.plan.etcdNetns, s.plan.etcdUrl);
-    expect([...blocks.keys()].sort()).toEqual(['n1', 'n2', 'n3']);
-    const wanted = s.plan.nodes.flatMap((n) => blocks.get(n.name)!.map((cidr) => ({ node: n, cidr })));
-    await until('every block from its own node in GoBGP', () => {
-      const r = rib();
-      return wanted.every(({ node, cidr }) => r[cidr]?.some((p) => p['neighbor-ip'] === node.ip));
-    });
-    const r = rib();
-    for (const { node, cidr } of wanted) {
-      const own = r[cidr]!.find((p) => p['neighbor-ip'] === node.ip)!;
-      expect([nextHop(own), asPath(own)], `${cidr} from ${node.name}`).toEqual([node.ip, [CLUSTER_AS]]);
-    }
-    // Only pool blocks are exported: no pod /32, no fabric subnet, no default route.
-    expect(Object.keys(r).sort()).toEqual(wanted.map((w) => w.cidr).sort());
-    // Each node re-advertises the others' blocks too, always with itself as next hop.
-    for (const paths of Object.values(r)) {
-      expect(paths.map((p) => p['neighbor-ip']).sort()).toEqual(s.plan.nodes.map((n) => n.ip));
-      for (const p of paths) expect([nextHop(p), asPath(p)]).toEqual([p['neighbor-ip'], [CLUSTER_AS]]);
-    }
-    console.log(
-      Object.entries(r)
-        .map(
-          ([cidr, paths]) =>
-            `${cidr}: ${paths.map((p) => `${p.best ? '*>' : '* '} from ${p['neighbor-ip']} nh ${nextHop(p)}`).join('; ')}`,
-        )
-        .join('\n'),
-    );
-  }, 60_000);
-
-  it('lab status shows the external session on every node', async () => {
-    const { json, table } = await labStatus(lab);
-    for (const n of json.nodes) {
-      expect(
-        n.peers!.filter((p) => p.type === 'global').map((p) => [p.peerIP, p.node, p.bgpState]),
-        n.name,
-      ).toEqual([[PEER_IP, undefined, 'Established']]);
-    }
-    for (const n of ['n1', 'n2', 'n3']) {
-      expect(table.split('\n').find((l) => l.startsWith(`${n} `))).toContain(`${PEER_IP} global Established`);
-    }
-  });
-
-  it('deleting the BGPPeer ends the sessions and empties GoBGP of the cluster routes', async () => {
-    await lab.ok('calicoctl', 'delete', 'bgppeer', 'external-gobgp');
-    for (const n of lab.state().plan.nodes) {
-      await until(`${n.name}: no Global_ session`, async () =>
-        (await bgpSessions(n.runDir)).every((x) => !x.name.startsWith('Global_')),
+          .plan.nodes.map((n) => [n.ip, 6])
+          .sort(),
       );
-    }
-    await until('GoBGP RIB empty', () => Object.keys(rib()).length === 0, 20_000);
-  }, 60_000);
-});
+    }, 60_000);
+
+    it("GoBGP learned every node's affine blocks from that node, next hop the node, and nothing else", async () => {
+      const s = lab.state();
+      const blocks = await blockAffinities(lab);
+      expect([...blocks.keys()].sort()).toEqual(['n1', 'n2', 'n3']);
+      const wanted = s.plan.nodes.flatMap((n) => blocks.get(n.name)!.map((cidr) => ({ node: n, cidr })));
+      await until('every block from its own node in GoBGP', () => {
+        const r = rib();
+        return wanted.every(({ node, cidr }) => r[cidr]?.some((p) => p['neighbor-ip'] === node.ip));
+      });
+      const r = rib();
+      for (const { node, cidr } of wanted) {
+        const own = r[cidr]!.find((p) => p['neighbor-ip'] === node.ip)!;
+        expect([nextHop(own), asPath(own)], `${cidr} from ${node.name}`).toEqual([node.ip, [CLUSTER_AS]]);
+      }
+      // Only pool blocks are exported: no pod /32, no fabric subnet, no default route.
+      expect(Object.keys(r).sort()).toEqual(wanted.map((w) => w.cidr).sort());
+      // Each node re-advertises the others' blocks too, always with itself as next hop.
+      for (const paths of Object.values(r)) {
+        expect(paths.map((p) => p['neighbor-ip']).sort()).toEqual(s.plan.nodes.map((n) => n.ip));
+        for (const p of paths) expect([nextHop(p), asPath(p)]).toEqual([p['neighbor-ip'], [CLUSTER_AS]]);
+      }
+      console.log(
+        Object.entries(r)
+          .map(
+            ([cidr, paths]) =>
+              `${cidr}: ${paths.map((p) => `${p.best ? '*>' : '* '} from ${p['neighbor-ip']} nh ${nextHop(p)}`).join('; ')}`,
+          )
+          .join('\n'),
+      );
+    }, 60_000);
+
+    it('lab status shows the external session on every node', async () => {
+      const { json, table } = await labStatus(lab);
+      for (const n of json.nodes) {
+        expect(
+          n.peers!.filter((p) => p.type === 'global').map((p) => [p.peerIP, p.node, p.bgpState]),
+          n.name,
+        ).toEqual([[PEER_IP, undefined, 'Established']]);
+      }
+      for (const n of ['n1', 'n2', 'n3']) {
+        expect(table.split('\n').find((l) => l.startsWith(`${n} `))).toContain(
+          `${PEER_IP} global Established`,
+        );
+      }
+    });
+
+    it('deleting the BGPPeer ends the sessions and empties GoBGP of the cluster routes', async () => {
+      await lab.ok('calicoctl', 'delete', 'bgppeer', 'external-gobgp');
+      for (const n of lab.state().plan.nodes) {
+        await until(`${n.name}: no Global_ session`, async () =>
+          (await bgpSessions(n.runDir)).every((x) => !x.name.startsWith('Global_')),
+        );
+      }
+      await until('GoBGP RIB empty', () => Object.keys(rib()).length === 0, 20_000);
+    }, 60_000);
+  },
+);
