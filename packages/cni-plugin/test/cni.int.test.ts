@@ -1,14 +1,16 @@
 /**
  * The built `calico`/`calico-ipam` executables against a real etcd and real network namespaces
  * (root only). Each "node" is its own network namespace and the plugin runs inside it, as a
- * container runtime on that host would run it; see lab.ts.
+ * container runtime on that host would run it; see lab.ts. The network configs have `policy.type:
+ * k8s`, as an etcd-datastore Kubernetes install writes them, so the plugin reads each pod from a real
+ * kube-apiserver; the lab creates the pod there before its ADD (`autoPods`).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { etcdAvailable } from '@calico-ts/datastore/testing';
+import { etcdAvailable, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net, runIn } from './lab.js';
 import { buildPlugins, pluginDir, pluginFile, VIA_SERVICE } from './plugin-executable.js';
@@ -21,6 +23,7 @@ function missingPrerequisites(): string[] {
   const missing: string[] = [];
   if (process.getuid?.() !== 0) missing.push('root');
   if (!etcdAvailable()) missing.push('etcd');
+  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
   for (const tool of ['ip', 'nsenter', 'ping']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
   }
@@ -45,7 +48,7 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
 
   beforeAll(async () => {
     await buildPlugins();
-    await lab.start(3);
+    await lab.start(3, 'etcdv3', { kubeApi: true, autoPods: true });
     await lab.seed();
     if (VIA_SERVICE) services = await lab.startServices(pluginFile);
   }, 120_000);
@@ -56,14 +59,15 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
   }, 60_000);
 
   /**
-   * The seed 10-calico.conf with only this lab's datastore location and the node's own files (the
-   * nodename file calico/node would write, the IPAM lock) set.
+   * The seed 10-calico.conf with only this lab's datastore and API server locations and the node's
+   * own files (the nodename file calico/node would write, the IPAM lock) set.
    */
   function seedConf(node: NodeNs, extra: Record<string, unknown> = {}): string {
     const c = JSON.parse(seedText) as Record<string, unknown>;
     return JSON.stringify({
       ...c,
       ...lab.etcdConf(),
+      ...kubeConf(),
       nodename_file: node.nodenameFile,
       ipam_lock_file: node.lockFile,
       service_socket: node.serviceSocket,
@@ -83,8 +87,14 @@ describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
       ipam_lock_file: node.lockFile,
       service_socket: node.serviceSocket,
       ...lab.etcdConf(),
+      ...kubeConf(),
       ...extra,
     });
+  }
+
+  /** Where the pods are: this lab's API server (the seed's API root and token are another cluster's). */
+  function kubeConf(): Record<string, unknown> {
+    return { policy: { type: 'k8s' }, kubernetes: { kubeconfig: lab.api.kubeconfigPath } };
   }
 
   function env(command: string, cid: string, netns: string, pod: string, over: Record<string, string> = {}) {

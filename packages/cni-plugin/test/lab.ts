@@ -27,6 +27,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { connectionFromKubeconfig, KubeHttp } from '@calico-ts/datastore/kube';
 import {
   clusterSeed,
   type EtcdServer,
@@ -89,6 +90,8 @@ export class Lab {
   readonly #namespaces: string[] = [];
   readonly #children: ChildProcess[] = [];
   readonly #unixServers: Server[] = [];
+  #autoPods = false;
+  #podApi: Promise<KubeHttp> | undefined;
   #podSeq = 0;
 
   get fabric(): string {
@@ -98,11 +101,14 @@ export class Lab {
   /**
    * `kubeApi`: on an etcd lab, also a Kubernetes API server (no Calico CRDs), reachable from the
    * nodes on its own port, for a CNI plugin in Kubernetes mode that reads pods from it.
+   * `autoPods`: before each ADD of a Kubernetes pod (K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS)
+   * that the API server does not have, `run` creates it, scheduled to that node, as the scheduler
+   * would have before the kubelet ran the plugin (for tests about everything but the Pod).
    */
   async start(
     nodeCount: number,
     datastore: LabDatastore = 'etcdv3',
-    opts: { kubeApi?: boolean } = {},
+    opts: { kubeApi?: boolean; autoPods?: boolean } = {},
   ): Promise<void> {
     this.datastore = datastore;
     this.tmp = await mkdtemp(join(tmpdir(), `${this.id}-`));
@@ -135,6 +141,7 @@ export class Lab {
       nodePort = 2379;
     }
     this.ds = new KVDatastore(kv, { backend: datastore });
+    this.#autoPods = opts.autoPods === true;
     this.ipam = new IpamStore(kv);
 
     const sock = await this.#forward(join(this.tmp, 'datastore.sock'), port);
@@ -239,14 +246,43 @@ export class Lab {
   }
 
   /** Runs `program` (a path) in the node's network namespace, as a runtime on that node would. */
-  run(
+  async run(
     node: NodeNs,
     program: string,
     env: Record<string, string>,
     stdin: string,
     args: string[] = [],
   ): Promise<CniRun> {
+    if (this.#autoPods && env.CNI_COMMAND === 'ADD') {
+      const ns = /(?:^|;)K8S_POD_NAMESPACE=([^;]+)/.exec(env.CNI_ARGS ?? '')?.[1];
+      const pod = /(?:^|;)K8S_POD_NAME=([^;]+)/.exec(env.CNI_ARGS ?? '')?.[1];
+      if (ns && pod) await this.ensurePod(ns, pod, node);
+    }
     return runIn(node.netns, program, args, env, stdin);
+  }
+
+  /** A Pod `namespace/name` scheduled to `node` (labels `app: <name>`), unless it exists. */
+  async ensurePod(namespace: string, name: string, node: NodeNs): Promise<void> {
+    this.#podApi ??= connectionFromKubeconfig(this.api.kubeconfigPath).then((c) => new KubeHttp(c));
+    const api = await this.#podApi;
+    const create = async (path: string, body: unknown) => {
+      try {
+        await api.request('POST', path, body);
+      } catch (e) {
+        if ((e as { code?: string }).code !== 'already-exists') throw e;
+      }
+    };
+    await create('/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: namespace },
+    });
+    await create(`/api/v1/namespaces/${namespace}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace, labels: { app: name } },
+      spec: { nodeName: node.name, containers: [{ name: 'c', image: 'registry.invalid/none' }] },
+    });
   }
 
   async close(): Promise<void> {
@@ -263,6 +299,7 @@ export class Lab {
       await net.deleteNetns(ns).catch(() => false);
     }
     for (const s of this.#unixServers) s.close();
+    await this.#podApi?.then((a) => a.close()).catch(() => {});
     await this.ds?.close().catch(() => {});
     await this.etcd?.stop().catch(() => {});
     await this.api?.stop().catch(() => {});
