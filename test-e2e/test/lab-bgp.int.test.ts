@@ -34,7 +34,7 @@ import {
 } from './lab-driver.js';
 import {
   calicoPolicyScenario,
-  etcdHasNoKubectl,
+  etcdKeepsBoth,
   kubePolicyScenario,
   kubeStoredIPPool,
   serviceEgressScenario,
@@ -170,19 +170,19 @@ describe.each(DATASTORES.filter((d) => missingPrerequisites(d).length === 0))(
       });
     }, 120_000);
 
+    it('a Kubernetes NetworkPolicy applied with lab kubectl is enforced, and deleting it restores it', async () => {
+      await kubePolicyScenario(lab, dir, {
+        namespace: 'team-a',
+        podLabels: { app: 'web' },
+        fromNamespaceLabels: { tier: 'front' },
+        pods: POD_IDS,
+        protectedPod: (id) => id.startsWith('team-a/web-'),
+        allowedSource: (id) => id.startsWith('team-a/'),
+      });
+    }, 120_000);
+
     // Defined only where they apply: a skipped test counts as a failure under CI=true.
     if (datastore === 'kubernetes') {
-      it('a Kubernetes NetworkPolicy applied with lab kubectl is enforced, and deleting it restores it', async () => {
-        await kubePolicyScenario(lab, dir, {
-          namespace: 'team-a',
-          podLabels: { app: 'web' },
-          fromNamespaceLabels: { tier: 'front' },
-          pods: POD_IDS,
-          protectedPod: (id) => id.startsWith('team-a/web-'),
-          allowedSource: (id) => id.startsWith('team-a/'),
-        });
-      }, 120_000);
-
       it('an egress policy allowing only a Service reaches exactly its endpoints, and nothing while it has none', async () => {
         await serviceEgressScenario(lab, dir, {
           namespace: 'team-a',
@@ -197,22 +197,34 @@ describe.each(DATASTORES.filter((d) => missingPrerequisites(d).length === 0))(
         await kubeStoredIPPool(lab, dir);
       });
     } else {
-      it('lab kubectl says it needs the Kubernetes datastore', async () => {
-        await etcdHasNoKubectl(lab);
+      it("the API server keeps its objects under /registry in the lab's etcd, beside Calico's /calico/", async () => {
+        await etcdKeepsBoth(lab);
       });
     }
 
     it('lab status agrees, and refuses a second lab up with a clear message', async () => {
       const st = JSON.parse((await labOk('status', '-o', 'json')).stdout) as {
         datastore: string;
-        apiServer?: { url: string; running: boolean };
+        apiServer?: { url: string; running: boolean; ready: boolean };
+        kubeControllers?: { running: boolean; ready: boolean; controllers: string[] };
         nodes: { name: string; ready: boolean; peers: { bgpState: string }[] }[];
         pods: { listener: { running: boolean } }[];
       };
       expect(st.datastore).toBe(datastore);
-      if (datastore === 'kubernetes')
-        expect(st.apiServer).toMatchObject({ url: 'https://198.18.0.2:6443', running: true });
-      else expect(st.apiServer).toBeUndefined();
+      expect(st.apiServer).toMatchObject({ url: 'https://198.18.0.2:6443', running: true, ready: true });
+      expect(st.kubeControllers).toEqual(
+        expect.objectContaining({
+          running: true,
+          ready: true,
+          controllers:
+            datastore === 'kubernetes'
+              ? ['node']
+              : ['policy', 'namespace', 'serviceaccount', 'workloadendpoint', 'node'],
+        }),
+      );
+      const table = (await labOk('status')).stdout;
+      expect(table).toMatch(/^kube-apiserver +running \(\d+\) +yes /m);
+      expect(table).toMatch(/^calico-kube-controllers +running \(\d+\) +yes /m);
       expect(st.nodes.map((n) => [n.name, n.ready, n.peers.map((p) => p.bgpState)])).toEqual([
         ['n1', true, ['Established', 'Established']],
         ['n2', true, ['Established', 'Established']],
@@ -233,7 +245,9 @@ describe.each(DATASTORES.filter((d) => missingPrerequisites(d).length === 0))(
       expect(recorded.every(alive)).toBe(true);
       expect(s.namespaces.every((ns) => netnsList().includes(ns))).toBe(true);
 
-      if (datastore === 'kubernetes') expect(Object.keys(s.processes)).toContain('kube-apiserver');
+      expect(Object.keys(s.processes)).toEqual(
+        expect.arrayContaining(['etcd', 'kube-apiserver', 'kube-controllers']),
+      );
       const r = await labOk('down');
       expect(r.stdout).toMatch(
         new RegExp(`lab "${name}" is down: \\d+ processes stopped, 9 namespaces removed`),

@@ -112,19 +112,16 @@ describe.each(DATASTORES.filter((d) => missingPrerequisites(d).length === 0))(
       });
     }, 120_000);
 
-    // Defined only on the Kubernetes datastore: a skipped test counts as a failure under CI=true.
-    if (datastore === 'kubernetes') {
-      it('a Kubernetes NetworkPolicy applied with lab kubectl is enforced', async () => {
-        await kubePolicyScenario(lab, dir, {
-          namespace: 'blue',
-          podLabels: { app: 'a' },
-          fromNamespaceLabels: { tier: 'front' },
-          pods: PODS,
-          protectedPod: (id) => id === 'blue/a',
-          allowedSource: () => false,
-        });
-      }, 120_000);
-    }
+    it('a Kubernetes NetworkPolicy applied with lab kubectl is enforced', async () => {
+      await kubePolicyScenario(lab, dir, {
+        namespace: 'blue',
+        podLabels: { app: 'a' },
+        fromNamespaceLabels: { tier: 'front' },
+        pods: PODS,
+        protectedPod: (id) => id === 'blue/a',
+        allowedSource: () => false,
+      });
+    }, 120_000);
 
     it('lab down leaves no namespace and no recorded process alive', async () => {
       const s = lab.state();

@@ -1,8 +1,10 @@
 /**
  * Steps the datastore-parametrised lab scenarios share (lab-bgp, lab-vxlan): policy applied the way
- * a user applies it changes what `lab connectivity` shows, and deleting it brings everything back;
- * on the Kubernetes datastore, what calicoctl wrote is what upstream stores.
+ * a user applies it (calicoctl, or kubectl on both datastores) changes what `lab connectivity`
+ * shows, and deleting it brings everything back; on the Kubernetes datastore, what calicoctl wrote
+ * is what upstream stores; on etcd, the API server and Calico share the etcd by prefix.
  */
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { LabDriver } from './lab-driver.js';
@@ -79,10 +81,17 @@ export async function kubePolicyScenario(
     },
   };
   await lab.applyYaml('kubectl', dir, 'e2e-from-front', JSON.stringify(policy));
-  const calico = JSON.parse(
-    (await lab.ok('calicoctl', 'get', 'networkpolicy', '-n', o.namespace, '-o', 'json')).stdout,
-  ) as { items: { metadata: { name: string } }[] };
-  expect(calico.items.map((p) => p.metadata.name)).toContain('knp.default.e2e-from-front');
+  // On etcd kube-controllers' policy controller writes it: a moment later.
+  let names: string[] = [];
+  for (const end = Date.now() + 15_000; ; ) {
+    const calico = JSON.parse(
+      (await lab.ok('calicoctl', 'get', 'networkpolicy', '-n', o.namespace, '-o', 'json')).stdout,
+    ) as { items: { metadata: { name: string } }[] };
+    names = calico.items.map((p) => p.metadata.name);
+    if (names.includes('knp.default.e2e-from-front') || Date.now() > end) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  expect(names).toContain('knp.default.e2e-from-front');
   const allowed = (from: string, to: string) => !o.protectedPod(to) || o.allowedSource(from);
   expect(o.pods.some((from) => o.pods.some((to) => from !== to && !allowed(from, to)))).toBe(true);
   expect(await lab.reachabilityMatches(allowed), 'with the Kubernetes NetworkPolicy').toEqual([]);
@@ -145,11 +154,55 @@ spec:
   expect(after.stderr).toContain('NotFound');
 }
 
-/** On etcd there is no API server: `lab kubectl` says what it needs and exits 2. */
-export async function etcdHasNoKubectl(lab: LabDriver): Promise<void> {
-  const r = await lab.run('kubectl', 'get', 'nodes');
-  expect(r.code).toBe(2);
-  expect(r.stderr).toMatch(/`lab kubectl` needs a lab on the Kubernetes datastore/);
+/**
+ * On etcd the lab's API server shares the lab's etcd, as a cluster's own etcd would hold it: its
+ * objects under /registry (the Namespaces and Pods the lab made), Calico's under /calico/ (the
+ * Profiles kube-controllers derived from them), and neither under the other's prefix.
+ */
+export async function etcdKeepsBoth(lab: LabDriver): Promise<void> {
+  const s = lab.state();
+  const keys = (prefix: string) => {
+    const r = spawnSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        s.plan.etcdNetns,
+        'etcdctl',
+        `--endpoints=${s.plan.etcdUrl}`,
+        'get',
+        '--prefix',
+        prefix,
+        '--keys-only',
+      ],
+      { encoding: 'utf8', env: { ...process.env, ETCDCTL_API: '3' } },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout.split('\n').filter((l) => l !== '');
+  };
+  const registry = keys('/registry/');
+  const calico = keys('/calico/');
+  expect(registry).toEqual(
+    expect.arrayContaining(['/registry/namespaces/team-a', '/registry/pods/team-a/web-1']),
+  );
+  expect(calico).toEqual(
+    expect.arrayContaining(['/calico/resources/v3/projectcalico.org/profiles/kns.team-a']),
+  );
+  expect(
+    registry.filter((k) => k.startsWith('/registry/') && k.includes('projectcalico.org/profiles')),
+  ).toEqual([]);
+  const r = await lab.ok('kubectl', 'get', 'pods', '-n', 'team-a', '-o', 'json');
+  const pods = (
+    JSON.parse(r.stdout) as {
+      items: { metadata: { name: string }; status: { phase: string; podIP?: string } }[];
+    }
+  ).items;
+  expect(pods.map((p) => [p.metadata.name, p.status.phase, p.status.podIP])).toEqual(
+    s.pods
+      .filter((p) => p.namespace === 'team-a')
+      .map((p) => [p.name, 'Running', p.ip])
+      .sort(),
+  );
 }
 
 /**
