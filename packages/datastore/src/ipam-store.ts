@@ -20,8 +20,9 @@
 import type { Resource } from '@calico-ts/api';
 import { formatCidr, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from './errors.js';
-import { goJson, parseJsonExact } from './go-json.js';
+import { goJson } from './go-json.js';
 import type { KV, KVRead, KVStore } from './kv/kv-store.js';
+import { kvJsonExact } from './kv/parsed-kv.js';
 import { KVReadMirror } from './kv/read-mirror.js';
 import { decodeResource } from './resource-codec.js';
 import { parseResourceKey, resourceKey, resourcePrefix } from './resource-keys.js';
@@ -157,7 +158,7 @@ function checkSegment(what: string, value: string): void {
 function parseObject(kv: KV, what: string): Record<string, unknown> {
   let v: unknown;
   try {
-    v = parseJsonExact(kv.value);
+    v = kvJsonExact(kv);
   } catch (e) {
     throw new DatastoreError('invalid', `${kv.key}: stored ${what} is not JSON: ${(e as Error).message}`, {
       cause: e,

@@ -25,6 +25,7 @@ import { DatastoreError } from './errors.js';
 import { goJson } from './go-json.js';
 import { type Encode, goEncoderFor, goSortedKeys, goStructEncoder } from './go-struct-encoder.js';
 import type { KV } from './kv/kv-store.js';
+import { kvJson } from './kv/parsed-kv.js';
 import type { ResourceKeyParts } from './resource-keys.js';
 
 export const POLICY_NAME_ANNOTATION = 'projectcalico.org/metadata';
@@ -131,7 +132,8 @@ export function withRevision(resource: Resource, revision: string): Resource {
 export function decodeResource(kv: KV, parts: ResourceKeyParts): Resource {
   let doc: unknown;
   try {
-    doc = JSON.parse(kv.value);
+    // A KV that arrived parsed (Kubernetes) is copied, not stringified and parsed again.
+    doc = kvJson(kv);
   } catch (e) {
     throw new DatastoreError('invalid', `${kv.key}: stored value is not JSON: ${(e as Error).message}`, {
       cause: e,

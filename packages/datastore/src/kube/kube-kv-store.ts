@@ -28,6 +28,7 @@
  */
 import { DatastoreError, isDatastoreError } from '../errors.js';
 import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from '../kv/kv-store.js';
+import { parsedKV } from '../kv/parsed-kv.js';
 import { sleep } from '../syncer.js';
 import type { KubeHttp, KubeWatchEvent } from './kube-http.js';
 import { type Collection, collectionsForPrefix, locateKey, type Obj, restPath } from './kv-mapping.js';
@@ -84,11 +85,16 @@ export class KubeKVStore implements KVStore {
     this.#opts = opts;
   }
 
+  /**
+   * The object as a KV that holds its value parsed (`parsedKV`): the typed client and IPAM copy
+   * the data instead of parsing text, which is made only if something reads `value`.
+   * `createRevision`: the object's revision when it was just created (or listed), else '0'.
+   */
   #toKV(c: Collection, o: Obj, created = false): KV | undefined {
     const kv = c.toKV(o);
     if (!kv) return undefined;
     const rev = rvOf(o);
-    return { key: kv.key, value: kv.value, modRevision: rev, createRevision: created ? rev : '0' };
+    return parsedKV(kv.key, kv.data, rev, created ? rev : '0');
   }
 
   async get(key: string): Promise<KV | undefined> {
@@ -124,8 +130,8 @@ export class KubeKVStore implements KVStore {
       }
       if (!cont) revision = list.metadata?.resourceVersion ?? '0';
       for (const o of list.items ?? []) {
-        const kv = this.#toKV(c, o);
-        if (kv) kvs.push({ ...kv, createRevision: kv.modRevision });
+        const kv = this.#toKV(c, o, true);
+        if (kv) kvs.push(kv);
       }
       cont = list.metadata?.continue || undefined;
     } while (cont);
@@ -317,14 +323,14 @@ export class KubeKVStore implements KVStore {
     for (const r of reads) {
       if (r.prefix) {
         const l = await this.list(r.key);
-        results.push(r.keysOnly ? l.kvs.map((kv) => ({ ...kv, value: '' })) : l.kvs);
+        results.push(r.keysOnly ? l.kvs.map(keyOnly) : l.kvs);
         if (compareRevisions(l.revision, revision) > 0) revision = l.revision;
       } else {
         const kv = await this.get(r.key).catch((e: unknown) => {
           if (isDatastoreError(e, 'unsupported')) return undefined;
           throw e;
         });
-        results.push(kv ? [r.keysOnly ? { ...kv, value: '' } : kv] : []);
+        results.push(kv ? [r.keysOnly ? keyOnly(kv) : kv] : []);
       }
     }
     if (revision === '0') revision = await this.revision();
@@ -519,6 +525,11 @@ export class KubeKVStore implements KVStore {
     this.#closing.abort();
     this.#http.close();
   }
+}
+
+/** A KV without its value (a copy: spreading a parsed KV would make its text). */
+function keyOnly(kv: KV): KV {
+  return { key: kv.key, value: '', modRevision: kv.modRevision, createRevision: kv.createRevision };
 }
 
 function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {

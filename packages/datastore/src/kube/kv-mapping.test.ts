@@ -4,6 +4,9 @@ import { goJson, parseJsonExact } from '../go-json.js';
 import { upstreamBlockJson } from '../testing-internal/ipam-contract.js';
 import { cidrToName, collectionsForPrefix, locateKey, METADATA_ANNOTATION, restPath } from './kv-mapping.js';
 
+/** A mapped record as the etcd text it stands for. */
+const asText = (r: { key: string; data: object } | undefined) => r && { key: r.key, value: goJson(r.data) };
+
 describe('keys', () => {
   it('locate every kind of record and its REST path', () => {
     const cases: [string, string][] = [
@@ -125,7 +128,7 @@ describe('values', () => {
       metadata: { ...(obj.metadata as object), resourceVersion: '42', uid: 'k8s-uid' },
     });
     expect(back?.key).toBe(key);
-    expect(parseJsonExact(back!.value)).toEqual(parseJsonExact(value));
+    expect(parseJsonExact(goJson(back!.data))).toEqual(parseJsonExact(value));
   });
 
   it('turn an upstream block into the CRD shape and back, byte for byte, sequence numbers exact', () => {
@@ -147,7 +150,7 @@ describe('values', () => {
     });
     const text = goJson(obj);
     const back = collection.toKV(parseJsonExact(text) as Record<string, unknown>);
-    expect(back).toEqual({ key, value: raw });
+    expect(asText(back)).toEqual({ key, value: raw });
   });
 
   it('store affinities with deleted as a string, handles lower-cased with their ID, the config renamed', () => {
@@ -155,7 +158,7 @@ describe('values', () => {
     const a = locateKey(aKey).collection;
     const aObj = a.toObject(aKey, '{"state":"pending","deleted":false}');
     expect(aObj.spec).toEqual({ state: 'pending', node: 'node-1', cidr: '198.19.0.64/26', deleted: 'false' });
-    expect(a.toKV(aObj)).toEqual({ key: aKey, value: '{"state":"pending","deleted":false}' });
+    expect(asText(a.toKV(aObj))).toEqual({ key: aKey, value: '{"state":"pending","deleted":false}' });
 
     const hKey = '/calico/ipam/v2/handle/k8s-pod-network.ABC';
     const h = locateKey(hKey).collection;
@@ -164,7 +167,10 @@ describe('values', () => {
       metadata: { name: 'k8s-pod-network.abc' },
       spec: { handleID: 'k8s-pod-network.ABC' },
     });
-    expect(h.toKV(hObj)).toEqual({ key: hKey, value: '{"block":{"198.19.0.64/26":1},"deleted":false}' });
+    expect(asText(h.toKV(hObj))).toEqual({
+      key: hKey,
+      value: '{"block":{"198.19.0.64/26":1},"deleted":false}',
+    });
 
     const cKey = '/calico/ipam/v2/config';
     const c = locateKey(cKey).collection;
@@ -173,7 +179,7 @@ describe('values', () => {
       '{"strict_affinity":true,"auto_allocate_blocks":true,"maxBlocksPerHost":4}',
     );
     expect(cObj.spec).toEqual({ strictAffinity: true, autoAllocateBlocks: true, maxBlocksPerHost: 4 });
-    expect(c.toKV(cObj)?.value).toBe(
+    expect(goJson(c.toKV(cObj)!.data)).toBe(
       '{"strict_affinity":true,"auto_allocate_blocks":true,"maxBlocksPerHost":4}',
     );
   });

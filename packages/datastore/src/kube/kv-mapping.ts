@@ -20,7 +20,7 @@
  */
 import { formatCidr, KINDS, type Kind, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
-import { goJson, parseJsonExact } from '../go-json.js';
+import { parseJsonExact } from '../go-json.js';
 import { KNP_PREFIX, NATIVE_COLLECTIONS, type WriteMode } from './native-mapping.js';
 
 export const CRD_GROUP = 'crd.projectcalico.org';
@@ -80,8 +80,8 @@ export interface Collection {
   readonly keyPrefix: string;
   /** Where a key lives, or undefined when the key is not one of this collection's. */
   locate(key: string): { readonly name: string; readonly namespace?: string } | undefined;
-  /** An object as a key and an etcd-style value; undefined for an object that has no key. */
-  toKV(obj: Obj): { readonly key: string; readonly value: string } | undefined;
+  /** An object as a key and its etcd-style value as parsed JSON data (`goJson(data)` is the text); undefined for an object that has no key. */
+  toKV(obj: Obj): { readonly key: string; readonly data: object } | undefined;
   /** The object to write for a key and value (without resourceVersion). */
   toObject(key: string, value: string): Obj;
   /** `merge` collections: the Kubernetes object with the record written into it. */
@@ -194,7 +194,7 @@ function resourceCollection(kind: Kind): Collection {
       if (obj.spec !== undefined) out.spec = obj.spec;
       if (obj.status !== undefined) out.status = obj.status;
       const key = info.namespaced ? `${keyPrefix}${namespace}/${name}` : `${keyPrefix}${name}`;
-      return { key, value: goJson(out) };
+      return { key, data: out };
     },
     toObject(key, value) {
       const loc = this.locate(key);
@@ -258,7 +258,7 @@ const blockCollection: Collection = {
     out.sequenceNumber = s.sequenceNumber ?? 0;
     out.sequenceNumberForAllocation = s.sequenceNumberForAllocation ?? null;
     out.deleted = s.deleted === true;
-    return { key: `${BLOCK_ROOT}ipv${c.family}/block/${c.text.replace('/', '-')}`, value: goJson(out) };
+    return { key: `${BLOCK_ROOT}ipv${c.family}/block/${c.text.replace('/', '-')}`, data: out };
   },
   toObject(key, value) {
     const o = parseObj(value, key);
@@ -318,7 +318,7 @@ function affinityCollection(type: 'host' | 'virtual'): Collection {
       };
       return {
         key: `${keyPrefix}${String(s.node)}/ipv${c.family}/block/${c.text.replace('/', '-')}`,
-        value: goJson(value),
+        data: value,
       };
     },
     toObject(key, value) {
@@ -358,7 +358,7 @@ const handleCollection: Collection = {
     const id = typeof s.handleID === 'string' ? s.handleID : String(meta(obj).name);
     return {
       key: `${HANDLE_ROOT}${id}`,
-      value: goJson({ block: s.block ?? {}, deleted: s.deleted === true }),
+      data: { block: s.block ?? {}, deleted: s.deleted === true },
     };
   },
   toObject(key, value) {
@@ -391,7 +391,7 @@ const configCollection: Collection = {
     };
     if (s.kubeVirtVMAddressPersistence !== undefined)
       out.kubeVirtVMAddressPersistence = s.kubeVirtVMAddressPersistence;
-    return { key: CONFIG_KEY, value: goJson(out) };
+    return { key: CONFIG_KEY, data: out };
   },
   toObject(key, value) {
     const o = parseObj(value, key);

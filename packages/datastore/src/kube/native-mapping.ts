@@ -25,7 +25,7 @@ import {
   parseCidrOrIP,
 } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
-import { goJson, parseJsonExact } from '../go-json.js';
+import { parseJsonExact } from '../go-json.js';
 import { KUBERNETES_OBJECT_ROOT } from './object-keys.js';
 
 type Obj = Record<string, unknown>;
@@ -52,7 +52,7 @@ export interface NativeCollection {
   /** Why a write is refused, for `readonly` collections. */
   readonly readonlyReason?: string;
   locate(key: string): { readonly name: string; readonly namespace?: string } | undefined;
-  toKV(obj: Obj): { readonly key: string; readonly value: string } | undefined;
+  toKV(obj: Obj): { readonly key: string; readonly data: object } | undefined;
   toObject(key: string, value: string): Obj;
   /** The Kubernetes object with a Calico value written into it (`merge` collections). */
   merge?(current: Obj, key: string, value: string): Obj;
@@ -184,7 +184,7 @@ export const nodeCollection: NativeCollection = {
       spec,
     };
     if (Object.keys(nodeStatus).length > 0) out.status = nodeStatus;
-    return { key: `${NODE_PREFIX}${name}`, value: goJson(out) };
+    return { key: `${NODE_PREFIX}${name}`, data: out };
   },
   toObject(key) {
     throw new DatastoreError(
@@ -374,7 +374,7 @@ export const workloadEndpointCollection: NativeCollection = {
       },
       spec: wspec,
     };
-    return { key: `${WEP_PREFIX}${namespace}/${name}`, value: goJson(out) };
+    return { key: `${WEP_PREFIX}${namespace}/${name}`, data: out };
   },
   toObject(key) {
     throw new DatastoreError(
@@ -444,7 +444,7 @@ export const namespaceProfileCollection: NativeCollection = {
         labelsToApply: prefixed(m.labels as Record<string, string>, 'pcns.', name),
       },
     };
-    return { key: `${PROFILE_PREFIX}kns.${name}`, value: goJson(out) };
+    return { key: `${PROFILE_PREFIX}kns.${name}`, data: out };
   },
   toObject(key) {
     throw new DatastoreError('unsupported', `${key}: ${READONLY_PROFILE}`);
@@ -476,7 +476,7 @@ export const serviceAccountProfileCollection: NativeCollection = {
       metadata: { name: `ksa.${ns}.${name}`, uid: m.uid, creationTimestamp: m.creationTimestamp },
       spec: { labelsToApply: prefixed(m.labels as Record<string, string>, 'pcsa.', name) },
     };
-    return { key: `${PROFILE_PREFIX}ksa.${ns}.${name}`, value: goJson(out) };
+    return { key: `${PROFILE_PREFIX}ksa.${ns}.${name}`, data: out };
   },
   toObject(key) {
     throw new DatastoreError('unsupported', `${key}: ${READONLY_PROFILE}`);
@@ -508,7 +508,7 @@ export const kubeNetworkPolicyCollection: NativeCollection = {
     const { policy } = convertK8sNetworkPolicyPartial(np as unknown as K8sNetworkPolicy);
     const name = policy.metadata.name;
     const namespace = policy.metadata.namespace;
-    return { key: `${NP_PREFIX}${namespace}/${name}`, value: goJson(policy) };
+    return { key: `${NP_PREFIX}${namespace}/${name}`, data: policy };
   },
   toObject(key) {
     throw new DatastoreError('unsupported', `${key}: ${READONLY_KNP}`);
@@ -547,7 +547,7 @@ function kubeObjectCollection(
     toKV(obj) {
       const m = meta(obj);
       const where = namespaced ? `${String(m.namespace)}/${String(m.name)}` : String(m.name);
-      return { key: `${keyPrefix}${where}`, value: goJson({ kind, ...obj }) };
+      return { key: `${keyPrefix}${where}`, data: { kind, ...obj } };
     },
     toObject(key) {
       throw new DatastoreError('unsupported', `${key}: ${reason}`);
