@@ -23,6 +23,7 @@ export {
 } from './mirror-controller.js';
 export { NodeController, type NodeControllerOptions, podAddresses } from './node-controller.js';
 export { type MirrorPlan, planMirror, resourceKeyOf } from './reconcile.js';
+export { ReconcileLoop, type ReconcileLoopOptions } from './reconcile-loop.js';
 export {
   endpointLabels,
   WepLabelController,

@@ -19,6 +19,7 @@
 import type { Kind, Resource, ResourceOf } from '@calico-ts/api';
 import { type Datastore, resourceSource, Syncer, type SyncSource } from '@calico-ts/datastore';
 import { planMirror, resourceKeyOf } from './reconcile.js';
+import { ReconcileLoop } from './reconcile-loop.js';
 
 export interface ControllerLogger {
   info(fields: Record<string, unknown>, msg: string): void;
@@ -78,16 +79,20 @@ export class MirrorController<K extends Kind> {
   readonly #o: MirrorControllerOptions<K>;
   readonly #desired = new Map<string, ResourceOf<K>>();
   readonly #current = new Map<string, ResourceOf<K>>();
+  readonly #loop: ReconcileLoop;
   #syncer: Syncer | undefined;
   #inSync = false;
-  #timer: NodeJS.Timeout | undefined;
-  #period: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
-  #stopped = false;
 
   constructor(opts: MirrorControllerOptions<K>) {
     this.#o = opts;
+    this.#loop = new ReconcileLoop({
+      pass: () => this.#reconcileOnce(),
+      ...(opts.debounceMs !== undefined ? { debounceMs: opts.debounceMs } : {}),
+      ...(opts.reconcilePeriodMs !== undefined ? { periodMs: opts.reconcilePeriodMs } : {}),
+      ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
+      onError: (e) =>
+        opts.log.warn({ controller: opts.name, err: (e as Error).message }, 'reconcile failed; will retry'),
+    });
   }
 
   get name(): string {
@@ -107,7 +112,7 @@ export class MirrorController<K extends Kind> {
           const r = u.item as ResourceOf<K>;
           if (u.kind === 'set') side.set(resourceKeyOf(r as Resource), r);
           else side.delete(resourceKeyOf(r as Resource));
-          if (this.#inSync) this.#schedule();
+          if (this.#inSync) this.#loop.schedule();
         },
         onInSync: () => {
           this.#inSync = true;
@@ -123,42 +128,21 @@ export class MirrorController<K extends Kind> {
       this.#syncer.start();
     });
     await this.reconcile();
-    this.#period = setInterval(() => this.#schedule(), this.#o.reconcilePeriodMs ?? 5 * 60_000);
+    this.#loop.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    clearInterval(this.#period);
+    await this.#loop.stop();
     await this.#syncer?.stop();
-    await this.#running?.catch(() => undefined);
-  }
-
-  #schedule(delay = this.#o.debounceMs ?? 50): void {
-    if (this.#stopped || this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.reconcile();
-    }, delay);
   }
 
   /** Plan from what both watches hold and write the difference; one at a time. */
-  async reconcile(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = this.#reconcileOnce().finally(() => {
-      this.#running = undefined;
-      if (this.#again && !this.#stopped) {
-        this.#again = false;
-        this.#schedule(0);
-      }
-    });
-    return this.#running;
+  reconcile(): Promise<void> {
+    return this.#loop.run();
   }
 
-  async #reconcileOnce(): Promise<void> {
+  /** One pass; true when a write failed (the loop retries). */
+  async #reconcileOnce(): Promise<boolean> {
     const plan = planMirror(
       [...this.#desired.values()] as Resource[],
       [...this.#current.values()] as Resource[],
@@ -190,6 +174,6 @@ export class MirrorController<K extends Kind> {
       );
     }
     this.#o.onReconciled?.({ ...done, failed });
-    if (failed.length > 0) this.#schedule(this.#o.retryMs ?? 1000);
+    return failed.length > 0;
   }
 }

@@ -30,6 +30,7 @@ import {
 } from '@calico-ts/datastore';
 import { type IpamClient, newGcState } from '@calico-ts/ipam';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
+import { ReconcileLoop } from './reconcile-loop.js';
 
 interface PodView {
   readonly metadata: {
@@ -82,13 +83,18 @@ export class NodeController {
   readonly #pods = new Map<string, PodView>();
   readonly #k8sNodes = new Set<string>();
   readonly #gc = newGcState();
+  readonly #loop: ReconcileLoop;
   #syncer: Syncer | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
 
   constructor(opts: NodeControllerOptions) {
     this.#o = opts;
+    this.#loop = new ReconcileLoop({
+      pass: () => this.#scanOnce(),
+      periodMs: opts.scanPeriodMs ?? 60_000,
+      ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
+      onError: (e) =>
+        opts.log.warn({ controller: this.name, err: (e as Error).message }, 'scan failed; will retry'),
+    });
   }
 
   async start(): Promise<void> {
@@ -124,33 +130,21 @@ export class NodeController {
       this.#syncer.start();
     });
     await this.scan();
-    const period = this.#o.scanPeriodMs ?? 60_000;
-    const loop = () => {
-      if (this.#stopped) return;
-      this.#timer = setTimeout(() => void this.scan().finally(loop), period);
-    };
-    loop();
+    this.#loop.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+    await this.#loop.stop();
     await this.#syncer?.stop();
-    await this.#running?.catch(() => undefined);
   }
 
   /** One pass: deleted Nodes (etcd mode), then leaked addresses. */
-  async scan(): Promise<void> {
-    while (this.#running) await this.#running.catch(() => undefined);
-    this.#running = this.#scanOnce();
-    try {
-      await this.#running;
-    } finally {
-      this.#running = undefined;
-    }
+  scan(): Promise<void> {
+    return this.#loop.run();
   }
 
-  async #scanOnce(): Promise<void> {
+  /** One pass; true when something failed (the loop retries). */
+  async #scanOnce(): Promise<boolean> {
     const failed: string[] = [];
     let deleted = 0;
     const calicoNodes = new Set<string>();
@@ -161,7 +155,7 @@ export class NodeController {
         { controller: this.name, err: (e as Error).message },
         'cannot list Nodes; scan skipped',
       );
-      return;
+      return true;
     }
     if (this.#o.deleteNodes) {
       for (const name of calicoNodes) {
@@ -211,5 +205,6 @@ export class NodeController {
     for (const ip of result.released)
       this.#o.log.info({ controller: this.name, ip }, 'leaked address released');
     this.#o.onReconciled?.({ created: 0, updated: 0, deleted, failed, released: result.released });
+    return failed.length > 0;
   }
 }

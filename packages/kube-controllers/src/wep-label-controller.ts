@@ -21,6 +21,7 @@ import {
   type SyncSource,
 } from '@calico-ts/datastore';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
+import { ReconcileLoop } from './reconcile-loop.js';
 
 interface PodView {
   readonly metadata: {
@@ -66,15 +67,20 @@ export class WepLabelController {
   readonly #o: WepLabelControllerOptions;
   readonly #pods = new Map<string, PodView>();
   readonly #weps = new Map<string, WorkloadEndpoint>();
+  readonly #loop: ReconcileLoop;
   #syncer: Syncer | undefined;
   #inSync = false;
-  #timer: NodeJS.Timeout | undefined;
-  #period: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
 
   constructor(opts: WepLabelControllerOptions) {
     this.#o = opts;
+    this.#loop = new ReconcileLoop({
+      pass: () => this.#reconcileOnce(),
+      ...(opts.debounceMs !== undefined ? { debounceMs: opts.debounceMs } : {}),
+      ...(opts.reconcilePeriodMs !== undefined ? { periodMs: opts.reconcilePeriodMs } : {}),
+      ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
+      onError: (e) =>
+        opts.log.warn({ controller: this.name, err: (e as Error).message }, 'reconcile failed; will retry'),
+    });
   }
 
   async start(): Promise<void> {
@@ -101,7 +107,7 @@ export class WepLabelController {
             if (u.kind === 'set') this.#weps.set(key, w);
             else this.#weps.delete(key);
           }
-          if (this.#inSync) this.#schedule();
+          if (this.#inSync) this.#loop.schedule();
         },
         onInSync: () => {
           this.#inSync = true;
@@ -113,34 +119,20 @@ export class WepLabelController {
       this.#syncer.start();
     });
     await this.reconcile();
-    this.#period = setInterval(() => this.#schedule(), this.#o.reconcilePeriodMs ?? 5 * 60_000);
+    this.#loop.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    clearInterval(this.#period);
+    await this.#loop.stop();
     await this.#syncer?.stop();
-    await this.#running?.catch(() => undefined);
   }
 
-  #schedule(delay = this.#o.debounceMs ?? 50): void {
-    if (this.#stopped || this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.reconcile();
-    }, delay);
+  reconcile(): Promise<void> {
+    return this.#loop.run();
   }
 
-  async reconcile(): Promise<void> {
-    while (this.#running) await this.#running;
-    this.#running = this.#reconcileOnce().finally(() => {
-      this.#running = undefined;
-    });
-    return this.#running;
-  }
-
-  async #reconcileOnce(): Promise<void> {
+  /** One pass; true when an update failed (the loop retries). */
+  async #reconcileOnce(): Promise<boolean> {
     const failed: string[] = [];
     let updated = 0;
     for (const w of this.#weps.values()) {
@@ -165,6 +157,6 @@ export class WepLabelController {
       }
     }
     this.#o.onReconciled?.({ created: 0, updated, deleted: 0, failed });
-    if (failed.length > 0) this.#schedule(this.#o.retryMs ?? 1000);
+    return failed.length > 0;
   }
 }
