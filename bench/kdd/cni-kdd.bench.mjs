@@ -198,7 +198,9 @@ async function startService(program, socket) {
 async function inner() {
   const { createDatastore } = await import('@calico-ts/datastore');
   const { clusterSeed } = await import('@calico-ts/datastore/testing');
-  const { kubeRest, startClusterWithCrds } = await import('./kube-cluster.mjs');
+  const { apiRequestCounts, kubeRest, requestsPer, startClusterWithCrds } = await import(
+    './kube-cluster.mjs'
+  );
   const id = args.id;
   const tmp = args.tmp;
   const started = new Date();
@@ -242,7 +244,6 @@ async function inner() {
       );
       log(`${pods.length} pods bound to node ${id}`);
     } finally {
-      rest.close();
       await ds.close();
     }
     const nodenameFile = join(tmp, 'nodename');
@@ -333,6 +334,7 @@ async function inner() {
       if (failures.length > 0) throw new Error(`warm-up failed:\n${failures.join('\n')}`);
 
       const samples = {};
+      const apiRequests = {};
       for (const phase of PHASES) {
         const n = phase === 'single' ? ITERATIONS : BURST;
         // Alternate which side goes first per phase, so drift in load falls on both.
@@ -342,8 +344,17 @@ async function inner() {
           const s = { ADD: [], DEL: [] };
           const t0 = performance.now();
           if (phase === 'single') {
+            // What each ADD and DEL asked of the API server (kube-apiserver's request counters).
+            const c0 = side === 'ptp' ? undefined : await apiRequestCounts(rest);
             for (const pod of pods) s.ADD.push(await add(side, pod));
+            const c1 = side === 'ptp' ? undefined : await apiRequestCounts(rest);
             for (const pod of pods) s.DEL.push(await del(side, pod));
+            if (c0 && c1) {
+              apiRequests[side] = {
+                ADD: requestsPer(c0, c1, n),
+                DEL: requestsPer(c1, await apiRequestCounts(rest), n),
+              };
+            }
           } else {
             s.ADD = await Promise.all(pods.map((pod) => add(side, pod)));
             s.DEL = await Promise.all(pods.map((pod) => del(side, pod)));
@@ -397,6 +408,14 @@ async function inner() {
       }
       const returned = SIDES.map((side) => `${side} ${addresses[side].length}`).join(', ');
       console.log(`\nADDs that returned an address (of ${ITERATIONS + BURST + 1} per plugin): ${returned}`);
+      console.log('\nAPI server requests per single ADD / DEL (kube-apiserver request counters):');
+      for (const [side, r] of Object.entries(apiRequests)) {
+        const fmt = (o) =>
+          Object.entries(o)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ');
+        console.log(`  ${LABELS[side]}: ADD ${fmt(r.ADD)}; DEL ${fmt(r.DEL)}`);
+      }
       console.log(`\nfailed invocations: ${failures.length}`);
       for (const f of failures.slice(0, 5)) console.log(`  ${f}`);
       console.log(`goal: calico p50 ≤ ${GOAL} × ptp p50, single and burst (with the service, as deployed)`);
@@ -423,6 +442,7 @@ async function inner() {
               ]),
             ),
             rows,
+            apiRequests,
             samplesMs: Object.fromEntries(
               Object.entries(samples).map(([k, s]) => [
                 k,
@@ -446,6 +466,7 @@ async function inner() {
       // DEL whatever an error left added (DEL is idempotent for both plugins).
       for (const [side, pod] of [...added]) await del(side, pod).catch(() => undefined);
       await service.stop();
+      rest.close();
     }
   } finally {
     await apiServer.stop();

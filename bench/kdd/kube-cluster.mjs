@@ -75,7 +75,8 @@ export async function startClusterWithCrds(log, options = {}) {
 
 /**
  * Plain JSON requests to the API server over one keep-alive agent with the admin client
- * certificate. Throws on a status ≥ 300 (with the server's message).
+ * certificate; a reply that is not JSON (`/metrics`) resolves as its text. Throws on a status
+ * ≥ 300 (with the server's message).
  */
 export function kubeRest(apiServer, maxSockets = 32) {
   const url = new URL(apiServer.url);
@@ -110,7 +111,8 @@ export function kubeRest(apiServer, maxSockets = 32) {
               reject(new Error(`${method} ${path}: ${res.statusCode}: ${text.slice(0, 300)}`));
               return;
             }
-            resolve(text ? JSON.parse(text) : undefined);
+            const json = /json/.test(String(res.headers['content-type'] ?? ''));
+            resolve(text && json ? JSON.parse(text) : text || undefined);
           });
           res.on('error', reject);
         },
@@ -119,4 +121,34 @@ export function kubeRest(apiServer, maxSockets = 32) {
       req.end(data);
     });
   return { call, close: () => agent.destroy() };
+}
+
+/**
+ * The API server's request counters (`apiserver_request_total`) summed by verb and resource:
+ * `{ 'GET pods': 12, 'PUT ipamblocks': 3, … }`. Two readings apart say what a client asked for.
+ */
+export async function apiRequestCounts(rest) {
+  const text = await rest.call('GET', '/metrics');
+  const out = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /[{,]verb="([^"]*)"/.exec(line)?.[1];
+    const resource = /[{,]resource="([^"]*)"/.exec(line)?.[1];
+    const sub = /[{,]subresource="([^"]*)"/.exec(line)?.[1];
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!verb || !resource || !Number.isFinite(value)) continue;
+    const k = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
+    out[k] = (out[k] ?? 0) + value;
+  }
+  return out;
+}
+
+/** Requests per operation between two `apiRequestCounts` readings, largest first. */
+export function requestsPer(before, after, ops) {
+  const per = {};
+  for (const [k, v] of Object.entries(after)) {
+    const d = v - (before[k] ?? 0);
+    if (d > 0) per[k] = Number((d / ops).toFixed(2));
+  }
+  return Object.fromEntries(Object.entries(per).sort((a, b) => b[1] - a[1]));
 }
