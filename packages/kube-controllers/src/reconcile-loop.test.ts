@@ -24,6 +24,7 @@ describe('ReconcileLoop', () => {
         maxConcurrent = Math.max(maxConcurrent, concurrent);
         if (passes === 1) await g.p;
         concurrent--;
+        return false;
       },
     });
     const first = loop.run();

@@ -17,7 +17,7 @@
 
 export interface ReconcileLoopOptions {
   /** One reconcile pass. Returns true when something failed and should be retried soon. */
-  readonly pass: () => Promise<boolean | undefined | void>;
+  readonly pass: () => Promise<boolean | undefined>;
   readonly debounceMs?: number;
   readonly periodMs?: number;
   readonly retryMs?: number;
