@@ -210,7 +210,22 @@ async function podAddresses(
       const addresses: string[] = [];
       let dns: CniDns = {};
       for (const [n, ip] of source.ips.entries()) {
-        const out = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin, `IP=${ip}`);
+        let out: string;
+        try {
+          out = await ctx.delegate.run(ipam.type, 'ADD', ctx.stdin, `IP=${ip}`);
+        } catch (e) {
+          // Say which annotation asked for the address, keeping the IPAM plugin's code and words.
+          if (!isCniPluginError(e)) throw e;
+          throw new CniPluginError(
+            e.code,
+            `pod ${ctx.inv.args.podNamespace}/${ctx.inv.args.podName}: annotation cni.projectcalico.org/ipAddrs asks for ${ip}: ${e.message}`,
+            {
+              cause: e,
+              ...(e.details !== undefined ? { details: e.details } : {}),
+              ...(e.delegateCode !== undefined ? { delegateCode: e.delegateCode } : {}),
+            },
+          );
+        }
         if (n === 0) undo.push(`release addresses (${ipam.type} DEL)`, release);
         const r = decodeDelegateResult(out, ipam.type, ctx.conf.cniVersion);
         const got = r.ips.map((x) => addressOf(x.address));
