@@ -278,7 +278,9 @@ describe.skipIf(missing.length > 0)('CNI plugin in Kubernetes mode (etcd datasto
       const r = await lab.run(node, CALICO, env('ADD', cid, netns, pod, PROD), k8sConf());
       expect(r.code, r.stdout + r.stderr).toBe(1);
       expect(r.json.msg).toMatch(
-        new RegExp(`^pod ${PROD}/${pod}: annotation cni\\.projectcalico\\.org/ipAddrs asks for ${exactIp}: calico-ipam: `),
+        new RegExp(
+          `^pod ${PROD}/${pod}: annotation cni\\.projectcalico\\.org/ipAddrs asks for ${exactIp}: calico-ipam: `,
+        ),
       );
       expect(r.stderr).not.toMatch(/\bat .*\.(m?js|ts):\d+/); // no stack trace
       await expectNothingLeft(cid, netns, PROD, pod);

@@ -11,6 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -374,6 +375,32 @@ describe.skipIf(missing.length > 0)('CNI plugin on the Kubernetes datastore', ()
       expect(await allocatedAddresses()).toEqual(before);
       expect(await net.findLink('eth0', netns)).toBeUndefined();
       expect(await podAnnotations(name)).not.toHaveProperty(POD_IP);
+    });
+  });
+
+  describe('an API server nobody answers on', () => {
+    it('ADD fails with code 11 naming its URL, and leaves no veth', async () => {
+      const node = lab.nodes[1]!;
+      const netns = await lab.addPod();
+      const kubeconfig = join(lab.tmp, 'unreachable-kubeconfig');
+      const text = readFileSync(lab.api.kubeconfigPath, 'utf8').replace(
+        /server: \S+/,
+        'server: https://127.0.0.1:9',
+      );
+      await writeFile(kubeconfig, text);
+      const before = await caliLinks(node);
+      const r = await lab.run(
+        node,
+        CALICO,
+        env('ADD', 'down0123456789abcdef', netns, 'web-1'),
+        seedConf(node, { kubernetes: { kubeconfig } }),
+      );
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.json.code).toBe(11);
+      expect(r.json.msg).toContain('https://127.0.0.1:9');
+      expect(r.stderr).not.toMatch(/\bat .*\.(m?js|ts):\d+/);
+      expect(await caliLinks(node)).toEqual(before);
+      expect(await net.findLink('eth0', netns)).toBeUndefined();
     });
   });
 
