@@ -19,11 +19,11 @@ describe('lab bench output', () => {
       'table',
     );
     expect(text.split('\n')).toEqual([
-      'MEASURE                                        MEDIAN     MIN        MAX        SAMPLES',
-      'pod create (netns, CNI ADD, labels, listener)  250.0 ms   200.0 ms   300.0 ms   3',
-      'first block routed on every other node (BGP)   1200.0 ms  1200.0 ms  1200.0 ms  1',
-      'TCP connect + reply, same node                 -          -          -          0',
-      'TCP connect + reply, across nodes              2.0 ms     1.0 ms     3.0 ms     2',
+      'MEASURE                                       MEDIAN     MIN        MAX        SAMPLES',
+      'pod create (Pod, CNI ADD, listener, status)   250.0 ms   200.0 ms   300.0 ms   3',
+      'first block routed on every other node (BGP)  1200.0 ms  1200.0 ms  1200.0 ms  1',
+      'TCP connect + reply, same node                -          -          -          0',
+      'TCP connect + reply, across nodes             2.0 ms     1.0 ms     3.0 ms     2',
       '1 pairs unreachable',
     ]);
   });

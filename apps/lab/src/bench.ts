@@ -116,7 +116,7 @@ export function renderBench(r: BenchReport, output: Output): string {
     table(
       ['MEASURE', 'MEDIAN', 'MIN', 'MAX', 'SAMPLES'],
       [
-        ['pod create (netns, CNI ADD, labels, listener)', r.podCreateMs],
+        ['pod create (Pod, CNI ADD, listener, status)', r.podCreateMs],
         ['first block routed on every other node (BGP)', conv.filter((x): x is number => x !== null)],
         ['TCP connect + reply, same node', r.connectMs.sameNode],
         ['TCP connect + reply, across nodes', r.connectMs.crossNode],

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  expectedEndpointLabels,
   kubeNamespace,
   kubeNode,
   kubePod,
@@ -129,5 +130,18 @@ describe('what kubelet, the scheduler and kube-controller-manager would make', (
       startTime: t,
       conditions: expect.arrayContaining([{ type: 'Ready', status: 'True', lastTransitionTime: t }]),
     });
+  });
+  it("the labels a pod's endpoint must carry: its own plus namespace, orchestrator and service account", () => {
+    expect(expectedEndpointLabels({ namespace: 'a', labels: { app: 'web' } })).toEqual({
+      app: 'web',
+      'projectcalico.org/namespace': 'a',
+      'projectcalico.org/orchestrator': 'k8s',
+      'projectcalico.org/serviceaccount': 'default',
+    });
+    expect(
+      expectedEndpointLabels({ namespace: 'a', labels: {}, serviceAccount: 'robot' })[
+        'projectcalico.org/serviceaccount'
+      ],
+    ).toBe('robot');
   });
 });

@@ -38,6 +38,20 @@ export function kubeServiceAccount(namespace: string, name = DEFAULT_SERVICE_ACC
   return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } };
 }
 
+/** The labels a pod's WorkloadEndpoint carries (upstream's converter: pod labels + three of Calico's). */
+export function expectedEndpointLabels(pod: {
+  namespace: string;
+  labels: Readonly<Record<string, string>>;
+  serviceAccount?: string;
+}): Record<string, string> {
+  return {
+    ...pod.labels,
+    'projectcalico.org/namespace': pod.namespace,
+    'projectcalico.org/orchestrator': 'k8s',
+    'projectcalico.org/serviceaccount': pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT,
+  };
+}
+
 /** The image named in lab Pods: nothing pulls it (the lab runs its listener itself). */
 export const LAB_POD_IMAGE = 'calico-lab.invalid/listener:latest';
 

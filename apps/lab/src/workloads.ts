@@ -26,6 +26,7 @@ import { Netlinux } from '@calico-ts/netlinux';
 import { errorMessage, LabError } from './errors.js';
 import {
   DEFAULT_SERVICE_ACCOUNT,
+  expectedEndpointLabels,
   kubeNamespace,
   kubePod,
   kubePodStatus,
@@ -234,20 +235,6 @@ function cniFailure(stdout: string, stderr: string): string {
   } catch {
     return (stderr || stdout).trim() || 'no output';
   }
-}
-
-/** The labels a pod's WorkloadEndpoint carries (upstream's converter: pod labels + three of Calico's). */
-export function expectedEndpointLabels(pod: {
-  namespace: string;
-  labels: Readonly<Record<string, string>>;
-  serviceAccount?: string;
-}): Record<string, string> {
-  return {
-    ...pod.labels,
-    'projectcalico.org/namespace': pod.namespace,
-    'projectcalico.org/orchestrator': 'k8s',
-    'projectcalico.org/serviceaccount': pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT,
-  };
 }
 
 /**
