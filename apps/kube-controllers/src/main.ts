@@ -1,7 +1,8 @@
 /**
  * calico-kube-controllers: reads its configuration from the environment as upstream's does
  * (`ENABLED_CONTROLLERS`, `DATASTORE_TYPE` (default etcdv3), `ETCD_*`, `KUBECONFIG`, `LOG_LEVEL`,
- * `HEALTH_ENABLED`, `RECONCILER_PERIOD`), opens the Kubernetes API (KUBECONFIG or in-cluster) and
+ * `HEALTH_ENABLED`, `RECONCILER_PERIOD`; `METRICS_HOST` is ours: the address the metrics listen on,
+ * default all), serves Prometheus metrics on the configuration's `prometheusMetricsPort` (9094; 0 = off), opens the Kubernetes API (KUBECONFIG or in-cluster) and
  * the Calico datastore, runs the controllers, and keeps the status file its probes read.
  *
  *   calico-kube-controllers            run
@@ -25,7 +26,10 @@ import {
   IMPLEMENTED,
   KubeControllers,
   KubeControllersError,
+  type MetricsServer,
   parseEnabledControllers,
+  registerProcessMetrics,
+  serveMetrics,
 } from '@calico-ts/kube-controllers';
 import { checkStatus, DEFAULT_STATUS_FILE, renderStatus } from './status.js';
 
@@ -74,6 +78,18 @@ async function leakGracePeriodMs(calico: Datastore): Promise<number | undefined>
   }
 }
 
+/** KubeControllersConfiguration `default`'s prometheusMetricsPort: 9094 when unset, 0 = off. */
+async function metricsPort(calico: Datastore): Promise<number> {
+  try {
+    const kcc = await calico.get('KubeControllersConfiguration', 'default');
+    const port = (kcc.spec as { prometheusMetricsPort?: number }).prometheusMetricsPort;
+    return port ?? 9094;
+  } catch (e) {
+    if (isDatastoreError(e, 'not-found')) return 9094;
+    throw e;
+  }
+}
+
 /** The controllers to run: ENABLED_CONTROLLERS, else KubeControllersConfiguration, else defaults. */
 async function chooseControllers(
   env: Env,
@@ -114,6 +130,7 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
     (env.DATASTORE_TYPE ?? env.CALICO_DATASTORE_TYPE ?? 'etcdv3') === 'kubernetes' ? 'kubernetes' : 'etcdv3';
   let kubeKv: KVStore | undefined;
   let calicoKv: KVStore | undefined;
+  let metrics: MetricsServer | undefined;
   try {
     kubeKv = await createKVStore({
       datastoreType: 'kubernetes',
@@ -142,6 +159,7 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
       kubernetes: { datastore: kube, kv: kubeKv },
       calico,
       ipam: new IpamClient(calico, new IpamStore(calicoStore)),
+      ipamBlocks: async () => (await new IpamStore(calicoStore).listBlocks()).items.map((b) => b.value),
       ...(grace !== undefined ? { leakGracePeriodMs: grace } : {}),
       log,
       ...(durationMs(env.RECONCILER_PERIOD) !== undefined
@@ -157,6 +175,18 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
           )
         : Promise.resolve();
     await writeStatus();
+    const port = await metricsPort(calico);
+    if (port !== 0) {
+      registerProcessMetrics(controllers.metrics);
+      metrics = await serveMetrics(controllers.metrics, {
+        port,
+        ...(env.METRICS_HOST ? { host: env.METRICS_HOST } : {}),
+      });
+      log.info(
+        { port: metrics.port, host: env.METRICS_HOST || '*' },
+        'serving Prometheus metrics at /metrics',
+      );
+    }
     log.info({ datastoreType, controllers: enabled }, 'calico-kube-controllers starting');
     await controllers.start();
     await writeStatus();
@@ -174,6 +204,7 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
     log.error({ err: msg }, 'calico-kube-controllers cannot run');
     return 1;
   } finally {
+    await metrics?.close();
     await kubeKv?.close();
     await calicoKv?.close();
   }

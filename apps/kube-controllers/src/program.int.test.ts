@@ -5,6 +5,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,14 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as { port: number };
+  await new Promise((r) => s.close(r));
+  return port;
+}
 const here = dirname(fileURLToPath(import.meta.url));
 const BIN = join(here, '../bin/calico-kube-controllers');
 const CRDS = join(here, '../../../deploy/crds/calico-crds.yaml');
@@ -48,6 +57,7 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
   let dir: string;
   let child: ChildProcess | undefined;
   let env: Record<string, string>;
+  let metricsPort: number;
 
   beforeAll(async () => {
     [api, etcd] = await Promise.all([startKubeApiServer(), startEtcd()]);
@@ -55,7 +65,24 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
     const kubectl = findKubectl()!;
     await run(kubectl, ['--kubeconfig', api.kubeconfigPath, 'apply', '--server-side', '-f', CRDS]);
     await run(kubectl, ['--kubeconfig', api.kubeconfigPath, 'create', 'namespace', 'web']);
+    // Metrics on a free port of this test's choosing, through the configuration resource.
+    metricsPort = await freePort();
+    await etcd.etcdctl([
+      'put',
+      '/calico/resources/v3/projectcalico.org/kubecontrollersconfigurations/default',
+      JSON.stringify({
+        kind: 'KubeControllersConfiguration',
+        apiVersion: 'projectcalico.org/v3',
+        metadata: {
+          name: 'default',
+          uid: '7d1d0a3e-0000-4000-8000-000000000001',
+          creationTimestamp: '2026-11-26T00:00:00Z',
+        },
+        spec: { prometheusMetricsPort: metricsPort, controllers: {} },
+      }),
+    ]);
     env = {
+      METRICS_HOST: '127.0.0.1',
       PATH: process.env.PATH ?? '',
       DATASTORE_TYPE: 'etcdv3',
       ETCD_ENDPOINTS: etcd.endpoints.join(','),
@@ -103,6 +130,10 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
     expect(JSON.parse(value).spec.labelsToApply).toMatchObject({ 'pcns.projectcalico.org/name': 'web' });
     expect(await probe('-r')).toEqual({ code: 0, out: 'ready\n' });
     expect((await probe('-l')).code).toBe(0);
+    const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(scraped).toMatch(/^kube_controllers_reconciles_total\{controller="namespace"\} [1-9]/m);
+    expect(scraped).toMatch(/^process_resident_memory_bytes [1-9]\d+$/m);
+    expect(lines.some((l) => l.includes('serving Prometheus metrics at /metrics'))).toBe(true);
     expect(lines.some((l) => l.includes('controller loadbalancer is not available in this version'))).toBe(
       true,
     );

@@ -14,7 +14,17 @@ export {
   KubeControllersError,
   type KubeControllersErrorCode,
 } from './errors.js';
+export { type IpamMetricsSnapshot, ipamMetrics, NO_POOL, type PoolRef, poolOf } from './ipam-metrics.js';
 export { type ControllerStatus, KubeControllers, type KubeControllersOptions } from './kube-controllers.js';
+export {
+  type ControllerMetrics,
+  controllerMetrics,
+  type Labels,
+  Metric,
+  MetricsRegistry,
+  type MetricType,
+} from './metrics.js';
+export { type MetricsServer, registerProcessMetrics, serveMetrics } from './metrics-server.js';
 export {
   type ControllerLogger,
   MirrorController,

@@ -23,6 +23,7 @@ import {
 import { IpamClient } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllers } from './kube-controllers.js';
+import { serveMetrics } from './metrics-server.js';
 
 const CRDS = join(dirname(fileURLToPath(import.meta.url)), '../../../deploy/crds/calico-crds.yaml');
 
@@ -90,6 +91,7 @@ describe.skipIf(missing.length > 0)(
         calico,
         ipam: new IpamClient(calico, new IpamStore(calicoKv)),
         leakGracePeriodMs: 0,
+        ipamBlocks: async () => (await new IpamStore(calicoKv).listBlocks()).items.map((b) => b.value),
         reconcilePeriodMs: 300,
         log: QUIET,
         debounceMs: 20,
@@ -337,6 +339,41 @@ describe.skipIf(missing.length > 0)(
       expect((await new IpamStore(calicoKv).listAffinities('n2')).items).toEqual([]);
       await until('n2’s pod address released', async () => !(await owned(onN2.ipv4[0]!.address)));
       expect(await owned(kept.ipv4[0]!.address)).toBe(true);
+
+      // What Prometheus scrapes: upstream's IPAM series, and the controllers' own counters.
+      const server = await serveMetrics(controllers!.metrics, { port: 0, host: '127.0.0.1' });
+      try {
+        const scrape = async () => {
+          const res = await fetch(`http://127.0.0.1:${server.port}/metrics`);
+          expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+          return res.text();
+        };
+        const value = (text: string, series: string) => {
+          const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+          return line === undefined ? undefined : Number(line.slice(series.length + 1));
+        };
+        // Reclamations: the leaked n1 address and n2's pod address, counted once each, by node.
+        const text = await until('both reclamations counted and n1 in use', async () => {
+          const t = await scrape();
+          return value(t, 'ipam_allocations_gc_reclamations{ippool="pool",node="n1"}') === 1 &&
+            value(t, 'ipam_allocations_gc_reclamations{ippool="pool",node="n2"}') === 1 &&
+            value(t, 'ipam_allocations_in_use{ippool="pool",node="n1"}') === 1
+            ? t
+            : undefined;
+        });
+        expect(value(text, 'ipam_blocks{ippool="pool",node="n1"}')).toBe(1);
+        expect(value(text, 'ipam_ippool_size{ippool="pool"}')).toBe(65536);
+        expect(value(text, 'ipam_allocations_gc_candidates{ippool="pool",node="n1"}')).toBe(0);
+        expect(value(text, 'ipam_allocations_in_use{ippool="pool",node="n2"}')).toBeUndefined();
+        expect(value(text, 'kube_controllers_reconciles_total{controller="namespace"}')).toBeGreaterThan(0);
+        expect(value(text, 'kube_controllers_reconcile_errors_total{controller="namespace"}')).toBe(0);
+        expect(
+          value(text, 'kube_controllers_writes_total{controller="namespace",operation="create"}'),
+        ).toBeGreaterThan(0);
+        expect((await fetch(`http://127.0.0.1:${server.port}/other`)).status).toBe(404);
+      } finally {
+        await server.close();
+      }
     }, 60_000);
   },
 );

@@ -11,10 +11,11 @@
  * API: `start()` resolves when every controller has done its first reconcile; `status()` says
  * which are running and when each last reconciled; `stop()`.
  */
-import type { Datastore, KVStore } from '@calico-ts/datastore';
+import type { AllocationBlock, Datastore, KVStore } from '@calico-ts/datastore';
 import type { IpamClient } from '@calico-ts/ipam';
 import { type ControllerName, IMPLEMENTED } from './config.js';
 import { KubeControllersError } from './errors.js';
+import { controllerMetrics, MetricsRegistry } from './metrics.js';
 import { type ControllerLogger, MirrorController, type ReconcileReport } from './mirror-controller.js';
 import { NodeController } from './node-controller.js';
 import { WepLabelController } from './wep-label-controller.js';
@@ -29,6 +30,10 @@ export interface KubeControllersOptions {
   readonly ipam?: IpamClient;
   /** The node controller's leak grace period (KubeControllersConfiguration leakGracePeriod). */
   readonly leakGracePeriodMs?: number;
+  /** The IPAM blocks as stored, for the node controller's IPAM metrics. */
+  readonly ipamBlocks?: () => Promise<readonly AllocationBlock[]>;
+  /** Where the metrics go (served by `serveMetrics`); a fresh registry when not given. */
+  readonly metrics?: MetricsRegistry;
   readonly log: ControllerLogger;
   readonly reconcilePeriodMs?: number;
   readonly debounceMs?: number;
@@ -52,6 +57,8 @@ export class KubeControllers {
   readonly #o: KubeControllersOptions;
   readonly #controllers: Running[] = [];
   readonly #status = new Map<string, ControllerStatus>();
+  /** Every controller's counters, and the node controller's IPAM gauges. */
+  readonly metrics: MetricsRegistry;
 
   constructor(opts: KubeControllersOptions) {
     const missing = opts.enabled.filter((n) => !IMPLEMENTED.has(n));
@@ -63,8 +70,19 @@ export class KubeControllers {
     }
     this.#o = opts;
     const now = opts.now ?? Date.now;
-    const report = (name: string) => (r: ReconcileReport) =>
-      this.#status.set(name, { name, lastReconciled: now(), lastReport: r });
+    this.metrics = opts.metrics ?? new MetricsRegistry();
+    const m = controllerMetrics(this.metrics);
+    const report = (name: string) => (r: ReconcileReport) => {
+      const at = now();
+      this.#status.set(name, { name, lastReconciled: at, lastReport: r });
+      const controller = { controller: name };
+      m.reconciles.inc(controller);
+      m.errors.inc(controller, r.failed.length);
+      m.writes.inc({ controller: name, operation: 'create' }, r.created);
+      m.writes.inc({ controller: name, operation: 'update' }, r.updated);
+      m.writes.inc({ controller: name, operation: 'delete' }, r.deleted);
+      m.lastReconcile.set(controller, at / 1000);
+    };
     const common = {
       kubernetes: opts.kubernetes.datastore,
       calico: opts.calico,
@@ -129,6 +147,8 @@ export class KubeControllers {
               calico: opts.calico,
               ipam: opts.ipam,
               deleteNodes: opts.calico.backend !== 'kubernetes',
+              metrics: this.metrics,
+              ...(opts.ipamBlocks ? { blocks: opts.ipamBlocks } : {}),
               log: opts.log,
               ...(opts.leakGracePeriodMs !== undefined ? { leakGracePeriodMs: opts.leakGracePeriodMs } : {}),
               ...(opts.reconcilePeriodMs !== undefined ? { scanPeriodMs: opts.reconcilePeriodMs } : {}),

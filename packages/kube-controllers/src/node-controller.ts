@@ -18,8 +18,9 @@
  *   - anything else: alive (never released on a guess).
  * Nothing is judged before the Kubernetes view has been listed once.
  */
-import type { Node } from '@calico-ts/api';
+import type { IPPool, Node } from '@calico-ts/api';
 import {
+  type AllocationBlock,
   type Datastore,
   type KVStore,
   kvSource,
@@ -29,6 +30,8 @@ import {
   type SyncSource,
 } from '@calico-ts/datastore';
 import { type IpamClient, newGcState } from '@calico-ts/ipam';
+import { ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
+import type { MetricsRegistry } from './metrics.js';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 
@@ -57,6 +60,53 @@ export interface NodeControllerOptions {
   readonly now?: () => number;
   readonly retryMs?: number;
   readonly onReconciled?: (r: ReconcileReport & { readonly released: readonly string[] }) => void;
+  /** Where the IPAM gauges and GC counters go (upstream's names); with `blocks`, to read them. */
+  readonly metrics?: MetricsRegistry;
+  /** The IPAM blocks as stored (for the metrics), e.g. `() => ipamStore.listBlocks()`. */
+  readonly blocks?: () => Promise<readonly AllocationBlock[]>;
+}
+
+function ipamGauges(reg: MetricsRegistry) {
+  const pn = ['ippool', 'node'];
+  return {
+    inUse: reg.gauge(
+      'ipam_allocations_in_use',
+      'Calico IP allocations currently in use by a workload or interface.',
+      pn,
+    ),
+    borrowed: reg.gauge(
+      'ipam_allocations_borrowed',
+      'Calico IP allocations in use whose block is affine to another node.',
+      pn,
+    ),
+    gcCandidates: reg.gauge(
+      'ipam_allocations_gc_candidates',
+      'Allocations the garbage collector currently holds as possible leaks; returns to zero under normal operation.',
+      pn,
+    ),
+    gcReclamations: reg.counter(
+      'ipam_allocations_gc_reclamations',
+      'Allocations reclaimed by the garbage collector.',
+      pn,
+    ),
+    blocks: reg.gauge('ipam_blocks', 'IPAM blocks, by pool and the node they are affine to.', pn),
+    poolSize: reg.gauge('ipam_ippool_size', 'Addresses in the IP pool CIDR.', ['ippool']),
+    blocksPerNode: reg.gauge(
+      'ipam_blocks_per_node',
+      'IPAM blocks by the node they are affine to (prefer ipam_blocks).',
+      ['node'],
+    ),
+    allocationsPerNode: reg.gauge(
+      'ipam_allocations_per_node',
+      'Calico IP allocations by node (prefer ipam_allocations_in_use).',
+      ['node'],
+    ),
+    borrowedPerNode: reg.gauge(
+      'ipam_allocations_borrowed_per_node',
+      'Borrowed Calico IP allocations by node (prefer ipam_allocations_borrowed).',
+      ['node'],
+    ),
+  };
 }
 
 const TUNNEL_TYPES: ReadonlySet<string> = new Set([
@@ -84,10 +134,12 @@ export class NodeController {
   readonly #k8sNodes = new Set<string>();
   readonly #gc = newGcState();
   readonly #loop: ReconcileLoop;
+  readonly #gauges: ReturnType<typeof ipamGauges> | undefined;
   #syncer: Syncer | undefined;
 
   constructor(opts: NodeControllerOptions) {
     this.#o = opts;
+    this.#gauges = opts.metrics ? ipamGauges(opts.metrics) : undefined;
     this.#loop = new ReconcileLoop({
       pass: () => this.#scanOnce(),
       periodMs: opts.scanPeriodMs ?? 60_000,
@@ -186,11 +238,13 @@ export class NodeController {
       }
     }
     const now = (this.#o.now ?? Date.now)();
+    const nodeOf = new Map<string, string>();
     const result = await this.#o.ipam.gc({
       state: this.#gc,
       now,
       gracePeriodMs: this.#o.leakGracePeriodMs ?? 15 * 60_000,
       isOwnerAlive: async (attrs, { ip }) => {
+        nodeOf.set(ip, attrs.node ?? '');
         if (attrs.type && TUNNEL_TYPES.has(attrs.type))
           return attrs.node === undefined || calicoNodes.has(attrs.node);
         if (attrs.namespace && attrs.pod) {
@@ -204,7 +258,43 @@ export class NodeController {
     });
     for (const ip of result.released)
       this.#o.log.info({ controller: this.name, ip }, 'leaked address released');
+    if (this.#gauges) {
+      try {
+        await this.#publish(
+          this.#gauges,
+          result.released.map((ip) => ({ ip, node: nodeOf.get(ip) ?? '' })),
+          result.pending.map((p) => ({ ip: p.ip, node: nodeOf.get(p.ip) ?? '' })),
+        );
+      } catch (e) {
+        this.#o.log.warn(
+          { controller: this.name, err: (e as Error).message },
+          'cannot read IPAM blocks for the metrics; they keep their last values',
+        );
+      }
+    }
     this.#o.onReconciled?.({ created: 0, updated: 0, deleted, failed, released: result.released });
     return failed.length > 0;
+  }
+
+  async #publish(
+    g: ReturnType<typeof ipamGauges>,
+    released: readonly { ip: string; node: string }[],
+    pending: readonly { ip: string; node: string }[],
+  ): Promise<void> {
+    const pools: PoolRef[] = ((await this.#o.calico.list('IPPool')).items as IPPool[]).map((p) => ({
+      name: p.metadata.name,
+      cidr: p.spec.cidr,
+    }));
+    for (const r of released) g.gcReclamations.inc({ ippool: poolOf(pools, r.ip), node: r.node });
+    if (!this.#o.blocks) return;
+    const m = ipamMetrics(await this.#o.blocks(), pools, pending);
+    g.inUse.replace(m.inUse);
+    g.borrowed.replace(m.borrowed);
+    g.gcCandidates.replace(m.gcCandidates);
+    g.blocks.replace(m.blocks);
+    g.poolSize.replace(m.poolSize);
+    g.blocksPerNode.replace(m.blocksPerNode);
+    g.allocationsPerNode.replace(m.allocationsPerNode);
+    g.borrowedPerNode.replace(m.borrowedPerNode);
   }
 }
