@@ -41,7 +41,7 @@ if [ -z "$KUBE_VERSION" ]; then
   exit 1
 fi
 
-go_build() { # <package> <output file>
+go_build() { # <package> <output file> [<tools module dir> <ldflags>]
   local go_bin
   go_bin=$(command -v go || true)
   [ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/go ] || go_bin=/usr/local/go/bin/go
@@ -53,6 +53,7 @@ go_build() { # <package> <output file>
   mkdir -p "$CACHE_BIN"
   # Into a temp file first, so an interrupted build never leaves a binary this script would keep.
   local tmp="$2.partial.$$"
+  local dir=${3:-tools/kube-apiserver}
   # A module build leaves the version at v0.0.0-master; set it as upstream's release build does, so
   # the server reports the release (kubectl skew checks, Helm kubeVersion constraints).
   local ldflags='-s -w' major minor pkg
@@ -63,7 +64,8 @@ go_build() { # <package> <output file>
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
   done
-  if ! (cd tools/kube-apiserver &&
+  [ -z "${4:-}" ] || ldflags=$4
+  if ! (cd "$dir" &&
     GOFLAGS=-mod=readonly GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false \
       "$go_bin" build -trimpath -ldflags="$ldflags" -o "$tmp" "$1" </dev/null); then
     rm -f "$tmp"
@@ -81,4 +83,25 @@ fi
 if ! command -v kubectl >/dev/null 2>&1; then
   echo "setup: WARNING: no kubectl on PATH; the tests that drive the test kube-apiserver with kubectl" \
     "will fail under CI=true. Install kubectl (any recent release) or set CALICO_TEST_KUBECTL_BIN." >&2
+fi
+
+# helm for the chart (deploy/helm) and its tests, built from the Go module pinned in tools/helm and
+# cached by version as kube-apiserver is; `pnpm helm ARGS` runs it (tools/helm/helm.sh).
+HELM_VERSION=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" { print $3 } $1 == "helm.sh/helm/v3" { print $2 }' \
+  tools/helm/go.mod | head -n1)
+if [ -z "$HELM_VERSION" ]; then
+  echo "setup: no helm.sh/helm/v3 version in tools/helm/go.mod" >&2
+  exit 1
+fi
+if [ "$("$CACHE_BIN/helm-$HELM_VERSION" version --template '{{.Version}}' 2>/dev/null || true)" != "$HELM_VERSION" ]; then
+  # As helm's own release build: its version, and the Kubernetes release of its client-go (minor
+  # 0.N is Kubernetes 1.N) as the default for `helm template` and `helm lint`.
+  client_go=$(awk '$1 == "k8s.io/client-go" { print $2 }' tools/helm/go.mod | head -n1)
+  k8s_minor=${client_go#v0.}
+  k8s_minor=${k8s_minor%%.*}
+  helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
+  done
+  go_build helm.sh/helm/v3/cmd/helm "$CACHE_BIN/helm-$HELM_VERSION" tools/helm "$helm_ldflags"
 fi
