@@ -19,7 +19,8 @@ const NODE_BANNER =
   "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module';const require = __cr(import.meta.url);const __dirname = import.meta.dirname;const __filename = import.meta.filename;";
 
 /**
- * Bundle `root`/src/main.ts into the executable `outfile` (ESM, node shebang, mode 755). Sibling
+ * Bundle `root`/src/main.ts (or `root`/`entry`) into the executable `outfile` (ESM, node shebang,
+ * mode 755). Sibling
  * packages come from their TypeScript sources (`source` export condition), so nothing else needs
  * building first. `build` is esbuild's.
  */
@@ -57,14 +58,14 @@ async function bundleSplit(build, options) {
 
 async function esbuildProgram(
   build,
-  { root, external = [], plugins = [], inject = [], define = {}, etcd3From },
+  { root, entry = 'src/main.ts', external = [], plugins = [], inject = [], define = {}, etcd3From },
   output,
 ) {
   // `etcd3From` (packages/datastore): the program carries etcd3, with the fix-ups of withEtcd3.
   const etcd3 = etcd3From === undefined ? undefined : await withEtcd3(etcd3From);
   try {
     await build({
-      entryPoints: [join(root, 'src/main.ts')],
+      entryPoints: [resolve(root, entry)],
       ...output,
       bundle: true,
       platform: 'node',

@@ -1,0 +1,241 @@
+// Builds the container images with buildah, without Docker or a registry:
+//
+//   node images/src/build.mjs base               calico-ts/base (the root filesystem + Node.js)
+//   node images/src/build.mjs node|cni|kube-controllers|ctl
+//
+// `pnpm images` runs these as turbo tasks: base first, then the four in parallel. Each image is
+// left in the local container storage (`podman images`) and as an OCI archive in images/out/,
+// and its size is printed.
+//
+// The root filesystem is made once with debootstrap (minbase plus the packages in definitions.mjs)
+// and cached in /var/cache/calico-ts/rootfs, keyed by what went into it; the base image is rebuilt
+// only when that key or the Node.js runtime changes.
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { buildah, imageExists, imageLayers, imageSize, mib, run } from './buildah.mjs';
+import { archivePath, BASE, IMAGES, imageRef, REPOSITORY, ROOT, VERSION } from './definitions.mjs';
+
+const ROOTFS_CACHE = '/var/cache/calico-ts/rootfs';
+
+function say(name, msg) {
+  process.stdout.write(`images ${name}: ${msg}\n`);
+}
+
+function rootfsKey() {
+  const h = createHash('sha256').update(JSON.stringify([BASE.suite, BASE.mirror, [...BASE.packages].sort()]));
+  return `${BASE.suite}-minbase-${h.digest('hex').slice(0, 12)}`;
+}
+
+/** The cached root filesystem tarball, made with debootstrap when missing. */
+async function rootfsTarball() {
+  const tarball = join(ROOTFS_CACHE, `${rootfsKey()}.tar`);
+  if (existsSync(tarball)) return tarball;
+  await mkdir(ROOTFS_CACHE, { recursive: true });
+  const dir = await mkdtemp(join(ROOTFS_CACHE, 'debootstrap-'));
+  try {
+    say(
+      'base',
+      `debootstrap ${BASE.suite} (minbase + ${BASE.packages.join(', ')}) from ${BASE.mirror}; once, a few minutes`,
+    );
+    await run(
+      'debootstrap',
+      ['--variant=minbase', `--include=${BASE.packages.join(',')}`, BASE.suite, dir, BASE.mirror],
+      {
+        timeoutMs: 30 * 60_000,
+      },
+    );
+    // What no program here reads: package lists and caches, documentation, manuals, locales.
+    await run('sh', [
+      '-c',
+      'cd "$1" && rm -rf var/lib/apt/lists/* var/cache/apt/* var/cache/debconf/*-old var/log/* usr/share/doc/* usr/share/man/* usr/share/info/* usr/share/locale/* usr/share/lintian',
+      'trim',
+      dir,
+    ]);
+    const tmp = `${tarball}.partial`;
+    await run('tar', ['--numeric-owner', '-C', dir, '-cf', tmp, '.']);
+    await rename(tmp, tarball);
+    return tarball;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const BASE_KEY_LABEL = 'org.calico-ts.base-key';
+
+async function buildBase() {
+  const ref = imageRef('base');
+  const tarball = await rootfsTarball();
+  const key = `${rootfsKey()}+node-${process.version}`;
+  if (await imageExists(ref)) {
+    const have = (
+      await buildah(
+        'inspect',
+        '--type',
+        'image',
+        '--format',
+        `{{index .ImageAnnotations "${BASE_KEY_LABEL}"}}`,
+        ref,
+      )
+    ).trim();
+    const label = (
+      await buildah(
+        'inspect',
+        '--type',
+        'image',
+        '--format',
+        `{{index .OCIv1.Config.Labels "${BASE_KEY_LABEL}"}}`,
+        ref,
+      )
+    ).trim();
+    if (have === key || label === key) {
+      say('base', `${ref} is current (${key})`);
+      return ref;
+    }
+  }
+  say('base', `building ${ref} from ${tarball} and Node.js ${process.version}`);
+  const ctr = (await buildah('from', '--quiet', 'scratch')).trim();
+  try {
+    await buildah('add', ctr, tarball, '/');
+    // One runtime for every program of every image.
+    await buildah('copy', '--chmod', '0755', ctr, process.execPath, '/usr/local/bin/node');
+    await buildah(
+      'config',
+      '--env',
+      'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      '--label',
+      `${BASE_KEY_LABEL}=${key}`,
+      '--label',
+      `org.opencontainers.image.version=${VERSION}`,
+      ctr,
+    );
+    await buildah('commit', '--quiet', '--rm', ctr, ref);
+  } catch (e) {
+    await buildah('rm', ctr).catch(() => {});
+    throw e;
+  }
+  say('base', `${ref} ${mib(await imageSize(ref))}`);
+  return ref;
+}
+
+/**
+ * A program bundled here from an app whose build makes no bundle of its own (kube-controllers):
+ * an entry that runs the app's `main(argv, env)` as its bin script does, from the TypeScript
+ * sources.
+ */
+async function bundleProgram(b, outDir) {
+  const { build } = await import('esbuild');
+  const { bundleExecutable } = await import(pathToFileURL(join(ROOT, 'scripts/bundle-lib.mjs')).href);
+  const root = join(ROOT, b.app);
+  const entry = join(outDir, 'entry.mjs');
+  await writeFile(
+    entry,
+    `import { main } from ${JSON.stringify(join(root, 'src/main.ts'))};\n` +
+      'process.exitCode = await main(process.argv.slice(2), process.env);\n',
+  );
+  const outfile = join(outDir, b.to.split('/').pop());
+  await bundleExecutable(build, {
+    root,
+    entry,
+    outfile,
+    ...(b.etcd3 ? { etcd3From: join(ROOT, 'packages/datastore') } : {}),
+  });
+  return outfile;
+}
+
+async function buildApp(name) {
+  const def = IMAGES[name];
+  if (!def) throw new Error(`no image "${name}" (images: base, ${Object.keys(IMAGES).join(', ')})`);
+  const missing = def.needs.filter((p) => !existsSync(join(ROOT, p)));
+  if (missing.length > 0) throw new Error(`image ${name} needs ${missing.join(', ')}: run pnpm build first`);
+  const ref = imageRef(name);
+  const base = imageRef('base');
+  if (!(await imageExists(base)))
+    throw new Error(`${base} is missing: build it first (node images/src/build.mjs base)`);
+  const work = await mkdtemp(join(tmpdir(), `calico-ts-image-${name}-`));
+  const ctr = (await buildah('from', '--quiet', '--pull-never', base)).trim();
+  try {
+    say(name, `building ${ref}`);
+    const dirs = [
+      ...new Set([
+        ...(def.dirs ?? []),
+        ...[...(def.files ?? []), ...(def.bundle ?? [])].map((f) => dirname(f.to)),
+        ...(def.links ?? []).map((l) => dirname(l.path)),
+      ]),
+    ];
+    if (dirs.length > 0) await buildah('run', '--network', 'none', ctr, '--', 'mkdir', '-p', ...dirs);
+    for (const f of def.files ?? []) {
+      const from = isAbsolute(f.from) ? f.from : join(ROOT, f.from);
+      if (!existsSync(from)) throw new Error(`image ${name}: ${from} not found`);
+      // A directory's contents go into `to`; symlinks in the source are followed (pnpm's store).
+      await run('sh', [
+        '-c',
+        'buildah copy "$1" "$(readlink -f "$2")" "$3" >/dev/null',
+        'copy',
+        ctr,
+        from,
+        f.to,
+      ]);
+    }
+    for (const b of def.bundle ?? []) {
+      say(name, `bundling ${b.app}`);
+      await buildah('copy', '--chmod', '0755', ctr, await bundleProgram(b, work), b.to);
+    }
+    for (const l of def.links ?? [])
+      await buildah('run', '--network', 'none', ctr, '--', 'ln', '-sfn', l.target, l.path);
+    await buildah(
+      'config',
+      '--entrypoint',
+      JSON.stringify(def.entrypoint),
+      '--cmd',
+      '',
+      '--label',
+      `org.opencontainers.image.title=${REPOSITORY}/${name}`,
+      '--label',
+      `org.opencontainers.image.description=${def.description}`,
+      '--label',
+      `org.opencontainers.image.version=${VERSION}`,
+      ctr,
+    );
+    await buildah('commit', '--quiet', '--rm', ctr, ref);
+  } catch (e) {
+    await buildah('rm', ctr).catch(() => {});
+    throw e;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const archive = archivePath(name);
+  await mkdir(dirname(archive), { recursive: true });
+  await rm(archive, { force: true });
+  await buildah('push', '--quiet', ref, `oci-archive:${archive}:${ref}`);
+  const [size, layers, baseSize] = await Promise.all([imageSize(ref), imageLayers(ref), imageSize(base)]);
+  say(
+    name,
+    `${ref} ${mib(size)} (${layers.length} layers; ${mib(size - baseSize)} over the shared base), archive ${archive}`,
+  );
+  return ref;
+}
+
+const target = process.argv[2];
+if (!target) {
+  process.stderr.write(`usage: node images/src/build.mjs base|${Object.keys(IMAGES).join('|')}\n`);
+  process.exit(2);
+}
+if (process.getuid?.() !== 0) {
+  process.stderr.write(
+    'images: building images needs root (buildah keeps them in /var/lib/containers/storage)\n',
+  );
+  process.exit(1);
+}
+try {
+  const t0 = Date.now();
+  if (target === 'base') await buildBase();
+  else await buildApp(target);
+  say(target, `done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+} catch (e) {
+  process.stderr.write(`images ${target}: ${e.message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,95 @@
+// What goes into each image (data only). Every image starts from calico-ts/base: a Debian
+// bookworm minbase root filesystem with BIRD 2, nftables and iproute2, and one Node.js runtime
+// that all programs of every image share (the layer is stored once on a node). Each image adds
+// its programs as bundles run by that runtime, except what is installed onto the host: the CNI
+// plugins run by the container runtime outside any image, so they are self-contained executables.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const LIB = '/usr/lib/calico-ts';
+
+/** The version every image is tagged with: the workspace's (all packages move together). */
+export const VERSION = 'v0.1.0';
+export const REPOSITORY = 'calico-ts';
+
+export const BASE = {
+  name: 'base',
+  /** Debian packages beside minbase: BIRD for calico-node, libnftables for Felix, ip for both. */
+  packages: ['bird2', 'nftables', 'libnftables1', 'iproute2'],
+  suite: 'bookworm',
+  mirror: 'http://deb.debian.org/debian',
+};
+
+/** The reference plugins upstream's cni image ships beside calico (portmap is in its conflist). */
+const REFERENCE_PLUGINS = ['portmap', 'bandwidth', 'host-local', 'loopback', 'tuning'];
+
+/**
+ * Each image: `files` copied (`from` relative to the repository unless absolute, `to` in the
+ * image; directories copied whole, symlinks followed), `links` made (`path` → `target`),
+ * `bundle` programs made with esbuild from an app's sources, `dirs` created, and the config.
+ */
+export const IMAGES = {
+  node: {
+    description: 'calico-node: start-up, Felix and BIRD in one process',
+    needs: ['apps/calico-node/bin/calico-node'],
+    files: [
+      { from: 'apps/calico-node/bin/calico-node', to: `${LIB}/calico-node.mjs` },
+      // Felix programs nftables through libnftables with koffi, the one native module.
+      { from: 'node_modules/.pnpm/koffi@3.3.4/node_modules/koffi', to: `${LIB}/node_modules/koffi` },
+      {
+        from: 'node_modules/.pnpm/@koromix+koffi-linux-x64@3.3.4/node_modules/@koromix/koffi-linux-x64',
+        to: `${LIB}/node_modules/@koromix/koffi-linux-x64`,
+      },
+    ],
+    links: [{ path: '/usr/bin/calico-node', target: `${LIB}/calico-node.mjs` }],
+    dirs: ['/var/run/calico', '/var/lib/calico', '/var/log/calico', '/etc/calico/confd/config'],
+    entrypoint: ['/usr/bin/calico-node'],
+  },
+  cni: {
+    description: 'install-cni and the calico, calico-ipam and reference CNI plugins',
+    needs: ['packages/cni-plugin/bin/native/calico', 'apps/cni/dist/main.js'],
+    files: [
+      // Self-contained: it runs on the host, which may have no Node.js.
+      { from: 'packages/cni-plugin/bin/native/calico', to: '/opt/cni/bin/calico' },
+      ...REFERENCE_PLUGINS.map((p) => ({ from: `/usr/lib/cni/${p}`, to: `/opt/cni/bin/${p}` })),
+      { from: 'apps/cni/dist', to: `${LIB}/install-cni/dist` },
+      { from: 'apps/cni/bin/install', to: `${LIB}/install-cni/bin/install` },
+      { from: 'apps/cni/package.json', to: `${LIB}/install-cni/package.json` },
+    ],
+    links: [
+      { path: '/opt/cni/bin/calico-ipam', target: 'calico' },
+      { path: '/opt/cni/bin/install', target: `${LIB}/install-cni/bin/install` },
+    ],
+    // No /host/... directories: without the DaemonSet's mounts install-cni must fail, not fill the image.
+    dirs: [],
+    entrypoint: ['/opt/cni/bin/install'],
+  },
+  'kube-controllers': {
+    description: 'calico-kube-controllers, with check-status for its probes',
+    needs: ['apps/kube-controllers/dist/main.js'],
+    bundle: [{ app: 'apps/kube-controllers', to: `${LIB}/kube-controllers.mjs`, etcd3: true }],
+    links: [
+      { path: '/usr/bin/kube-controllers', target: `${LIB}/kube-controllers.mjs` },
+      // Upstream's probes run `check-status -r` / `-l`; the program answers those flags itself.
+      { path: '/usr/bin/check-status', target: `${LIB}/kube-controllers.mjs` },
+    ],
+    dirs: ['/status'],
+    entrypoint: ['/usr/bin/kube-controllers'],
+  },
+  ctl: {
+    description: 'calicoctl',
+    needs: ['packages/ctl/bin/calicoctl'],
+    files: [{ from: 'packages/ctl/bin/calicoctl', to: `${LIB}/calicoctl.mjs` }],
+    links: [
+      { path: '/calicoctl', target: `${LIB}/calicoctl.mjs` },
+      { path: '/usr/bin/calicoctl', target: `${LIB}/calicoctl.mjs` },
+    ],
+    dirs: [],
+    entrypoint: ['/calicoctl'],
+  },
+};
+
+export const imageRef = (name) => `${REPOSITORY}/${name}:${VERSION}`;
+/** Where `pnpm images` leaves each image as an OCI archive. */
+export const archivePath = (name) => join(ROOT, 'images/out', `${name}.oci.tar`);
