@@ -1,7 +1,7 @@
 /**
  * calico-kube-controllers: reads its configuration from the environment as upstream's does
  * (`ENABLED_CONTROLLERS`, `DATASTORE_TYPE` (default etcdv3), `ETCD_*`, `KUBECONFIG`, `LOG_LEVEL`,
- * `HEALTH_ENABLED`, `RECONCILER_PERIOD`; `METRICS_HOST` is ours: the address the metrics listen on,
+ * `HEALTH_ENABLED`, `RECONCILER_PERIOD`, `SYNC_NODE_LABELS`, `AUTO_HOST_ENDPOINTS`; `METRICS_HOST` is ours: the address the metrics listen on,
  * default all), serves Prometheus metrics on the configuration's `prometheusMetricsPort` (9094; 0 = off), opens the Kubernetes API (KUBECONFIG or in-cluster) and
  * the Calico datastore, runs the controllers, and keeps the status file its probes read.
  *
@@ -76,6 +76,46 @@ async function leakGracePeriodMs(calico: Datastore): Promise<number | undefined>
     if (isDatastoreError(e, 'not-found')) return undefined;
     throw e;
   }
+}
+
+/**
+ * The node controller's switches: env `SYNC_NODE_LABELS` (true/false) and `AUTO_HOST_ENDPOINTS`
+ * (enabled/disabled) over KubeControllersConfiguration `controllers.node.syncLabels` and
+ * `hostEndpoint.autoCreate` (Enabled/Disabled). Labels default on, host endpoints off.
+ */
+async function nodeSwitches(
+  env: Env,
+  calico: Datastore,
+): Promise<{ syncNodeLabels: boolean; autoHostEndpoints: boolean }> {
+  let node: { syncLabels?: string; hostEndpoint?: { autoCreate?: string } } | undefined;
+  try {
+    const kcc = await calico.get('KubeControllersConfiguration', 'default');
+    node = (kcc.spec as { controllers?: { node?: typeof node } }).controllers?.node;
+  } catch (e) {
+    if (!isDatastoreError(e, 'not-found')) throw e;
+  }
+  const flag = (name: string, on: string, off: string, crText: string | undefined, dflt: boolean) => {
+    const envText = env[name]?.trim();
+    if (envText !== undefined && envText !== '') {
+      if (envText.toLowerCase() === on) return true;
+      if (envText.toLowerCase() === off) return false;
+      throw new KubeControllersError(
+        'config',
+        `${name}: expected ${on} or ${off}, got ${JSON.stringify(envText)}`,
+      );
+    }
+    return crText === undefined ? dflt : crText === 'Enabled';
+  };
+  return {
+    syncNodeLabels: flag('SYNC_NODE_LABELS', 'true', 'false', node?.syncLabels, true),
+    autoHostEndpoints: flag(
+      'AUTO_HOST_ENDPOINTS',
+      'enabled',
+      'disabled',
+      node?.hostEndpoint?.autoCreate,
+      false,
+    ),
+  };
 }
 
 /** KubeControllersConfiguration `default`'s prometheusMetricsPort: 9094 when unset, 0 = off. */
@@ -154,8 +194,10 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
     for (const n of unavailable) {
       log.warn({ controller: n }, `controller ${n} is not available in this version; it does not run`);
     }
+    const switches = await nodeSwitches(env, calico);
     const controllers = new KubeControllers({
       enabled,
+      ...switches,
       kubernetes: { datastore: kube, kv: kubeKv },
       calico,
       ipam: new IpamClient(calico, new IpamStore(calicoStore)),

@@ -152,4 +152,15 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers program', () => {
     expect(r.code).toBe(1);
     expect(r.out).toContain('ENABLED_CONTROLLERS: unknown controller \\"bogus\\"');
   });
+
+  it('refuses an AUTO_HOST_ENDPOINTS it does not understand, naming it', async () => {
+    const r = await run(process.execPath, [BIN], {
+      env: { ...env, ENABLED_CONTROLLERS: 'node', AUTO_HOST_ENDPOINTS: 'maybe' },
+    }).then(
+      () => ({ code: 0, out: '' }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('AUTO_HOST_ENDPOINTS: expected enabled or disabled, got \\"maybe\\"');
+  });
 });

@@ -32,6 +32,19 @@ export {
   type ReconcileReport,
 } from './mirror-controller.js';
 export { NodeController, type NodeControllerOptions, podAddresses } from './node-controller.js';
+export {
+  autoHostEndpoint,
+  autoHostEndpointName,
+  CREATED_BY_LABEL,
+  CREATED_BY_VALUE,
+  DEFAULT_ALLOW_PROFILE,
+  isAutoHostEndpoint,
+  KUBE_LABELS_ANNOTATION,
+  kubernetesNodeName,
+  nodeExpectedIPs,
+  planHostEndpoints,
+  syncedNodeLabels,
+} from './node-sync.js';
 export { type MirrorPlan, planMirror, resourceKeyOf } from './reconcile.js';
 export { ReconcileLoop, type ReconcileLoopOptions } from './reconcile-loop.js';
 export {

@@ -84,8 +84,9 @@ describe.skipIf(missing.length > 0)(
         child.stdin!.end(input ?? '');
       });
     const apply = (doc: object) => kubectl(['apply', '-f', '-'], JSON.stringify(doc));
-    const start = async () => {
+    const start = async (extra: { autoHostEndpoints?: boolean } = { autoHostEndpoints: true }) => {
       controllers = new KubeControllers({
+        ...extra,
         enabled: ['namespace', 'serviceaccount', 'policy', 'workloadendpoint', 'node'],
         kubernetes: { datastore: kube, kv: kubeKv },
         calico,
@@ -374,6 +375,83 @@ describe.skipIf(missing.length > 0)(
       } finally {
         await server.close();
       }
+    }, 60_000);
+
+    it('syncs Kubernetes Node labels onto the Calico Node and keeps an auto HostEndpoint per node, removed when turned off', async () => {
+      await apply({
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: 'n3', labels: { zone: 'a', gone: 'x' } },
+      });
+      await calico.apply({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Node',
+        metadata: { name: 'n3', labels: { 'set-by-calico': 'yes' } },
+        spec: {
+          bgp: { ipv4Address: '10.0.0.3/24', ipv6Address: 'fd00::3/64', ipv4IPIPTunnelAddr: '198.19.3.1' },
+          ipv4VXLANTunnelAddr: '198.19.3.2',
+          orchRefs: [{ orchestrator: 'k8s', nodeName: 'n3' }],
+        },
+      });
+      const hepKey = '/calico/resources/v3/projectcalico.org/hostendpoints/n3-auto-hep';
+      const hep = await until('n3-auto-hep in etcd with the synced labels', async () => {
+        const h = await etcdGet(hepKey);
+        return h?.metadata.labels?.zone === 'a' ? h : undefined;
+      });
+      expect(hep.metadata.labels).toEqual({
+        zone: 'a',
+        gone: 'x',
+        'set-by-calico': 'yes',
+        'projectcalico.org/created-by': 'calico-kube-controllers',
+      });
+      expect(hep.spec).toEqual({
+        node: 'n3',
+        interfaceName: '*',
+        expectedIPs: ['10.0.0.3', 'fd00::3', '198.19.3.1', '198.19.3.2'],
+        profiles: ['projectcalico-default-allow'],
+      });
+      const node = await calico.get('Node', 'n3');
+      expect(node.metadata.labels).toEqual({ zone: 'a', gone: 'x', 'set-by-calico': 'yes' });
+      expect(JSON.parse(node.metadata.annotations?.['projectcalico.org/kube-labels'] ?? '{}')).toEqual({
+        gone: 'x',
+        zone: 'a',
+      });
+
+      // Kubernetes drops one label and changes another: both follow, Calico's own label stays.
+      await kubectl(['label', 'node', 'n3', 'gone-', 'zone=b', '--overwrite']);
+      await until('relabelled HEP', async () => (await etcdGet(hepKey))?.metadata.labels?.zone === 'b');
+      expect((await calico.get('Node', 'n3')).metadata.labels).toEqual({ zone: 'b', 'set-by-calico': 'yes' });
+      expect((await etcdGet(hepKey)).metadata.labels.gone).toBeUndefined();
+
+      // A new address on the Calico Node (calico-node writes it) reaches the HEP.
+      const n3 = await calico.get('Node', 'n3');
+      await calico.update({ ...n3, spec: { ...n3.spec, ipv6VXLANTunnelAddr: 'fd00:1::3' } });
+      await until('the new address on the HEP', async () =>
+        (await etcdGet(hepKey))?.spec.expectedIPs.includes('fd00:1::3'),
+      );
+
+      // Turned off: the auto HEPs go; a HostEndpoint someone else made stays.
+      await calico.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'HostEndpoint',
+        metadata: { name: 'n3-eth0' },
+        spec: { node: 'n3', interfaceName: 'eth0' },
+      });
+      await controllers!.stop();
+      await start({ autoHostEndpoints: false });
+      await until('n3-auto-hep gone', async () => (await etcdGet(hepKey)) === undefined);
+      expect((await calico.list('HostEndpoint')).items.map((h) => h.metadata.name)).toEqual(['n3-eth0']);
+
+      // And with it on, a deleted Kubernetes Node takes its HEP.
+      await controllers!.stop();
+      await start();
+      await until('n3-auto-hep back', () => etcdGet(hepKey));
+      await kubectl(['delete', 'node', 'n3']);
+      await until('n3-auto-hep gone with the node', async () => (await etcdGet(hepKey)) === undefined);
+      await until(
+        'Calico Node n3 gone',
+        async () => !(await calico.list('Node')).items.some((n) => n.metadata.name === 'n3'),
+      );
     }, 60_000);
   },
 );

@@ -6,7 +6,8 @@
  *   (derived resources, Pods)  ──► serviceaccount (ksa.* Profiles) ──┼──► Calico datastore (etcd)
  *                              ──► policy      (knp.default.*)      ──┤
  *                              ──► workloadendpoint (WEP labels)   ──┘
- *   Pods, Nodes ──► node (IPAM garbage collection; etcd: Calico Nodes of deleted Nodes)
+ *   Pods, Nodes ──► node (IPAM garbage collection, auto HostEndpoints; etcd: Calico Nodes of
+ *                         deleted Nodes, Node labels)
  *
  * API: `start()` resolves when every controller has done its first reconcile; `status()` says
  * which are running and when each last reconciled; `stop()`.
@@ -30,6 +31,10 @@ export interface KubeControllersOptions {
   readonly ipam?: IpamClient;
   /** The node controller's leak grace period (KubeControllersConfiguration leakGracePeriod). */
   readonly leakGracePeriodMs?: number;
+  /** Node controller: copy Kubernetes Node labels onto Calico Nodes. Default: on in etcd mode. */
+  readonly syncNodeLabels?: boolean;
+  /** Node controller: a HostEndpoint `<node>-auto-hep` per node (`hostEndpoint.autoCreate`). Default off. */
+  readonly autoHostEndpoints?: boolean;
   /** The IPAM blocks as stored, for the node controller's IPAM metrics. */
   readonly ipamBlocks?: () => Promise<readonly AllocationBlock[]>;
   /** Where the metrics go (served by `serveMetrics`); a fresh registry when not given. */
@@ -147,6 +152,8 @@ export class KubeControllers {
               calico: opts.calico,
               ipam: opts.ipam,
               deleteNodes: opts.calico.backend !== 'kubernetes',
+              syncLabels: opts.calico.backend !== 'kubernetes' && opts.syncNodeLabels !== false,
+              autoHostEndpoints: opts.autoHostEndpoints === true,
               metrics: this.metrics,
               ...(opts.ipamBlocks ? { blocks: opts.ipamBlocks } : {}),
               log: opts.log,

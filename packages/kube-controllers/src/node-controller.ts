@@ -18,7 +18,7 @@
  *   - anything else: alive (never released on a guess).
  * Nothing is judged before the Kubernetes view has been listed once.
  */
-import type { IPPool, Node } from '@calico-ts/api';
+import type { HostEndpoint, IPPool, Node } from '@calico-ts/api';
 import {
   type AllocationBlock,
   type Datastore,
@@ -26,6 +26,7 @@ import {
   kvSource,
   NODES_PREFIX,
   PODS_PREFIX,
+  resourceSource,
   Syncer,
   type SyncSource,
 } from '@calico-ts/datastore';
@@ -33,12 +34,15 @@ import { type IpamClient, newGcState } from '@calico-ts/ipam';
 import { ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
 import type { MetricsRegistry } from './metrics.js';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
+import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-sync.js';
+import { resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 
 interface PodView {
   readonly metadata: {
     readonly name: string;
     readonly namespace?: string;
+    readonly labels?: Record<string, string>;
     readonly annotations?: Record<string, string>;
   };
   readonly status?: { readonly podIPs?: readonly { readonly ip?: string }[]; readonly podIP?: string };
@@ -52,6 +56,13 @@ export interface NodeControllerOptions {
   readonly ipam: IpamClient;
   /** Delete Calico Nodes whose Kubernetes Node is gone (etcd mode only). */
   readonly deleteNodes: boolean;
+  /** Copy Kubernetes Node labels onto Calico Nodes (etcd mode; upstream's `syncLabels`). */
+  readonly syncLabels?: boolean;
+  /**
+   * Keep a HostEndpoint `<node>-auto-hep` per Calico Node (upstream's `hostEndpoint.autoCreate`).
+   * False deletes the ones this controller made.
+   */
+  readonly autoHostEndpoints?: boolean;
   readonly log: ControllerLogger;
   /** How long an allocation's owner must stay gone before it is released. Default 15 min. */
   readonly leakGracePeriodMs?: number;
@@ -131,9 +142,13 @@ export class NodeController {
   readonly name = 'node';
   readonly #o: NodeControllerOptions;
   readonly #pods = new Map<string, PodView>();
-  readonly #k8sNodes = new Set<string>();
+  /** Kubernetes Node name → its labels. */
+  readonly #k8sNodes = new Map<string, Readonly<Record<string, string>>>();
   readonly #gc = newGcState();
   readonly #loop: ReconcileLoop;
+  /** Passes over the nodes (deletion, labels, host endpoints): on node events and every scan. */
+  readonly #nodeLoop: ReconcileLoop;
+  #inSync = false;
   readonly #gauges: ReturnType<typeof ipamGauges> | undefined;
   #syncer: Syncer | undefined;
 
@@ -146,6 +161,12 @@ export class NodeController {
       ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
       onError: (e) =>
         opts.log.warn({ controller: this.name, err: (e as Error).message }, 'scan failed; will retry'),
+    });
+    this.#nodeLoop = new ReconcileLoop({
+      pass: () => this.#nodesOnce(),
+      ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
+      onError: (e) =>
+        opts.log.warn({ controller: this.name, err: (e as Error).message }, 'node sync failed; will retry'),
     });
   }
 
@@ -165,17 +186,31 @@ export class NodeController {
             NODES_PREFIX,
             (kv) => JSON.parse(kv.value) as PodView,
           ) as SyncSource,
+          // Calico Nodes change too (calico-node writes their addresses): follow them when a
+          // Calico Node's labels or host endpoint depend on them.
+          ...(this.#o.syncLabels || this.#o.autoHostEndpoints
+            ? [resourceSource(this.#o.calico, 'Node') as SyncSource]
+            : []),
         ],
         onUpdate: (u) => {
-          const { value } = u.item as { value: PodView };
           if (u.source === 'pods') {
+            const { value } = u.item as { value: PodView };
             const key = `${value.metadata.namespace}/${value.metadata.name}`;
             if (u.kind === 'set') this.#pods.set(key, value);
             else this.#pods.delete(key);
-          } else if (u.kind === 'set') this.#k8sNodes.add(value.metadata.name);
-          else this.#k8sNodes.delete(value.metadata.name);
+            return;
+          }
+          if (u.source === 'nodes') {
+            const { value } = u.item as { value: PodView };
+            if (u.kind === 'set') this.#k8sNodes.set(value.metadata.name, value.metadata.labels ?? {});
+            else this.#k8sNodes.delete(value.metadata.name);
+          }
+          if (this.#inSync) this.#nodeLoop.schedule();
         },
-        onInSync: resolve,
+        onInSync: () => {
+          this.#inSync = true;
+          resolve();
+        },
         log: this.#o.log,
         ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
       });
@@ -187,55 +222,27 @@ export class NodeController {
 
   async stop(): Promise<void> {
     await this.#loop.stop();
+    await this.#nodeLoop.stop();
     await this.#syncer?.stop();
   }
 
-  /** One pass: deleted Nodes (etcd mode), then leaked addresses. */
+  /** One pass: the nodes (deleted ones, labels, host endpoints), then leaked addresses. */
   scan(): Promise<void> {
     return this.#loop.run();
   }
 
-  /** One pass; true when something failed (the loop retries). */
+  /** One scan: a node pass, then leak collection; true when something failed (the loop retries). */
   async #scanOnce(): Promise<boolean> {
-    const failed: string[] = [];
-    let deleted = 0;
+    await this.#nodeLoop.run();
     const calicoNodes = new Set<string>();
     try {
       for (const n of (await this.#o.calico.list('Node')).items as Node[]) calicoNodes.add(n.metadata.name);
     } catch (e) {
       this.#o.log.warn(
         { controller: this.name, err: (e as Error).message },
-        'cannot list Nodes; scan skipped',
+        'cannot list Nodes; leak collection skipped',
       );
       return true;
-    }
-    if (this.#o.deleteNodes) {
-      for (const name of calicoNodes) {
-        if (this.#k8sNodes.has(name)) continue;
-        try {
-          const weps = await this.#o.calico.list('WorkloadEndpoint');
-          for (const w of weps.items) {
-            if (w.spec.node !== name) continue;
-            await this.#o.calico.delete('WorkloadEndpoint', w.metadata.name, {
-              namespace: w.metadata.namespace ?? '',
-            });
-          }
-          await this.#o.ipam.releaseHostAffinities(name);
-          await this.#o.calico.delete('Node', name);
-          calicoNodes.delete(name);
-          deleted++;
-          this.#o.log.info(
-            { controller: this.name, node: name },
-            'Kubernetes Node gone: Calico Node deleted',
-          );
-        } catch (e) {
-          failed.push(name);
-          this.#o.log.warn(
-            { controller: this.name, node: name, err: (e as Error).message },
-            'cannot delete Calico Node; will retry',
-          );
-        }
-      }
     }
     const now = (this.#o.now ?? Date.now)();
     const nodeOf = new Map<string, string>();
@@ -272,7 +279,107 @@ export class NodeController {
         );
       }
     }
-    this.#o.onReconciled?.({ created: 0, updated: 0, deleted, failed, released: result.released });
+    this.#o.onReconciled?.({ created: 0, updated: 0, deleted: 0, failed: [], released: result.released });
+    return false;
+  }
+
+  /**
+   * One pass over the nodes: Calico Nodes whose Kubernetes Node is gone (etcd mode), labels
+   * (etcd mode, `syncLabels`), auto host endpoints. True when a write failed.
+   */
+  async #nodesOnce(): Promise<boolean> {
+    const failed: string[] = [];
+    const done = { created: 0, updated: 0, deleted: 0 };
+    let nodes: Node[];
+    try {
+      nodes = (await this.#o.calico.list('Node')).items as Node[];
+    } catch (e) {
+      this.#o.log.warn({ controller: this.name, err: (e as Error).message }, 'cannot list Nodes; will retry');
+      return true;
+    }
+    if (this.#o.deleteNodes) {
+      const gone = nodes.filter((n) => !this.#k8sNodes.has(kubernetesNodeName(n)));
+      for (const node of gone) {
+        const name = node.metadata.name;
+        try {
+          const weps = await this.#o.calico.list('WorkloadEndpoint');
+          for (const w of weps.items) {
+            if (w.spec.node !== name) continue;
+            await this.#o.calico.delete('WorkloadEndpoint', w.metadata.name, {
+              namespace: w.metadata.namespace ?? '',
+            });
+          }
+          await this.#o.ipam.releaseHostAffinities(name);
+          await this.#o.calico.delete('Node', name);
+          done.deleted++;
+          this.#o.log.info(
+            { controller: this.name, node: name },
+            'Kubernetes Node gone: Calico Node deleted',
+          );
+        } catch (e) {
+          failed.push(name);
+          this.#o.log.warn(
+            { controller: this.name, node: name, err: (e as Error).message },
+            'cannot delete Calico Node; will retry',
+          );
+        }
+      }
+      nodes = nodes.filter((n) => !gone.includes(n));
+    }
+    if (this.#o.syncLabels) {
+      for (const [i, node] of nodes.entries()) {
+        const labels = this.#k8sNodes.get(kubernetesNodeName(node));
+        if (labels === undefined) continue;
+        const next = syncedNodeLabels(node, labels);
+        if (!next) continue;
+        try {
+          nodes[i] = (await this.#o.calico.update(next)) as Node;
+          done.updated++;
+          this.#o.log.info(
+            { controller: this.name, node: node.metadata.name },
+            'Kubernetes Node labels synced',
+          );
+        } catch (e) {
+          failed.push(node.metadata.name);
+          this.#o.log.warn(
+            { controller: this.name, node: node.metadata.name, err: (e as Error).message },
+            'cannot sync Node labels; will retry',
+          );
+        }
+      }
+    }
+    try {
+      const heps = (await this.#o.calico.list('HostEndpoint')).items as HostEndpoint[];
+      const plan = planHostEndpoints(nodes, heps, this.#o.autoHostEndpoints === true);
+      const write = async (what: keyof typeof done, hep: HostEndpoint, f: () => Promise<unknown>) => {
+        try {
+          await f();
+          done[what]++;
+          this.#o.log.info({ controller: this.name, [what]: resourceKeyOf(hep) }, `HostEndpoint ${what}`);
+        } catch (e) {
+          failed.push(resourceKeyOf(hep));
+          this.#o.log.warn(
+            { controller: this.name, hostEndpoint: resourceKeyOf(hep), err: (e as Error).message },
+            'cannot write auto HostEndpoint; will retry',
+          );
+        }
+      };
+      for (const h of plan.creates) await write('created', h, () => this.#o.calico.create(h));
+      for (const h of plan.updates) await write('updated', h, () => this.#o.calico.update(h));
+      for (const h of plan.deletes)
+        await write('deleted', h, () =>
+          this.#o.calico.delete('HostEndpoint', h.metadata.name, {
+            ...(h.metadata.resourceVersion ? { resourceVersion: h.metadata.resourceVersion } : {}),
+          }),
+        );
+    } catch (e) {
+      failed.push('HostEndpoints');
+      this.#o.log.warn(
+        { controller: this.name, err: (e as Error).message },
+        'cannot list HostEndpoints; will retry',
+      );
+    }
+    this.#o.onReconciled?.({ ...done, failed, released: [] });
     return failed.length > 0;
   }
 
