@@ -4,11 +4,13 @@
  * shows of what we wrote (upstream's stored shape), a watch across an API server restart, and a
  * 410 Gone turned into a resync. Racing IPAM allocations on this backend: packages/ipam.
  */
+
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { WorkloadEndpoint } from '@calico-ts/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKVStore } from '../factory.js';
 import type { KVStore } from '../kv/kv-store.js';
@@ -460,6 +462,72 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore: what it derives from 
     expect((await errorOfP(ds.get('WorkloadEndpoint', wepName, { namespace: 'shop' }))).code).toBe(
       'not-found',
     );
+  });
+
+  it('a Pod read just before a write stands in for the write’s own read; a copy gone stale never overwrites', async () => {
+    await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { team: 'a' } } });
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web-2', namespace: 'shop' },
+      spec: { nodeName: 'kn-1', containers: [{ name: 'c', image: 'none' }] },
+    });
+    const name = 'kn--1-k8s-web--2-eth0';
+    const wep = (ip: string): WorkloadEndpoint => ({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'WorkloadEndpoint',
+      metadata: { name, namespace: 'shop' },
+      spec: {
+        orchestrator: 'k8s',
+        node: 'kn-1',
+        pod: 'web-2',
+        endpoint: 'eth0',
+        ipNetworks: [`${ip}/32`],
+        interfaceName: 'cali0123456789b',
+        profiles: ['kns.shop'],
+      },
+    });
+    const mine = new KVDatastore(await kubeStore(api), { backend: 'kubernetes' });
+    try {
+      // Read (nothing yet), then another client makes the endpoint: the create must not win.
+      expect((await errorOfP(mine.get('WorkloadEndpoint', name, { namespace: 'shop' }))).code).toBe(
+        'not-found',
+      );
+      await ds.create(wep('198.19.7.10'));
+      expect((await errorOfP(mine.create(wep('198.19.7.11')))).code).toBe('already-exists');
+      // Read, then someone else changes the Pod: the update on that revision is a conflict, and
+      // their change stays.
+      const read = await mine.get('WorkloadEndpoint', name, { namespace: 'shop' });
+      await kubectl(api, ['annotate', 'pod', 'web-2', '-n', 'shop', 'other=change']);
+      const stale = await errorOfP(
+        mine.update({ ...read, spec: { ...read.spec, ipNetworks: ['198.19.7.12/32'] } }),
+      );
+      expect(stale.code).toBe('conflict');
+      const pod = await getJson(['pod', 'web-2', '-n', 'shop']);
+      expect(pod.metadata.annotations).toMatchObject({
+        other: 'change',
+        'cni.projectcalico.org/podIP': '198.19.7.10/32',
+      });
+      // Read, write at once: written.
+      const fresh = await mine.get('WorkloadEndpoint', name, { namespace: 'shop' });
+      const moved = await mine.update({ ...fresh, spec: { ...fresh.spec, ipNetworks: ['198.19.7.13/32'] } });
+      expect(moved.spec.ipNetworks).toEqual(['198.19.7.13/32']);
+      // Read, someone else clears it, delete: not-found rather than clearing what is not there.
+      const again = await mine.get('WorkloadEndpoint', name, { namespace: 'shop' });
+      await ds.delete('WorkloadEndpoint', name, { namespace: 'shop' });
+      expect(
+        (
+          await errorOfP(
+            mine.delete('WorkloadEndpoint', name, {
+              namespace: 'shop',
+              resourceVersion: again.metadata.resourceVersion,
+            }),
+          )
+        ).code,
+      ).toBe('not-found');
+    } finally {
+      await mine.close();
+    }
   });
 
   it('refuses a WorkloadEndpoint its Pod does not match, and leaves the Pod untouched', async () => {

@@ -39,6 +39,11 @@ interface KubeList {
 }
 
 const PAGE = 500;
+/** How long, and for how many keys, a Pod or Node read by `get` stands in for the write's own read. */
+const RECENT_MS = 5000;
+const RECENT_MAX = 256;
+/** Errors a write on an out-of-date copy ends with, having written nothing: read again, retry once. */
+const STALE_COPY_ERRORS = ['conflict', 'already-exists', 'not-found', 'invalid'] as const;
 
 function compareRevisions(a: string, b: string): number {
   const x = BigInt(a);
@@ -79,6 +84,15 @@ export class KubeKVStore implements KVStore {
   readonly #http: KubeHttp;
   readonly #opts: KubeKVStoreOptions;
   readonly #closing = new AbortController();
+  /**
+   * Pods and Nodes (`merge` collections) as `get` last returned them, each taken by the next write
+   * of its key instead of reading the object again: the CNI plugin reads a Pod's endpoint and then
+   * writes it, and a read-then-write costs three requests where two do. The copy's resourceVersion
+   * makes the PUT a compare-and-swap; a copy that went out of date in between fails it (or decides
+   * wrongly that the record exists or not) without writing, and the write is retried once on a
+   * fresh read. Taken once, dropped after RECENT_MS, at most RECENT_MAX kept.
+   */
+  readonly #recent = new Map<string, { readonly obj: Obj; readonly at: number }>();
 
   constructor(http: KubeHttp, opts: KubeKVStoreOptions = {}) {
     this.#http = http;
@@ -101,6 +115,7 @@ export class KubeKVStore implements KVStore {
     const loc = locateKey(key);
     try {
       const o = await this.#http.request<Obj>('GET', restPath(loc.collection, loc.namespace, loc.name));
+      if (loc.collection.write === 'merge') this.#remember(key, o);
       const kv = this.#toKV(loc.collection, o);
       return kv?.key === key ? kv : undefined;
     } catch (e) {
@@ -162,6 +177,33 @@ export class KubeKVStore implements KVStore {
       throw new DatastoreError('unsupported', `${key}: ${c.readonlyReason ?? 'read-only'}`);
   }
 
+  #remember(key: string, obj: Obj): void {
+    this.#recent.delete(key);
+    this.#recent.set(key, { obj, at: performance.now() });
+    if (this.#recent.size > RECENT_MAX) this.#recent.delete(this.#recent.keys().next().value!);
+  }
+
+  /**
+   * Runs a `merge` write on the object behind `key`: the copy `get` just read when there is one
+   * (a stale copy writes nothing and the write is retried on a fresh read), else a fresh read.
+   */
+  async #onCurrent<T>(
+    loc: ReturnType<typeof locateKey>,
+    key: string,
+    write: (current: Obj) => Promise<T>,
+  ): Promise<T> {
+    const recent = this.#recent.get(key);
+    this.#recent.delete(key);
+    if (recent && performance.now() - recent.at <= RECENT_MS) {
+      try {
+        return await write(recent.obj);
+      } catch (e) {
+        if (!STALE_COPY_ERRORS.some((code) => isDatastoreError(e, code))) throw e;
+      }
+    }
+    return write(await this.#current(loc, key));
+  }
+
   /** The Kubernetes object behind a `merge` record; a clear error when it does not exist. */
   async #current(loc: ReturnType<typeof locateKey>, key: string): Promise<Obj> {
     try {
@@ -201,10 +243,11 @@ export class KubeKVStore implements KVStore {
     const loc = locateKey(key);
     this.#refuseReadonly(loc.collection, key);
     if (loc.collection.write === 'merge') {
-      const current = await this.#current(loc, key);
-      const existing = this.#toKV(loc.collection, current);
-      if (existing?.key === key) throw new DatastoreError('already-exists', `${key}: already exists`);
-      return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
+      return this.#onCurrent(loc, key, async (current) => {
+        const existing = this.#toKV(loc.collection, current);
+        if (existing?.key === key) throw new DatastoreError('already-exists', `${key}: already exists`);
+        return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
+      });
     }
     const body = loc.collection.toObject(key, value);
     try {
@@ -235,11 +278,12 @@ export class KubeKVStore implements KVStore {
     const loc = locateKey(key);
     this.#refuseReadonly(loc.collection, key);
     if (loc.collection.write === 'merge') {
-      const current = await this.#current(loc, key);
-      const rv = rvOf(current);
-      if (rv !== modRevision)
-        throw new DatastoreError('conflict', `${key}: revision ${modRevision} is not the current ${rv}`);
-      return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
+      return this.#onCurrent(loc, key, async (current) => {
+        const rv = rvOf(current);
+        if (rv !== modRevision)
+          throw new DatastoreError('conflict', `${key}: revision ${modRevision} is not the current ${rv}`);
+        return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
+      });
     }
     const body = loc.collection.toObject(key, value);
     (body.metadata as Obj).resourceVersion = modRevision;
@@ -276,25 +320,23 @@ export class KubeKVStore implements KVStore {
           `${key}: a ${loc.collection.kind} is deleted in Kubernetes itself (kubectl delete ${loc.collection.kind.toLowerCase()} ${loc.name})`,
         );
       }
-      const current = await this.#current(loc, key);
-      const kv = this.#toKV(loc.collection, current);
-      if (kv?.key !== key) throw new DatastoreError('not-found', `${key}: not found`);
-      if (modRevision !== undefined && modRevision !== kv.modRevision) {
-        throw new DatastoreError(
-          'conflict',
-          `${key}: revision ${modRevision} is not the current ${kv.modRevision}`,
-        );
-      }
-      try {
-        await this.#http.request(
-          'PUT',
-          restPath(loc.collection, loc.namespace, loc.name),
-          loc.collection.clear(current),
-        );
-      } catch (e) {
-        return named(e, key);
-      }
-      return kv;
+      const clear = loc.collection.clear;
+      return this.#onCurrent(loc, key, async (current) => {
+        const kv = this.#toKV(loc.collection, current);
+        if (kv?.key !== key) throw new DatastoreError('not-found', `${key}: not found`);
+        if (modRevision !== undefined && modRevision !== kv.modRevision) {
+          throw new DatastoreError(
+            'conflict',
+            `${key}: revision ${modRevision} is not the current ${kv.modRevision}`,
+          );
+        }
+        try {
+          await this.#http.request('PUT', restPath(loc.collection, loc.namespace, loc.name), clear(current));
+        } catch (e) {
+          return named(e, key);
+        }
+        return kv;
+      });
     }
     const current = await this.get(key);
     if (!current) throw new DatastoreError('not-found', `${key}: not found`);
