@@ -18,7 +18,7 @@
 // plugins. host-local hands out 198.18.128.0/17. Every pod is DELeted; every namespace, process
 // and temp dir this made is removed at the end, also on failure.
 //
-//   node bench/kdd/cni-kdd.bench.mjs [--iterations 30] [--burst 30] [--out file.json]
+//   node bench/kdd/cni-kdd.bench.mjs [--iterations 30] [--burst 30] [--plugin-dir dir] [--out file.json]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -33,6 +33,9 @@ const { values: args } = parseArgs({
     iterations: { type: 'string', default: '30' },
     burst: { type: 'string', default: '30' },
     out: { type: 'string' },
+    // Another build of the plugins to measure: a directory with calico and calico-ipam in it
+    // (e.g. `node packages/cni-plugin/scripts/bundle.mjs /tmp/cni` makes /tmp/cni/native).
+    'plugin-dir': { type: 'string' },
     // Internal: the half that runs inside the node namespace.
     inner: { type: 'boolean', default: false },
     id: { type: 'string' },
@@ -122,6 +125,7 @@ async function outer() {
         String(BURST),
         '--out',
         OUT,
+        ...(args['plugin-dir'] ? ['--plugin-dir', args['plugin-dir']] : []),
       ],
       { stdio: 'inherit' },
     );
@@ -205,8 +209,12 @@ async function inner() {
   const tmp = args.tmp;
   const started = new Date();
   const native = existsSync(join(NATIVE_DIR, 'calico')) && existsSync(join(NATIVE_DIR, 'calico-ipam'));
-  const calicoDir = native ? NATIVE_DIR : PLUGIN_PKG;
-  const variant = native ? 'native (bin/native/calico, calico-ipam)' : 'node bundle (bin/calico.mjs)';
+  const calicoDir = args['plugin-dir'] ?? (native ? NATIVE_DIR : PLUGIN_PKG);
+  const variant = args['plugin-dir']
+    ? `from ${args['plugin-dir']}`
+    : native
+      ? 'native (bin/native/calico, calico-ipam)'
+      : 'node bundle (bin/calico.mjs)';
   log(`calico: ${variant}`);
 
   const apiServer = await startClusterWithCrds(log);
