@@ -14,6 +14,12 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
+// Never outlive a parent that was killed outright: a start that has not finished by then gives up.
+setTimeout(() => {
+  process.stderr.write('felix-sync child: not in sync after 10 minutes; giving up\n');
+  process.exit(2);
+}, 600_000).unref();
+
 const peakRssKb = () => Number(/VmHWM:\s*(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
 const emit = (o) => process.stdout.write(`${JSON.stringify({ ...o, peakRssKb: peakRssKb() })}\n`);
 
