@@ -48,6 +48,7 @@ export {
 export { type MirrorPlan, planMirror, resourceKeyOf } from './reconcile.js';
 export { ReconcileLoop, type ReconcileLoopOptions } from './reconcile-loop.js';
 export {
+  decodePod,
   endpointLabels,
   WepLabelController,
   type WepLabelControllerOptions,

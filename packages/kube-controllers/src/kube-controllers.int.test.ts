@@ -453,5 +453,37 @@ describe.skipIf(missing.length > 0)(
         async () => !(await calico.list('Node')).items.some((n) => n.metadata.name === 'n3'),
       );
     }, 60_000);
+
+    it('a node whose host endpoint cannot be valid is reported and skipped; the others get theirs', async () => {
+      const long = `n${'x'.repeat(248)}`; // a valid Node name; "<name>-auto-hep" is over 253 characters
+      for (const n of [long, 'n4']) {
+        await apply({ apiVersion: 'v1', kind: 'Node', metadata: { name: n } });
+        await calico.apply({
+          apiVersion: 'projectcalico.org/v3',
+          kind: 'Node',
+          metadata: { name: n },
+          spec: {},
+        });
+      }
+      await until('n4-auto-hep', () =>
+        etcdGet('/calico/resources/v3/projectcalico.org/hostendpoints/n4-auto-hep'),
+      );
+      const skippedCount = () =>
+        Number(
+          /^kube_controllers_unconvertible_objects_total\{controller="node"\} (\d+)$/m.exec(
+            controllers!.metrics.render(),
+          )?.[1] ?? 0,
+        );
+      await until('the long-named node reported', async () => skippedCount() === 1);
+      expect((await calico.list('HostEndpoint')).items.map((h) => h.metadata.name)).not.toContain(
+        `${long}-auto-hep`,
+      );
+      // Later passes neither report it again nor count it as a failure to retry.
+      await controllers!.stop();
+      await start();
+      const node = controllers!.status().find((s) => s.name === 'node');
+      expect(node?.lastReport?.failed).toEqual([]);
+      for (const n of [long, 'n4']) await kubectl(['delete', 'node', n]);
+    }, 60_000);
   },
 );

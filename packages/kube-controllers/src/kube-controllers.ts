@@ -88,6 +88,7 @@ export class KubeControllers {
       m.writes.inc({ controller: name, operation: 'delete' }, r.deleted);
       m.lastReconcile.set(controller, at / 1000);
     };
+    const skipped = (name: string) => () => m.skipped.inc({ controller: name });
     const common = {
       kubernetes: opts.kubernetes.datastore,
       calico: opts.calico,
@@ -106,6 +107,7 @@ export class KubeControllers {
               kind: 'Profile',
               namePrefix: 'kns.',
               onReconciled: report(name),
+              onSkipped: skipped(name),
             }),
           );
           break;
@@ -117,6 +119,7 @@ export class KubeControllers {
               kind: 'Profile',
               namePrefix: 'ksa.',
               onReconciled: report(name),
+              onSkipped: skipped(name),
             }),
           );
           break;
@@ -128,6 +131,7 @@ export class KubeControllers {
               kind: 'NetworkPolicy',
               namePrefix: 'knp.default.',
               onReconciled: report(name),
+              onSkipped: skipped(name),
             }),
           );
           break;
@@ -140,6 +144,7 @@ export class KubeControllers {
               ...(opts.reconcilePeriodMs !== undefined ? { reconcilePeriodMs: opts.reconcilePeriodMs } : {}),
               ...(opts.debounceMs !== undefined ? { debounceMs: opts.debounceMs } : {}),
               onReconciled: report(name),
+              onSkipped: skipped(name),
             }),
           );
           break;
@@ -160,6 +165,7 @@ export class KubeControllers {
               ...(opts.leakGracePeriodMs !== undefined ? { leakGracePeriodMs: opts.leakGracePeriodMs } : {}),
               ...(opts.reconcilePeriodMs !== undefined ? { scanPeriodMs: opts.reconcilePeriodMs } : {}),
               onReconciled: report(name),
+              onSkipped: skipped(name),
             }),
           );
           break;

@@ -20,6 +20,7 @@ import type { Kind, Resource, ResourceOf } from '@calico-ts/api';
 import { type Datastore, resourceSource, Syncer, type SyncSource } from '@calico-ts/datastore';
 import { planMirror, resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
+import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
 
 export interface ControllerLogger {
   info(fields: Record<string, unknown>, msg: string): void;
@@ -42,13 +43,18 @@ export interface MirrorControllerOptions<K extends Kind> {
   readonly retryMs?: number;
   /** Called after every reconcile with what it did (health, metrics, tests). */
   readonly onReconciled?: (r: ReconcileReport) => void;
+  /** A Kubernetes object was skipped because it cannot become a valid Calico resource. */
+  readonly onSkipped?: (name: string) => void;
 }
 
 export interface ReconcileReport {
   readonly created: number;
   readonly updated: number;
   readonly deleted: number;
+  /** Writes that failed and are retried. */
   readonly failed: readonly string[];
+  /** Objects that cannot be converted: reported and skipped, not retried until they change. */
+  readonly skipped?: readonly string[];
 }
 
 /** Only the resources whose name has the prefix, as a syncer source of its own name. */
@@ -80,11 +86,13 @@ export class MirrorController<K extends Kind> {
   readonly #desired = new Map<string, ResourceOf<K>>();
   readonly #current = new Map<string, ResourceOf<K>>();
   readonly #loop: ReconcileLoop;
+  readonly #bad: UnconvertibleReporter;
   #syncer: Syncer | undefined;
   #inSync = false;
 
   constructor(opts: MirrorControllerOptions<K>) {
     this.#o = opts;
+    this.#bad = new UnconvertibleReporter(opts.name, opts.log, opts.onSkipped);
     this.#loop = new ReconcileLoop({
       pass: () => this.#reconcileOnce(),
       ...(opts.debounceMs !== undefined ? { debounceMs: opts.debounceMs } : {}),
@@ -143,10 +151,21 @@ export class MirrorController<K extends Kind> {
 
   /** One pass; true when a write failed (the loop retries). */
   async #reconcileOnce(): Promise<boolean> {
-    const plan = planMirror(
-      [...this.#desired.values()] as Resource[],
-      [...this.#current.values()] as Resource[],
-    );
+    // A desired resource that is not valid is skipped; what is held under its name stays as it is.
+    const skipped: string[] = [];
+    const desired: Resource[] = [];
+    for (const [key, d] of this.#desired) {
+      const why = invalidReason(d);
+      if (why === undefined) {
+        desired.push(d as Resource);
+        continue;
+      }
+      skipped.push(key);
+      this.#bad.skip(key, d.metadata.resourceVersion ?? '', why);
+      const held = this.#current.get(key);
+      if (held) desired.push(held as Resource);
+    }
+    const plan = planMirror(desired, [...this.#current.values()] as Resource[]);
     const failed: string[] = [];
     const done = { created: 0, updated: 0, deleted: 0 };
     const ds = this.#o.calico;
@@ -156,6 +175,11 @@ export class MirrorController<K extends Kind> {
         done[what]++;
         this.#o.log.info({ controller: this.#o.name, [what]: resourceKeyOf(r) }, `${this.#o.kind} ${what}`);
       } catch (e) {
+        if (isInvalid(e)) {
+          skipped.push(resourceKeyOf(r));
+          this.#bad.skip(resourceKeyOf(r), r.metadata.resourceVersion ?? '', (e as Error).message);
+          return;
+        }
         failed.push(resourceKeyOf(r));
         this.#o.log.warn(
           { controller: this.#o.name, resource: resourceKeyOf(r), err: (e as Error).message },
@@ -173,7 +197,8 @@ export class MirrorController<K extends Kind> {
         }),
       );
     }
-    this.#o.onReconciled?.({ ...done, failed });
+    this.#bad.keepOnly(new Set(skipped));
+    this.#o.onReconciled?.({ ...done, failed, skipped });
     return failed.length > 0;
   }
 }

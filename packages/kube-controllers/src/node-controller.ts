@@ -37,6 +37,8 @@ import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
 import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-sync.js';
 import { resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
+import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
+import { decodePod } from './wep-label-controller.js';
 
 interface PodView {
   readonly metadata: {
@@ -73,6 +75,8 @@ export interface NodeControllerOptions {
   readonly onReconciled?: (r: ReconcileReport & { readonly released: readonly string[] }) => void;
   /** Where the IPAM gauges and GC counters go (upstream's names); with `blocks`, to read them. */
   readonly metrics?: MetricsRegistry;
+  /** A Kubernetes object was skipped because it cannot be converted (a Node, or its host endpoint). */
+  readonly onSkipped?: (name: string) => void;
   /** The IPAM blocks as stored (for the metrics), e.g. `() => ipamStore.listBlocks()`. */
   readonly blocks?: () => Promise<readonly AllocationBlock[]>;
 }
@@ -148,6 +152,9 @@ export class NodeController {
   readonly #loop: ReconcileLoop;
   /** Passes over the nodes (deletion, labels, host endpoints): on node events and every scan. */
   readonly #nodeLoop: ReconcileLoop;
+  readonly #bad: UnconvertibleReporter;
+  /** Kubernetes Nodes that exist but cannot be read: never taken for gone. */
+  readonly #unreadableNodes = new Set<string>();
   #inSync = false;
   readonly #gauges: ReturnType<typeof ipamGauges> | undefined;
   #syncer: Syncer | undefined;
@@ -155,6 +162,7 @@ export class NodeController {
   constructor(opts: NodeControllerOptions) {
     this.#o = opts;
     this.#gauges = opts.metrics ? ipamGauges(opts.metrics) : undefined;
+    this.#bad = new UnconvertibleReporter(this.name, opts.log, opts.onSkipped);
     this.#loop = new ReconcileLoop({
       pass: () => this.#scanOnce(),
       periodMs: opts.scanPeriodMs ?? 60_000,
@@ -180,12 +188,15 @@ export class NodeController {
             PODS_PREFIX,
             (kv) => JSON.parse(kv.value) as PodView,
           ) as SyncSource,
-          kvSource(
-            'nodes',
-            this.#o.kubernetes,
-            NODES_PREFIX,
-            (kv) => JSON.parse(kv.value) as PodView,
-          ) as SyncSource,
+          kvSource('nodes', this.#o.kubernetes, NODES_PREFIX, (kv) => {
+            try {
+              return decodePod(kv.value) as PodView;
+            } catch (e) {
+              this.#unreadableNodes.add(kv.key.slice(NODES_PREFIX.length));
+              this.#bad.skip(kv.key, kv.modRevision, (e as Error).message);
+              throw e;
+            }
+          }) as SyncSource,
           // Calico Nodes change too (calico-node writes their addresses): follow them when a
           // Calico Node's labels or host endpoint depend on them.
           ...(this.#o.syncLabels || this.#o.autoHostEndpoints
@@ -202,8 +213,10 @@ export class NodeController {
           }
           if (u.source === 'nodes') {
             const { value } = u.item as { value: PodView };
+            const { key } = u.item as { key: string };
             if (u.kind === 'set') this.#k8sNodes.set(value.metadata.name, value.metadata.labels ?? {});
-            else this.#k8sNodes.delete(value.metadata.name);
+            else this.#k8sNodes.delete(value?.metadata.name ?? key.slice(NODES_PREFIX.length));
+            this.#unreadableNodes.delete(key.slice(NODES_PREFIX.length));
           }
           if (this.#inSync) this.#nodeLoop.schedule();
         },
@@ -298,7 +311,10 @@ export class NodeController {
       return true;
     }
     if (this.#o.deleteNodes) {
-      const gone = nodes.filter((n) => !this.#k8sNodes.has(kubernetesNodeName(n)));
+      const gone = nodes.filter(
+        (n) =>
+          !this.#k8sNodes.has(kubernetesNodeName(n)) && !this.#unreadableNodes.has(kubernetesNodeName(n)),
+      );
       for (const node of gone) {
         const name = node.metadata.name;
         try {
@@ -332,6 +348,11 @@ export class NodeController {
         if (labels === undefined) continue;
         const next = syncedNodeLabels(node, labels);
         if (!next) continue;
+        const why = invalidReason(next);
+        if (why !== undefined) {
+          this.#bad.skip(`Node ${kubernetesNodeName(node)}`, JSON.stringify(labels), why);
+          continue;
+        }
         try {
           nodes[i] = (await this.#o.calico.update(next)) as Node;
           done.updated++;
@@ -340,6 +361,10 @@ export class NodeController {
             'Kubernetes Node labels synced',
           );
         } catch (e) {
+          if (isInvalid(e)) {
+            this.#bad.skip(`Node ${kubernetesNodeName(node)}`, JSON.stringify(labels), (e as Error).message);
+            continue;
+          }
           failed.push(node.metadata.name);
           this.#o.log.warn(
             { controller: this.name, node: node.metadata.name, err: (e as Error).message },
@@ -352,11 +377,22 @@ export class NodeController {
       const heps = (await this.#o.calico.list('HostEndpoint')).items as HostEndpoint[];
       const plan = planHostEndpoints(nodes, heps, this.#o.autoHostEndpoints === true);
       const write = async (what: keyof typeof done, hep: HostEndpoint, f: () => Promise<unknown>) => {
+        const node = `Node ${hep.spec.node ?? hep.metadata.name}`;
+        const version = JSON.stringify([hep.metadata.labels, hep.spec]);
+        const why = what === 'deleted' ? undefined : invalidReason(hep);
+        if (why !== undefined) {
+          this.#bad.skip(node, version, `its host endpoint: ${why}`);
+          return;
+        }
         try {
           await f();
           done[what]++;
           this.#o.log.info({ controller: this.name, [what]: resourceKeyOf(hep) }, `HostEndpoint ${what}`);
         } catch (e) {
+          if (isInvalid(e)) {
+            this.#bad.skip(node, version, `its host endpoint: ${(e as Error).message}`);
+            return;
+          }
           failed.push(resourceKeyOf(hep));
           this.#o.log.warn(
             { controller: this.name, hostEndpoint: resourceKeyOf(hep), err: (e as Error).message },

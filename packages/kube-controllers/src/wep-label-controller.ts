@@ -22,6 +22,7 @@ import {
 } from '@calico-ts/datastore';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
 import { ReconcileLoop } from './reconcile-loop.js';
+import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
 
 interface PodView {
   readonly metadata: {
@@ -41,6 +42,27 @@ export interface WepLabelControllerOptions {
   readonly retryMs?: number;
   readonly reconcilePeriodMs?: number;
   readonly onReconciled?: (r: ReconcileReport) => void;
+  /** A Pod was skipped because it cannot be read or its endpoint's labels are not valid. */
+  readonly onSkipped?: (name: string) => void;
+}
+
+const isStringMap = (v: unknown): v is Record<string, string> =>
+  v !== null &&
+  typeof v === 'object' &&
+  !Array.isArray(v) &&
+  Object.values(v).every((x) => typeof x === 'string');
+
+/** A Pod as stored, checked for the fields the labels come from; throws naming what is wrong. */
+export function decodePod(text: string): PodView {
+  const p = JSON.parse(text) as { metadata?: unknown; spec?: unknown };
+  const m = p?.metadata as { name?: unknown; namespace?: unknown; labels?: unknown } | undefined;
+  if (!m || typeof m !== 'object' || typeof m.name !== 'string' || m.name === '')
+    throw new Error('metadata.name is missing');
+  if (m.labels !== undefined && !isStringMap(m.labels))
+    throw new Error('metadata.labels is not a map of strings');
+  const sa = (p.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName;
+  if (sa !== undefined && typeof sa !== 'string') throw new Error('spec.serviceAccountName is not a string');
+  return p as PodView;
 }
 
 /** The labels a pod's endpoint carries. Pure. */
@@ -68,11 +90,13 @@ export class WepLabelController {
   readonly #pods = new Map<string, PodView>();
   readonly #weps = new Map<string, WorkloadEndpoint>();
   readonly #loop: ReconcileLoop;
+  readonly #bad: UnconvertibleReporter;
   #syncer: Syncer | undefined;
   #inSync = false;
 
   constructor(opts: WepLabelControllerOptions) {
     this.#o = opts;
+    this.#bad = new UnconvertibleReporter(this.name, opts.log, opts.onSkipped);
     this.#loop = new ReconcileLoop({
       pass: () => this.#reconcileOnce(),
       ...(opts.debounceMs !== undefined ? { debounceMs: opts.debounceMs } : {}),
@@ -87,12 +111,14 @@ export class WepLabelController {
     await new Promise<void>((resolve) => {
       this.#syncer = new Syncer({
         sources: [
-          kvSource(
-            'pods',
-            this.#o.kubernetes,
-            PODS_PREFIX,
-            (kv) => JSON.parse(kv.value) as PodView,
-          ) as SyncSource,
+          kvSource('pods', this.#o.kubernetes, PODS_PREFIX, (kv) => {
+            try {
+              return decodePod(kv.value);
+            } catch (e) {
+              this.#bad.skip(kv.key, kv.modRevision, (e as Error).message);
+              throw e;
+            }
+          }) as SyncSource,
           resourceSource(this.#o.calico, 'WorkloadEndpoint') as SyncSource,
         ],
         onUpdate: (u) => {
@@ -141,10 +167,21 @@ export class WepLabelController {
       if (!pod) continue;
       const labels = endpointLabels(pod);
       if (sameLabels(w.metadata.labels, labels)) continue;
+      const next = { ...w, metadata: { ...w.metadata, labels } };
+      const podName = `${w.metadata.namespace}/${w.spec.pod}`;
+      const why = invalidReason(next);
+      if (why !== undefined) {
+        this.#bad.skip(podName, JSON.stringify(labels), why);
+        continue;
+      }
       try {
-        await this.#o.calico.update({ ...w, metadata: { ...w.metadata, labels } });
+        await this.#o.calico.update(next);
         updated++;
       } catch (e) {
+        if (isInvalid(e)) {
+          this.#bad.skip(podName, JSON.stringify(labels), (e as Error).message);
+          continue;
+        }
         failed.push(`${w.metadata.namespace}/${w.metadata.name}`);
         this.#o.log.warn(
           {
