@@ -1,14 +1,19 @@
 /**
- * NodeController (upstream's node controller): IPAM garbage collection on both datastores, and in
- * etcd mode the Calico Nodes of deleted Kubernetes Nodes.
+ * NodeController (upstream's node controller): IPAM garbage collection and auto host endpoints on
+ * both datastores; in etcd mode also the Calico Nodes of deleted Kubernetes Nodes and label sync.
  *
- *   Pods, Nodes (Kubernetes, as they are) ─ Syncer ─► who exists now
- *          every `scanPeriodMs`:
- *   IPAM allocations ─► isOwnerAlive? ─► IpamClient.gc (released only after `leakGracePeriodMs`
- *                                         gone, conditional on handle + sequence number)
- *   Calico Nodes (etcd) whose Kubernetes Node is gone ─► their endpoints deleted, affinities
- *                                                         released, the Node deleted (their
- *                                                         addresses then leak and are collected)
+ *   Pods, Nodes (Kubernetes, as they are) ─ Syncer ─► who exists now, each Node's labels
+ *   Calico Nodes (when labels or HEPs need them) ─┘
+ *
+ *   node pass (on any Node event, debounced, and at the start of every scan):
+ *     Calico Nodes whose Kubernetes Node is gone (etcd) ─► their endpoints deleted, affinities
+ *                                                          released, the Node deleted
+ *     Kubernetes Node labels ─► syncedNodeLabels ─► Calico Node update (etcd, syncLabels)
+ *     Calico Nodes ─► planHostEndpoints ─► `<node>-auto-hep` create / update / delete
+ *   scan (every `scanPeriodMs`): the node pass, then
+ *     IPAM allocations ─► isOwnerAlive? ─► IpamClient.gc (released only after `leakGracePeriodMs`
+ *                                           gone, conditional on handle + sequence number)
+ *                     ─► IPAM gauges and GC counters (upstream's metric names)
  *
  * An allocation's owner (its attributes as the CNI plugin and calico-node wrote them):
  *   - a pod (`namespace` + `pod`): alive while the Pod exists and, when the Pod shows addresses,
