@@ -33,10 +33,19 @@ export class UnconvertibleReporter {
   }
 }
 
-/** Why `r` is not a valid Calico resource, or undefined when it is. */
-export function invalidReason(r: unknown): string | undefined {
+const judged = new WeakMap<object, string | null>();
+
+/**
+ * Why `r` is not a valid Calico resource, or undefined when it is. Remembered per object: the
+ * controllers replace an object when it changes, so each version is validated once, not once per pass.
+ */
+export function invalidReason(r: object): string | undefined {
+  const known = judged.get(r);
+  if (known !== undefined) return known ?? undefined;
   const v = validateResource(r);
-  return v.ok ? undefined : v.errors.map((e) => `${e.path}: ${e.rule}`).join('; ');
+  const why = v.ok ? null : v.errors.map((e) => `${e.path}: ${e.rule}`).join('; ');
+  judged.set(r, why);
+  return why ?? undefined;
 }
 
 /** A datastore refused the write because the resource is invalid (retrying cannot help). */
