@@ -50,6 +50,8 @@ export { ReconcileLoop, type ReconcileLoopOptions } from './reconcile-loop.js';
 export {
   decodePod,
   endpointLabels,
+  type SlimObject,
+  slimObject,
   WepLabelController,
   type WepLabelControllerOptions,
 } from './wep-label-controller.js';

@@ -43,7 +43,7 @@ import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-
 import { resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
-import { decodePod } from './wep-label-controller.js';
+import { decodePod, slimObject } from './wep-label-controller.js';
 
 interface PodView {
   readonly metadata: {
@@ -187,11 +187,12 @@ export class NodeController {
     await new Promise<void>((resolve) => {
       this.#syncer = new Syncer({
         sources: [
+          // Any Pod that parses counts: one whose labels are odd still owns its addresses.
           kvSource(
             'pods',
             this.#o.kubernetes,
             PODS_PREFIX,
-            (kv) => JSON.parse(kv.value) as PodView,
+            (kv) => slimObject(JSON.parse(kv.value)) as PodView,
           ) as SyncSource,
           kvSource('nodes', this.#o.kubernetes, NODES_PREFIX, (kv) => {
             try {

@@ -52,8 +52,49 @@ const isStringMap = (v: unknown): v is Record<string, string> =>
   !Array.isArray(v) &&
   Object.values(v).every((x) => typeof x === 'string');
 
+/**
+ * Only what the controllers read of a Pod (or Node): name, namespace, labels, annotations, service
+ * account, addresses. The rest of a stored object (containers, managedFields, conditions) is most
+ * of its size and would otherwise be held for every pod in the cluster.
+ */
+export function slimObject(o: unknown): SlimObject {
+  const p = (o ?? {}) as {
+    metadata?: Record<string, unknown>;
+    spec?: { serviceAccountName?: unknown };
+    status?: { podIP?: unknown; podIPs?: unknown };
+  };
+  const m = p.metadata ?? {};
+  const out: {
+    metadata: Record<string, unknown>;
+    spec?: Record<string, unknown>;
+    status?: Record<string, unknown>;
+  } = { metadata: { name: m.name } };
+  if (m.namespace !== undefined) out.metadata.namespace = m.namespace;
+  if (m.labels !== undefined) out.metadata.labels = m.labels;
+  if (m.annotations !== undefined) out.metadata.annotations = m.annotations;
+  if (p.spec?.serviceAccountName !== undefined) out.spec = { serviceAccountName: p.spec.serviceAccountName };
+  if (p.status?.podIP !== undefined || p.status?.podIPs !== undefined) {
+    out.status = {
+      ...(p.status.podIP !== undefined ? { podIP: p.status.podIP } : {}),
+      ...(p.status.podIPs !== undefined ? { podIPs: p.status.podIPs } : {}),
+    };
+  }
+  return out as SlimObject;
+}
+
+export interface SlimObject {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly labels?: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+  };
+  readonly spec?: { readonly serviceAccountName?: string };
+  readonly status?: { readonly podIPs?: readonly { readonly ip?: string }[]; readonly podIP?: string };
+}
+
 /** A Pod as stored, checked for the fields the labels come from; throws naming what is wrong. */
-export function decodePod(text: string): PodView {
+export function decodePod(text: string): SlimObject {
   const p = JSON.parse(text) as { metadata?: unknown; spec?: unknown };
   const m = p?.metadata as { name?: unknown; namespace?: unknown; labels?: unknown } | undefined;
   if (!m || typeof m !== 'object' || typeof m.name !== 'string' || m.name === '')
@@ -62,7 +103,7 @@ export function decodePod(text: string): PodView {
     throw new Error('metadata.labels is not a map of strings');
   const sa = (p.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName;
   if (sa !== undefined && typeof sa !== 'string') throw new Error('spec.serviceAccountName is not a string');
-  return p as PodView;
+  return slimObject(p);
 }
 
 /** The labels a pod's endpoint carries. Pure. */
