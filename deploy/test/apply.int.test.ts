@@ -6,6 +6,9 @@
  * No controller-manager or scheduler runs: nothing is scheduled, objects are only stored.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   etcdAvailable,
@@ -15,8 +18,11 @@ import {
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chartDir, findHelm, MANIFESTS } from '../scripts/helm.mjs';
-import { manifestPath } from './manifest-docs.js';
+import { chartDir, findHelm, MANIFESTS, root } from '../scripts/helm.mjs';
+import { find, manifestPath, podSpec, readManifest, resolveEnv } from './manifest-docs.js';
+
+const CALICO_NODE = join(root, 'apps/calico-node/bin/calico-node');
+const CALICO_IPAM = join(root, 'packages/cni-plugin/bin/calico-ipam');
 
 const run = promisify(execFile);
 
@@ -26,6 +32,9 @@ function missingPrerequisites(): string[] {
   if (!etcdAvailable()) missing.push('etcd');
   if (!findKubectl()) missing.push('kubectl');
   if (!findHelm()) missing.push('helm (run scripts/setup.sh)');
+  if (!existsSync(join(root, 'apps/calico-node/dist/main.js')) || !existsSync(CALICO_IPAM)) {
+    missing.push('the built calico-node and CNI plugin (pnpm build)');
+  }
   return missing;
 }
 const missing = missingPrerequisites();
@@ -75,12 +84,38 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
         },
       }).then((r) => r.stdout);
 
+    let dir: string;
     beforeAll(async () => {
       api = await startKubeApiServer();
+      dir = await mkdtemp(join(api.dir, 'run-'));
     }, 120_000);
     afterAll(async () => {
       await api?.stop();
     });
+
+    /** A kubeconfig holding a fresh token of a kube-system service account, as its pod would have. */
+    async function kubeconfigAs(account: string): Promise<string> {
+      const token = (await kubectl('create', 'token', account, '-n', 'kube-system', '--duration=10m')).trim();
+      const path = join(dir, `${account}.kubeconfig`);
+      const config = {
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'test',
+            cluster: {
+              server: api.url,
+              'certificate-authority-data': Buffer.from(api.caPem).toString('base64'),
+            },
+          },
+        ],
+        users: [{ name: account, user: { token } }],
+        contexts: [{ name: account, context: { cluster: 'test', user: account } }],
+        'current-context': account,
+      };
+      await writeFile(path, JSON.stringify(config), { mode: 0o600 });
+      return path;
+    }
 
     it('the chart installs with --dry-run=server', async () => {
       const values = manifest.values.flatMap((v) => ['--values', `${chartDir}/${v}`]);
@@ -190,5 +225,96 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
       expect(await can('delete', 'ipamblocks.crd.projectcalico.org')).toBe(!etcd);
       expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
     });
+
+    // The Kubernetes datastore only: there the accounts' grants are what the programs run on.
+    if (!etcd) {
+      it('calico-node starts up as its own account with the DaemonSet’s environment, and the CNI plugin’s account allocates from the pool it made', async () => {
+        const objects = readManifest(manifest.file);
+        const spec = podSpec(find(objects, 'DaemonSet', 'calico-node'));
+        await writeFile(
+          join(dir, 'node.json'),
+          JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' } }),
+        );
+        await kubectl('create', '-f', join(dir, 'node.json'));
+
+        // calico-node -startup as the DaemonSet runs it on node-1 (its address given, not autodetected).
+        const env = {
+          ...resolveEnv(objects, spec.containers[0]!, 'node-1'),
+          IP: '198.18.0.11/24',
+          KUBECONFIG: await kubeconfigAs('calico-node'),
+          CALICO_VAR_LIB_DIR: dir,
+          CALICO_VAR_RUN_DIR: dir,
+          PATH: process.env.PATH ?? '',
+        };
+        const startup = await run(process.execPath, [CALICO_NODE, '-startup'], { env }).then(
+          () => '',
+          (e: { stderr: string }) => e.stderr,
+        );
+        expect(startup).toBe('');
+        expect((await readFile(join(dir, 'nodename'), 'utf8')).trim()).toBe('node-1');
+        const pool = JSON.parse(
+          await kubectl('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool', '-o', 'json'),
+        );
+        expect(pool.spec).toMatchObject({ cidr: '192.168.0.0/16', ipipMode: 'Always', natOutgoing: true });
+
+        // calico-ipam ADD and DEL with the network config install-cni writes, through the plugin's token.
+        const template = (find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>)
+          .cni_network_config!;
+        const kubeconfig = await kubeconfigAs('calico-cni-plugin');
+        const conflist = JSON.parse(
+          template
+            .replaceAll('__KUBECONFIG_FILEPATH__', kubeconfig)
+            .replaceAll('__KUBERNETES_NODE_NAME__', 'node-1')
+            .replaceAll('__CNI_MTU__', '1440'),
+        );
+        // No plugin service on this host: the plugin talks to the API server itself.
+        const conf = {
+          ...conflist.plugins[0],
+          name: conflist.name,
+          cniVersion: conflist.cniVersion,
+          service_socket: '',
+        };
+        await kubectl('create', 'namespace', 'shop');
+        const ipam = (command: string) =>
+          new Promise<{ code: number; out: string }>((resolve) => {
+            const child = execFile(
+              CALICO_IPAM,
+              [],
+              {
+                env: {
+                  PATH: process.env.PATH ?? '',
+                  CNI_COMMAND: command,
+                  CNI_CONTAINERID: 'c0ffee',
+                  CNI_NETNS: '/var/run/netns/none',
+                  CNI_IFNAME: 'eth0',
+                  CNI_PATH: dir,
+                  CNI_ARGS: 'K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-1',
+                },
+              },
+              (err, stdout) =>
+                resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout }),
+            );
+            child.stdin?.end(JSON.stringify(conf));
+          });
+        const handleNames = async () =>
+          (
+            JSON.parse(await kubectl('get', 'ipamhandles.crd.projectcalico.org', '-o', 'json')).items as {
+              metadata: { name: string };
+            }[]
+          ).map((h) => h.metadata.name);
+        const add = await ipam('ADD');
+        expect(add.code, add.out).toBe(0);
+        expect(JSON.parse(add.out).ips[0].address).toMatch(/^192\.168\.\d+\.\d+\/26$/);
+        const blocks = JSON.parse(
+          await kubectl('get', 'ipamblocks.crd.projectcalico.org', '-o', 'json'),
+        ).items;
+        expect(blocks.map((b: { spec: { affinity: string } }) => b.spec.affinity)).toEqual(['host:node-1']);
+        expect(await handleNames()).toEqual(['ipip-tunnel-addr-node-1', 'k8s-pod-network.c0ffee']);
+        const del = await ipam('DEL');
+        expect(del.code, del.out).toBe(0);
+        // The pod's handle is gone; the node's IPIP tunnel address, from start-up, stays.
+        expect(await handleNames()).toEqual(['ipip-tunnel-addr-node-1']);
+      });
+    }
   },
 );
