@@ -7,6 +7,10 @@
  *   list(prefix), watch(prefix)   ──► collectionsForPrefix ──► list/watch each collection,
  *                                     objects → KVs, keys filtered by the prefix
  *
+ * Every KV read here holds its value as parsed data (`parsedKV`): the typed client and IPAM copy
+ * it rather than parse text, and the text is made only if something reads `value`. A Pod or Node
+ * just read by `get` stands in for the read its next write would make (`#onCurrent`).
+ *
  * Revisions: an object's `resourceVersion` is the API server's etcd revision of its last write,
  * and a list's is the store revision at the time, so `modRevision` and list revisions keep their
  * etcd meaning (one counter, a watch from a list's revision misses nothing). Kubernetes calls
