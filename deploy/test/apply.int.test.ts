@@ -5,7 +5,7 @@
  * ClusterRoles grant what the programs need and no more (`kubectl auth can-i` as each account).
  * No controller-manager or scheduler runs: nothing is scheduled, objects are only stored.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,6 +23,7 @@ import { find, manifestPath, podSpec, readManifest, resolveEnv } from './manifes
 
 const CALICO_NODE = join(root, 'apps/calico-node/bin/calico-node');
 const CALICO_IPAM = join(root, 'packages/cni-plugin/bin/calico-ipam');
+const KUBE_CONTROLLERS = join(root, 'apps/kube-controllers/bin/calico-kube-controllers');
 
 const run = promisify(execFile);
 
@@ -32,8 +33,12 @@ function missingPrerequisites(): string[] {
   if (!etcdAvailable()) missing.push('etcd');
   if (!findKubectl()) missing.push('kubectl');
   if (!findHelm()) missing.push('helm (run scripts/setup.sh)');
-  if (!existsSync(join(root, 'apps/calico-node/dist/main.js')) || !existsSync(CALICO_IPAM)) {
-    missing.push('the built calico-node and CNI plugin (pnpm build)');
+  if (
+    !existsSync(join(root, 'apps/calico-node/dist/main.js')) ||
+    !existsSync(join(root, 'apps/kube-controllers/dist/main.js')) ||
+    !existsSync(CALICO_IPAM)
+  ) {
+    missing.push('the built calico-node, kube-controllers and CNI plugin (pnpm build)');
   }
   return missing;
 }
@@ -315,6 +320,54 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
         // The pod's handle is gone; the node's IPIP tunnel address, from start-up, stays.
         expect(await handleNames()).toEqual(['ipip-tunnel-addr-node-1']);
       });
+
+      it('calico-kube-controllers turns ready as its own account with the Deployment’s environment', async () => {
+        const objects = readManifest(manifest.file);
+        const container = podSpec(find(objects, 'Deployment', 'calico-kube-controllers')).containers[0]!;
+        // Metrics off, so the test needs no fixed port on a shared host.
+        await writeFile(
+          join(dir, 'kcc.json'),
+          JSON.stringify({
+            apiVersion: 'crd.projectcalico.org/v1',
+            kind: 'KubeControllersConfiguration',
+            metadata: { name: 'default' },
+            spec: { prometheusMetricsPort: 0, controllers: { node: { reconcilerPeriod: '5m' } } },
+          }),
+        );
+        await kubectl('create', '-f', join(dir, 'kcc.json'));
+        const env = {
+          ...resolveEnv(objects, container, 'node-1'),
+          KUBECONFIG: await kubeconfigAs('calico-kube-controllers'),
+          STATUS_FILE: join(dir, 'kube-controllers-status.json'),
+          PATH: process.env.PATH ?? '',
+        };
+        let output = '';
+        const child: ChildProcess = spawn(process.execPath, [KUBE_CONTROLLERS], {
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        child.stdout?.on('data', (b: Buffer) => {
+          output += b.toString();
+        });
+        child.stderr?.on('data', (b: Buffer) => {
+          output += b.toString();
+        });
+        try {
+          const ready = () =>
+            run(process.execPath, [KUBE_CONTROLLERS, '-r'], { env }).then(
+              () => true,
+              () => false,
+            );
+          const deadline = Date.now() + 30_000;
+          while (!(await ready()) && Date.now() < deadline && child.exitCode === null) {
+            await new Promise((r) => setTimeout(r, 500));
+          }
+          expect(await ready(), output).toBe(true);
+          expect(output).not.toMatch(/forbidden/i);
+        } finally {
+          child.kill('SIGTERM');
+        }
+      }, 60_000);
     }
   },
 );
