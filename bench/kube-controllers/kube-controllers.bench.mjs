@@ -316,6 +316,9 @@ async function main() {
         (m) => [m[1], Number(m[2])],
       ),
     );
+    const heapUsedMB =
+      Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(metrics)?.[1] ?? Number.NaN) / 2 ** 20;
+    throughput.controllerHeapUsedAfterMB = round(heapUsedMB, 0);
     const result = {
       bench: 'kube-controllers',
       when: new Date().toISOString(),
@@ -338,7 +341,7 @@ async function main() {
       `| objects/s | ${throughput.convergedObjectsPerSec} | ${throughput.acceptedObjectsPerSec} | ${round(throughput.convergedObjectsPerSec / throughput.acceptedObjectsPerSec, 2)} |`,
     );
     console.log(
-      `| controller RSS idle / peak / after (MB) | ${throughput.controllerRssIdleMB} / ${throughput.controllerRssPeakMB} / ${throughput.controllerRssAfterMB} | | |`,
+      `| controller RSS idle / peak / after (MB); JS heap in use after | ${throughput.controllerRssIdleMB} / ${throughput.controllerRssPeakMB} / ${throughput.controllerRssAfterMB}; ${throughput.controllerHeapUsedAfterMB} | | |`,
     );
     console.log(`| controller CPU during (a) (s) | ${throughput.controllerCpuSec} | | |`);
     console.log(
