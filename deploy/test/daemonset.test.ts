@@ -5,10 +5,12 @@
  * flags calico-node accepts, and the mounts are where install-cni and calico-node look.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs, parseNodeEnv } from '@calico-ts/calico-node';
 import { configFromEnv } from '@calico-ts/datastore';
 import { describe, expect, it } from 'vitest';
-import { crdsSource, MANIFESTS } from '../scripts/helm.mjs';
+import { crdsSource, MANIFESTS, root } from '../scripts/helm.mjs';
 import {
   type Container,
   find,
@@ -26,6 +28,22 @@ import {
   installCniPlaceholders,
   kubeControllersEnvNames,
 } from './program-env.js';
+
+/** What `pnpm images` puts in each image (images/src/definitions.mjs: data only). */
+interface ImageDefinition {
+  files?: { from: string; to: string }[];
+  links?: { path: string; target: string }[];
+  entrypoint: string[];
+}
+const images = (await import(pathToFileURL(join(root, 'images/src/definitions.mjs')).href)) as {
+  IMAGES: Record<string, ImageDefinition>;
+  imageRef: (name: string) => string;
+};
+/** Every path an image has: copied files and links. */
+const pathsIn = (name: string) => {
+  const def = images.IMAGES[name]!;
+  return new Set([...(def.files ?? []).map((f) => f.to), ...(def.links ?? []).map((l) => l.path)]);
+};
 
 const nodeReads = calicoNodeEnvNames();
 const installReads = installCniEnvNames();
@@ -127,6 +145,25 @@ describe.each(MANIFESTS)('$file', (manifest) => {
       probes: ['felix-ready', 'bird-ready'],
       thresholdMs: 30_000,
     });
+  });
+
+  it('runs each image as pnpm images builds it: names, entrypoints, probe programs, CNI plugins', () => {
+    expect(node.image).toBe(images.imageRef('node'));
+    expect(pathsIn('node')).toContain(node.livenessProbe!.exec!.command[0]);
+    expect(pathsIn('node')).toContain(node.readinessProbe!.exec!.command[0]);
+    expect(install!.image).toBe(images.imageRef('cni'));
+    expect(install!.command).toEqual(images.IMAGES.cni!.entrypoint);
+    const config = find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>;
+    const conflist = JSON.parse(config.cni_network_config!.replace(/__[A-Z0-9_]+__/g, '0'));
+    const types = conflist.plugins.flatMap((p: { type: string; ipam?: { type: string } }) =>
+      p.ipam ? [p.type, p.ipam.type] : [p.type],
+    );
+    expect(types).toContain('calico-ipam');
+    for (const t of types) expect(pathsIn('cni')).toContain(`/opt/cni/bin/${t}`);
+    const kc = podSpec(find(objects, 'Deployment', 'calico-kube-controllers')).containers[0]!;
+    expect(kc.image).toBe(images.imageRef('kube-controllers'));
+    expect(kc.command).toBeUndefined();
+    expect(pathsIn('kube-controllers')).toContain(kc.livenessProbe!.exec!.command[0]);
   });
 
   it('gives calico-node the host directories it uses', () => {
