@@ -17,11 +17,15 @@
 //       request's own round trip (the reference). What Felix does next is measured in bench/felix
 //       and bench/lab, not here.
 //
-// The Kubernetes datastore has nothing to converge here: there, Profiles, WorkloadEndpoints and
-// Kubernetes policies are read from Kubernetes itself, and only the node controller runs.
+// With `--datastore kubernetes` Profiles, WorkloadEndpoints and Kubernetes policies are read from
+// Kubernetes itself and only the node controller runs; what it writes is the auto HostEndpoints.
+// There: M Nodes (`--nodes`, each with a Calico IPv4 address annotation) and P Pods spread over
+// the namespaces are created at once, and converged = every `<node>-auto-hep` HostEndpoint exists
+// with the node's address (polled from the API server every 250 ms).
 //
 //   node bench/kube-controllers/kube-controllers.bench.mjs [--namespaces 1000] [--pods 10000]
-//     [--policies 20] [--concurrency 64] [--out file.json]
+//     [--policies 20] [--concurrency 64] [--datastore etcdv3|kubernetes] [--nodes 500]
+//     [--out file.json]
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -42,6 +46,8 @@ const { values: args } = parseArgs({
     policies: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '64' },
     timeout: { type: 'string', default: '600' },
+    datastore: { type: 'string', default: 'etcdv3' },
+    nodes: { type: 'string', default: '500' },
     out: { type: 'string' },
   },
 });
@@ -51,7 +57,10 @@ const POLICIES = Number(args.policies);
 const CONC = Number(args.concurrency);
 const TIMEOUT_MS = Number(args.timeout) * 1000;
 const HERE = dirname(fileURLToPath(import.meta.url));
-const OUT = args.out ?? join(HERE, '..', 'results', 'kube-controllers.json');
+const KDD = args.datastore === 'kubernetes';
+const NODES = Number(args.nodes);
+const OUT =
+  args.out ?? join(HERE, '..', 'results', KDD ? 'kube-controllers-kdd.json' : 'kube-controllers.json');
 const BIN = join(REPO, 'apps', 'kube-controllers', 'bin', 'calico-kube-controllers');
 const RES = '/calico/resources/v3/projectcalico.org/';
 
@@ -366,7 +375,152 @@ async function main() {
   }
 }
 
-main().catch((e) => {
+/** The program on the Kubernetes datastore: node controller, auto host endpoints. */
+async function mainKdd() {
+  log(`Kubernetes datastore: ${NODES} nodes, ${NS} namespaces, ${PODS} pods, concurrency ${CONC}`);
+  const dir = await mkdtemp(join(tmpdir(), 'kc-bench-'));
+  const api = await startClusterWithCrds(log);
+  const rest = kubeRest(api, CONC);
+  let child;
+  try {
+    const metricsPort = await freePort();
+    await rest.call('POST', '/apis/crd.projectcalico.org/v1/kubecontrollersconfigurations', {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'KubeControllersConfiguration',
+      metadata: { name: 'default' },
+      spec: {
+        prometheusMetricsPort: metricsPort,
+        controllers: { node: { hostEndpoint: { autoCreate: 'Enabled' } } },
+      },
+    });
+    const statusFile = join(dir, 'status.json');
+    const env = {
+      PATH: process.env.PATH ?? '',
+      DATASTORE_TYPE: 'kubernetes',
+      KUBECONFIG: api.kubeconfigPath,
+      STATUS_FILE: statusFile,
+      METRICS_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warning',
+      ENABLED_CONTROLLERS: 'node',
+    };
+    child = spawn(process.execPath, [BIN], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out = (out + d.toString()).slice(-4000);
+    });
+    const readyBy = Date.now() + 60_000;
+    while (spawnSync(process.execPath, [BIN, '-r'], { env }).status !== 0) {
+      if (child.exitCode !== null) throw new Error(`calico-kube-controllers exited: ${out}`);
+      if (Date.now() > readyBy) throw new Error(`calico-kube-controllers not ready in 60s: ${out}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const idle = memoryOf(child.pid);
+    log(`controllers ready (RSS ${idle.rssMB?.toFixed(0)} MB)`);
+    let peakRss = idle.rssMB ?? 0;
+    const sampler = setInterval(() => {
+      const m = memoryOf(child.pid);
+      if (m.rssMB !== null) peakRss = Math.max(peakRss, m.rssMB);
+    }, 100);
+    const node = (i) => `node-${String(i).padStart(5, '0')}`;
+    const addr = (i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    const t0 = performance.now();
+    await runPool(NS + NODES, CONC, (k) =>
+      k < NS
+        ? rest.call('POST', '/api/v1/namespaces', {
+            apiVersion: 'v1',
+            kind: 'Namespace',
+            metadata: { name: ns(k) },
+          })
+        : rest.call('POST', '/api/v1/nodes', {
+            apiVersion: 'v1',
+            kind: 'Node',
+            metadata: {
+              name: node(k - NS),
+              labels: { zone: `z${(k - NS) % 3}` },
+              annotations: { 'projectcalico.org/IPv4Address': `${addr(k - NS)}/16` },
+            },
+          }),
+    );
+    await runPool(PODS, CONC, (i) =>
+      rest.call('POST', `/api/v1/namespaces/${nsOfPod(i)}/pods`, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: pod(i), labels: { app: `a${i % 10}` } },
+        spec: {
+          nodeName: node(i % NODES),
+          automountServiceAccountToken: false,
+          containers: [{ name: 'c', image: 'none' }],
+        },
+      }),
+    );
+    const accepted = performance.now();
+    log(`API server accepted ${NS + NODES + PODS} objects in ${((accepted - t0) / 1000).toFixed(2)}s`);
+    let convergedAt;
+    let heps = 0;
+    for (;;) {
+      const list = await rest.call('GET', '/apis/crd.projectcalico.org/v1/hostendpoints');
+      heps = list.items.filter(
+        (h) => h.metadata.name.endsWith('-auto-hep') && h.spec?.expectedIPs?.length === 1,
+      ).length;
+      if (heps >= NODES) {
+        convergedAt = performance.now();
+        break;
+      }
+      if (performance.now() - t0 > TIMEOUT_MS)
+        throw new Error(`not converged: ${heps}/${NODES} auto HostEndpoints`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    clearInterval(sampler);
+    const after = memoryOf(child.pid);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const heapUsedMB =
+      Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(metrics)?.[1] ?? Number.NaN) / 2 ** 20;
+    const objects = NS + NODES + PODS;
+    const throughput = {
+      objects,
+      autoHostEndpoints: heps,
+      acceptedSec: round((accepted - t0) / 1000, 2),
+      convergedSec: round((convergedAt - t0) / 1000, 2),
+      ratioConvergedToAccepted: round((convergedAt - t0) / (accepted - t0), 2),
+      controllerRssIdleMB: round(idle.rssMB, 0),
+      controllerRssPeakMB: round(Math.max(peakRss, after.peakMB ?? 0), 0),
+      controllerRssAfterMB: round(after.rssMB, 0),
+      controllerHeapUsedAfterMB: round(heapUsedMB, 0),
+    };
+    const result = {
+      bench: 'kube-controllers (Kubernetes datastore)',
+      when: new Date().toISOString(),
+      machine: { cpus: cpus().length, loadavg: loadavg().map((x) => round(x, 2)) },
+      config: { nodes: NODES, namespaces: NS, pods: PODS, concurrency: CONC, logLevel: 'warning' },
+      throughput,
+    };
+    await mkdir(dirname(OUT), { recursive: true });
+    await writeFile(OUT, `${JSON.stringify(result, null, 2)}\n`);
+    console.log(
+      `| kube-controllers, Kubernetes datastore (${NODES} nodes, ${NS} namespaces, ${PODS} pods) | value | reference | ratio |`,
+    );
+    console.log('| --- | --- | --- | --- |');
+    console.log(
+      `| every auto HostEndpoint written (s) | ${throughput.convergedSec} | API server accepted the objects: ${throughput.acceptedSec} | ${throughput.ratioConvergedToAccepted} |`,
+    );
+    console.log(
+      `| controller RSS idle / peak / after (MB); JS heap in use after | ${throughput.controllerRssIdleMB} / ${throughput.controllerRssPeakMB} / ${throughput.controllerRssAfterMB}; ${throughput.controllerHeapUsedAfterMB} | | |`,
+    );
+    console.log(`\nresults: ${OUT}`);
+  } finally {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+    rest.close();
+    await api.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+(KDD ? mainKdd() : main()).catch((e) => {
   console.error(`kube-controllers bench: ${e.stack ?? e}`);
   process.exit(1);
 });
