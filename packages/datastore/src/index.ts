@@ -37,6 +37,7 @@ export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 export type { EtcdKVStoreOptions } from './kv/etcd-kv-store.js';
 export type * from './kv/kv-store.js';
 export { type MemoryKVDump, MemoryKVStore, type MemoryKVStoreOptions } from './kv/memory-kv-store.js';
+export { kvJson, kvJsonExact } from './kv/parsed-kv.js';
 export {
   DEFAULT_ALLOW_PROFILE,
   formatTimestamp,
