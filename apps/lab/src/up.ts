@@ -247,7 +247,6 @@ export class LabBuilder {
    * policy controller's `knp.*` read as CRD NetworkPolicies) and fails where they are not served.
    */
   async kubeObjects(timeoutMs = 90_000): Promise<void> {
-    const crds = true;
     const { plan: kube, tools } = this.#kube();
     const nodes = { apiVersion: 'v1', kind: 'List', items: this.plan.nodes.map((n) => kubeNode(n.name)) };
     const kubectl = (args: string[], input?: string) =>
@@ -256,14 +255,7 @@ export class LabBuilder {
         timeoutMs: 90_000,
       });
     const end = Date.now() + timeoutMs;
-    const apply = [
-      'apply',
-      '--server-side',
-      '--field-manager=calico-lab',
-      ...(crds ? ['-f', CALICO_CRDS] : []),
-      '-f',
-      '-',
-    ];
+    const apply = ['apply', '--server-side', '--field-manager=calico-lab', '-f', CALICO_CRDS, '-f', '-'];
     for (;;) {
       const r = await kubectl(apply, JSON.stringify(nodes));
       if (r.status === 0) break;
@@ -272,7 +264,7 @@ export class LabBuilder {
         throw new LabError('setup', `kubectl ${apply.join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
       await sleep(250);
     }
-    for (; crds; ) {
+    for (;;) {
       // One list instead of `kubectl wait`, which takes seconds over 22 CRDs.
       const r = await kubectl(['get', 'crd', '-o', 'json']);
       const items =
@@ -298,7 +290,7 @@ export class LabBuilder {
       await sleep(100);
     }
     this.out.step(
-      `kubernetes: ${crds ? 'Calico CRDs established, ' : ''}Nodes ${this.plan.nodes.map((n) => n.name).join(', ')} created`,
+      `kubernetes: Calico CRDs established, Nodes ${this.plan.nodes.map((n) => n.name).join(', ')} created`,
     );
   }
 
