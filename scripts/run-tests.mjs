@@ -53,7 +53,7 @@ step('tests', 'pnpm', ['exec', 'turbo', 'run', 'test', '--concurrency=2', '--con
 });
 
 // Every workspace package with a test script must have left a report.
-const packageDirs = ['packages', 'apps', 'test-e2e', 'bench'].flatMap((top) => {
+const packageDirs = ['packages', 'apps', 'test-e2e', 'bench', 'deploy', 'images'].flatMap((top) => {
   const dir = join(root, top);
   if (!existsSync(dir)) return [];
   if (existsSync(join(dir, 'package.json'))) return [dir];
