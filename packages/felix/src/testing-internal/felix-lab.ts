@@ -186,7 +186,8 @@ export class FelixLab {
       type: 'calico',
       log_level: 'warning',
       ipam: { type: 'calico-ipam' },
-      policy: { type: 'k8s' },
+      // No policy.type k8s: that makes the plugin read the Pod from a Kubernetes API, and this lab
+      // has none. The namespace's profile is set below, as the plugin would from the Pod.
       nodename_file: join(this.tmp, 'nodename'),
       ipam_lock_file: join(this.tmp, 'ipam.lock'),
       etcd_endpoints: 'http://127.0.0.1:2379',
@@ -211,6 +212,8 @@ export class FelixLab {
     const weps = await this.ds.list('WorkloadEndpoint', { namespace });
     const wep = weps.items.find((w) => w.spec.pod === name);
     if (!wep) throw new Error(`no WorkloadEndpoint for ${namespace}/${name}`);
+    wep.spec.profiles = [`kns.${namespace}`];
+    await this.ds.update(wep as typeof wep & { kind: 'WorkloadEndpoint' });
     return {
       namespace,
       name,

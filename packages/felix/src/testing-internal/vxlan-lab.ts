@@ -228,7 +228,8 @@ export class VxlanLab {
       log_level: 'warning',
       mtu: 1450,
       ipam: { type: 'calico-ipam' },
-      policy: { type: 'k8s' },
+      // No policy.type k8s: that makes the plugin read the Pod from a Kubernetes API, and this lab
+      // has none. The namespace's profile is set below, as the plugin would from the Pod.
       nodename_file: join(node.dir, 'nodename'),
       ipam_lock_file: join(node.dir, 'ipam.lock'),
       etcd_endpoints: 'http://127.0.0.1:2379',
@@ -250,6 +251,10 @@ export class VxlanLab {
     if (r.code !== 0)
       throw new Error(`CNI ADD of ${namespace}/${name} failed (${r.code}): ${r.stdout}${r.stderr}`);
     const result = JSON.parse(r.stdout) as { ips: { address: string }[]; interfaces: { name: string }[] };
+    const wep = (await this.ds.list('WorkloadEndpoint', { namespace })).items.find((w) => w.spec.pod === name);
+    if (!wep) throw new Error(`no WorkloadEndpoint for ${namespace}/${name}`);
+    wep.spec.profiles = [`kns.${namespace}`];
+    await this.ds.update(wep as typeof wep & { kind: 'WorkloadEndpoint' });
     return {
       node,
       namespace,
