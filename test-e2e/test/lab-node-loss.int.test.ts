@@ -230,22 +230,17 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
       it("n3's blocks and its pod's address are freed; n4's stay", async () => {
         const ip = lab.state().pods.find((p) => p.name === 'on-n3')!.ip;
         const t = Date.now();
-        if (datastore === 'kubernetes') {
-          // What the pod garbage collector does to the pods of a deleted Node.
-          await lab.ok('kubectl', 'delete', 'pod', '-n', 'loss', 'on-n3', '--force', '--grace-period=0');
-        }
-        // kube-controllers' node controller looks at IPAM once a minute.
         await until(
           "n3's block affinities released",
           async () => !(await blockAffinities(lab)).has('n3'),
-          datastore === 'kubernetes' ? 90_000 : 10_000,
+          10_000,
           1000,
         );
         await until(
           `n3's pod's address ${ip} released`,
           async () =>
             (await lab.ok('calicoctl', 'ipam', 'show', '--ip', ip)).stdout.includes('is not assigned'),
-          datastore === 'kubernetes' ? 90_000 : 10_000,
+          10_000,
           1000,
         );
         console.log(
