@@ -251,7 +251,9 @@ export class VxlanLab {
     if (r.code !== 0)
       throw new Error(`CNI ADD of ${namespace}/${name} failed (${r.code}): ${r.stdout}${r.stderr}`);
     const result = JSON.parse(r.stdout) as { ips: { address: string }[]; interfaces: { name: string }[] };
-    const wep = (await this.ds.list('WorkloadEndpoint', { namespace })).items.find((w) => w.spec.pod === name);
+    const wep = (await this.ds.list('WorkloadEndpoint', { namespace })).items.find(
+      (w) => w.spec.pod === name,
+    );
     if (!wep) throw new Error(`no WorkloadEndpoint for ${namespace}/${name}`);
     wep.spec.profiles = [`kns.${namespace}`];
     await this.ds.update(wep as typeof wep & { kind: 'WorkloadEndpoint' });
