@@ -80,13 +80,13 @@ for (const dir of packageDirs) {
     if (suite.status === 'failed' && !tests.some((t) => t.status === 'failed')) {
       // The file failed outside any test (import error, hook failure).
       f++;
-      problems.push(`${pkg.name}: ${suite.name}: ${(suite.message ?? '').split('\n')[0]}`);
+      problems.push(`${pkg.name}: ${suite.name}${excerpt([suite.message])}`);
     }
     for (const t of tests) {
       if (t.status === 'passed') p++;
       else if (t.status === 'failed') {
         f++;
-        problems.push(`${pkg.name}: ${t.fullName}`);
+        problems.push(`${pkg.name}: ${t.fullName}${excerpt(t.failureMessages)}`);
       } else s++;
     }
   }
@@ -94,6 +94,20 @@ for (const dir of packageDirs) {
   passed += p;
   failed += f;
   skipped += s;
+}
+
+/**
+ * The first lines of a failure's message, indented under its name: CI keeps only this summary,
+ * so it must say why a test failed, not only which.
+ */
+function excerpt(messages) {
+  const text = (messages ?? []).filter(Boolean).join('\n');
+  if (!text) return '';
+  const lines = text.split('\n').filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
+  return `\n      ${lines
+    .slice(0, 12)
+    .map((l) => l.slice(0, 300))
+    .join('\n      ')}`;
 }
 
 if (problems.length) {
