@@ -39,6 +39,11 @@ export const MANIFESTS = [
     values: ['values-etcd.yaml'],
     title: 'the etcd datastore (values-etcd.yaml)',
   },
+  {
+    file: 'calico-policy-only.yaml',
+    values: ['values-policy-only.yaml'],
+    title: 'policy only beside another CNI, on the Kubernetes datastore (values-policy-only.yaml)',
+  },
 ];
 
 /** helm template of the chart with the given values files (relative to the chart), as text. */

@@ -80,6 +80,7 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
   'deploy/manifests/$file on a real API server',
   (manifest) => {
     const etcd = manifest.values.includes('values-etcd.yaml');
+    const policyOnly = manifest.values.includes('values-policy-only.yaml');
     let api: KubeApiServer;
     const kubectl = (...args: string[]) =>
       run(findKubectl()!, ['--kubeconfig', api.kubeconfigPath, ...args]).then((r) => r.stdout);
@@ -205,6 +206,25 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
         await kubectl('get', 'daemonset', 'calico-node', '-n', 'kube-system', '-o', 'json'),
       );
       expect(ds.spec.template.spec.priorityClassName).toBe('system-node-critical');
+      expect(ds.spec.template.spec.tolerations).toEqual([{ operator: 'Exists' }]);
+      if (policyOnly) {
+        // What the API server keeps: no install-cni, the critical-pod annotation, Felix on the
+        // other CNI's interfaces with no networking backend, probes without BIRD.
+        const tpl = ds.spec.template;
+        expect(tpl.metadata.annotations).toEqual({ 'scheduler.alpha.kubernetes.io/critical-pod': '' });
+        expect(tpl.spec.initContainers).toBeUndefined();
+        const node = tpl.spec.containers[0];
+        const env = Object.fromEntries(
+          (node.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]),
+        );
+        expect(env).toMatchObject({ FELIX_INTERFACEPREFIX: 'eni', IP: 'none', NO_DEFAULT_POOLS: 'true' });
+        expect(node.readinessProbe.exec.command).toEqual(['/usr/bin/calico-node', '-felix-ready']);
+        expect(node.livenessProbe.exec.command).toEqual(['/usr/bin/calico-node', '-felix-live']);
+        const config = JSON.parse(
+          await kubectl('get', 'configmap', 'calico-config', '-n', 'kube-system', '-o', 'json'),
+        );
+        expect(config.data.calico_backend).toBe('none');
+      }
     });
 
     it(etcd ? 'installs no CRDs' : 'the CRDs are Established and serve Calico resources', async () => {
@@ -271,8 +291,44 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
       expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
     });
 
+    // Policy only: calico-node starts with no address, no pool and no IPAM of Calico's.
+    if (policyOnly) {
+      it('calico-node starts up as its own account with the DaemonSet’s environment: a Node, and no pool, no IPAM', async () => {
+        const objects = readManifest(manifest.file);
+        const spec = podSpec(find(objects, 'DaemonSet', 'calico-node'));
+        await writeFile(
+          join(dir, 'node.json'),
+          JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' } }),
+        );
+        await kubectl('create', '-f', join(dir, 'node.json'));
+        const env = {
+          ...resolveEnv(objects, spec.containers[0]!, 'node-1'),
+          KUBECONFIG: await kubeconfigAs('calico-node'),
+          CALICO_VAR_LIB_DIR: dir,
+          CALICO_VAR_RUN_DIR: dir,
+          PATH: process.env.PATH ?? '',
+        };
+        const startup = await run(process.execPath, [CALICO_NODE, '-startup'], { env }).then(
+          () => '',
+          (e: { stderr: string }) => e.stderr,
+        );
+        expect(startup).toBe('');
+        expect((await readFile(join(dir, 'nodename'), 'utf8')).trim()).toBe('node-1');
+        const node = JSON.parse(await kubectl('get', 'node', 'node-1', '-o', 'json'));
+        // No BGP address: the node takes no part in Calico's networking.
+        expect(node.metadata.annotations?.['projectcalico.org/IPv4Address']).toBeUndefined();
+        for (const kind of ['ippools', 'ipamblocks', 'ipamhandles', 'blockaffinities']) {
+          expect(await kubectl('get', `${kind}.crd.projectcalico.org`, '-o', 'name'), kind).toBe('');
+        }
+        const info = JSON.parse(
+          await kubectl('get', 'clusterinformations.crd.projectcalico.org', 'default', '-o', 'json'),
+        );
+        expect(info.spec.datastoreReady).toBe(true);
+      });
+    }
+
     // The Kubernetes datastore only: there the accounts' grants are what the programs run on.
-    if (!etcd) {
+    if (!etcd && !policyOnly) {
       it('calico-node starts up as its own account with the DaemonSet’s environment, and the CNI plugin’s account allocates from the pool it made', async () => {
         const objects = readManifest(manifest.file);
         const spec = podSpec(find(objects, 'DaemonSet', 'calico-node'));
@@ -360,7 +416,9 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
         // The pod's handle is gone; the node's IPIP tunnel address, from start-up, stays.
         expect(await handleNames()).toEqual(['ipip-tunnel-addr-node-1']);
       });
+    }
 
+    if (!etcd) {
       it('calico-kube-controllers turns ready as its own account with the Deployment’s environment', async () => {
         const objects = readManifest(manifest.file);
         const container = podSpec(find(objects, 'Deployment', 'calico-kube-controllers')).containers[0]!;

@@ -47,17 +47,20 @@ describe.skipIf(!helm)('the chart', () => {
     expect(readFileSync(manifestPath(m.file), 'utf8')).toBe(renderManifest(helm!, m));
   });
 
-  it.each([[[]], [['values-etcd.yaml']]])('passes helm lint --strict with values %j', async (values) => {
-    const r = await helmRun(
-      'lint',
-      '--strict',
-      chartDir,
-      ...values.flatMap((v) => ['--values', join(chartDir, v)]),
-    );
-    expect(r.out).toContain('1 chart(s) linted, 0 chart(s) failed');
-    expect(r.out).not.toMatch(/\[(WARNING|ERROR)\]/);
-    expect(r.code).toBe(0);
-  });
+  it.each([[[]], [['values-etcd.yaml']], [['values-policy-only.yaml']]])(
+    'passes helm lint --strict with values %j',
+    async (values) => {
+      const r = await helmRun(
+        'lint',
+        '--strict',
+        chartDir,
+        ...values.flatMap((v) => ['--values', join(chartDir, v)]),
+      );
+      expect(r.out).toContain('1 chart(s) linted, 0 chart(s) failed');
+      expect(r.out).not.toMatch(/\[(WARNING|ERROR)\]/);
+      expect(r.code).toBe(0);
+    },
+  );
 
   it.each([
     ['datastore=consul', 'datastore'],

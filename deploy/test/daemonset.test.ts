@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, parseNodeEnv } from '@calico-ts/calico-node';
 import { configFromEnv } from '@calico-ts/datastore';
+import { resolveWith } from '@calico-ts/felix';
 import { describe, expect, it } from 'vitest';
 import { crdsSource, MANIFESTS, root } from '../scripts/helm.mjs';
 import {
@@ -95,6 +96,8 @@ describe('the programs’ variables, found in their sources', () => {
 describe.each(MANIFESTS)('$file', (manifest) => {
   const objects: KubeObject[] = readManifest(manifest.file);
   const etcd = manifest.values.includes('values-etcd.yaml');
+  // Policy only beside another CNI: no BIRD, no pool, no CNI plugin of Calico's on the nodes.
+  const policyOnly = manifest.values.includes('values-policy-only.yaml');
   const ds = find(objects, 'DaemonSet', 'calico-node');
   const spec = podSpec(ds);
   const node = spec.containers.find((c) => c.name === 'calico-node')!;
@@ -107,6 +110,11 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     expect(spec.priorityClassName).toBe('system-node-critical');
     expect(spec.serviceAccountName).toBe('calico-node');
     expect(node.image).toBe('calico-ts/node:v0.1.0');
+    // Upstream's EKS manifest also marks it with the critical-pod annotation.
+    const annotations = (ds.spec as { template: { metadata: { annotations?: Record<string, string> } } })
+      .template.metadata.annotations;
+    if (policyOnly) expect(annotations).toEqual({ 'scheduler.alpha.kubernetes.io/critical-pod': '' });
+    else expect(annotations).toBeUndefined();
   });
 
   it('sets only variables calico-node reads, with values it accepts', () => {
@@ -114,14 +122,27 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     const env = resolveEnv(objects, node, 'node-1');
     const parsed = parseNodeEnv(env, 'host-1');
     expect(parsed.nodeName).toBe('node-1');
-    expect(parsed.networkingBackend).toBe('bird');
-    expect(parsed.ip).toEqual({ kind: 'autodetect' });
-    expect(parsed.pool).toMatchObject({
-      enabled: true,
-      cidr: '192.168.0.0/16',
-      ipipMode: 'Always',
-      vxlanMode: 'Never',
-    });
+    if (policyOnly) {
+      // No BIRD, no address of its own, no pool, no plugin service; Felix matches the other CNI's
+      // interfaces (the prefix as Felix resolves it from its environment).
+      expect(parsed.networkingBackend).toBe('none');
+      expect(parsed.ip).toEqual({ kind: 'none' });
+      expect(parsed.pool.enabled).toBe(false);
+      expect(parsed.cniServiceSocket).toBeUndefined();
+      const felix = resolveWith({ env, file: {}, hostname: 'node-1' }).config;
+      expect(felix.InterfacePrefix).toEqual(['eni']);
+    } else {
+      expect(parsed.networkingBackend).toBe('bird');
+      expect(parsed.ip).toEqual({ kind: 'autodetect' });
+      expect(parsed.pool).toMatchObject({
+        enabled: true,
+        cidr: '192.168.0.0/16',
+        ipipMode: 'Always',
+        vxlanMode: 'Never',
+      });
+      expect(env.FELIX_INTERFACEPREFIX).toBeUndefined();
+      expect(parsed.cniServiceSocket).toBe('/var/run/calico/cni-plugin.sock');
+    }
     const client = configFromEnv(env).config;
     expect(client.datastoreType).toBe(etcd ? 'etcdv3' : 'kubernetes');
     if (etcd) expect(client.etcdEndpoints).toEqual(['http://<ETCD_IP>:<ETCD_PORT>']);
@@ -130,19 +151,19 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     }
   });
 
-  it('probes calico-node with flags it accepts, BIRD included with the bird backend', () => {
+  it('probes calico-node with flags it accepts, BIRD included with the bird backend only', () => {
     const live = node.livenessProbe?.exec?.command ?? [];
     const ready = node.readinessProbe?.exec?.command ?? [];
     expect(live[0]).toBe('/usr/bin/calico-node');
     expect(ready[0]).toBe('/usr/bin/calico-node');
     expect(parseArgs(live.slice(1))).toEqual({
       kind: 'probe',
-      probes: ['felix-live', 'bird-live'],
+      probes: policyOnly ? ['felix-live'] : ['felix-live', 'bird-live'],
       thresholdMs: 30_000,
     });
     expect(parseArgs(ready.slice(1))).toEqual({
       kind: 'probe',
-      probes: ['felix-ready', 'bird-ready'],
+      probes: policyOnly ? ['felix-ready'] : ['felix-ready', 'bird-ready'],
       thresholdMs: 30_000,
     });
   });
@@ -151,6 +172,11 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     expect(node.image).toBe(images.imageRef('node'));
     expect(pathsIn('node')).toContain(node.livenessProbe!.exec!.command[0]);
     expect(pathsIn('node')).toContain(node.readinessProbe!.exec!.command[0]);
+    const kc = podSpec(find(objects, 'Deployment', 'calico-kube-controllers')).containers[0]!;
+    expect(kc.image).toBe(images.imageRef('kube-controllers'));
+    expect(kc.command).toBeUndefined();
+    expect(pathsIn('kube-controllers')).toContain(kc.livenessProbe!.exec!.command[0]);
+    if (policyOnly) return;
     expect(install!.image).toBe(images.imageRef('cni'));
     expect(install!.command).toEqual(images.IMAGES.cni!.entrypoint);
     const config = find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>;
@@ -160,10 +186,6 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     );
     expect(types).toContain('calico-ipam');
     for (const t of types) expect(pathsIn('cni')).toContain(`/opt/cni/bin/${t}`);
-    const kc = podSpec(find(objects, 'Deployment', 'calico-kube-controllers')).containers[0]!;
-    expect(kc.image).toBe(images.imageRef('kube-controllers'));
-    expect(kc.command).toBeUndefined();
-    expect(pathsIn('kube-controllers')).toContain(kc.livenessProbe!.exec!.command[0]);
   });
 
   it('gives calico-node the host directories it uses', () => {
@@ -180,49 +202,62 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     else expect(mounts['/calico-secrets']).toBeUndefined();
   });
 
-  it('runs install-cni first, into the host’s CNI directories, with variables it reads', () => {
-    expect(install).toBeDefined();
-    expect(install!.image).toBe('calico-ts/cni:v0.1.0');
-    expect(install!.command).toEqual(['/opt/cni/bin/install']);
-    expect(mountsOf(spec, install!)).toMatchObject({
-      '/host/opt/cni/bin': '/opt/cni/bin',
-      '/host/etc/cni/net.d': '/etc/cni/net.d',
+  if (policyOnly) {
+    it('installs no CNI plugin: no install-cni, no sidecar, no host CNI directories, no network config', () => {
+      expect(spec.initContainers).toBeUndefined();
+      expect(spec.containers.map((c) => c.name)).toEqual(['calico-node']);
+      const hostPaths = (spec.volumes ?? []).map((v) => v.hostPath?.path);
+      expect(hostPaths).not.toContain('/opt/cni/bin');
+      expect(hostPaths).not.toContain('/etc/cni/net.d');
+      const config = find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>;
+      expect(config.calico_backend).toBe('none');
+      expect(config.cni_network_config).toBeUndefined();
     });
-    expect(unread(install!, installReads)).toEqual([]);
-    const env = resolveEnv(objects, install!, 'node-1');
-    expect(env).toMatchObject({
-      SLEEP: 'false',
-      KUBERNETES_NODE_NAME: 'node-1',
-      CNI_CONF_NAME: '10-calico.conflist',
+  } else {
+    it('runs install-cni first, into the host’s CNI directories, with variables it reads', () => {
+      expect(install).toBeDefined();
+      expect(install!.image).toBe('calico-ts/cni:v0.1.0');
+      expect(install!.command).toEqual(['/opt/cni/bin/install']);
+      expect(mountsOf(spec, install!)).toMatchObject({
+        '/host/opt/cni/bin': '/opt/cni/bin',
+        '/host/etc/cni/net.d': '/etc/cni/net.d',
+      });
+      expect(unread(install!, installReads)).toEqual([]);
+      const env = resolveEnv(objects, install!, 'node-1');
+      expect(env).toMatchObject({
+        SLEEP: 'false',
+        KUBERNETES_NODE_NAME: 'node-1',
+        CNI_CONF_NAME: '10-calico.conflist',
+      });
+      if (etcd) expect(mountsOf(spec, install!)['/calico-secrets']).toBe('secret:calico-etcd-secrets');
+      // The sidecar keeps the token and TLS files current: the same installer, staying.
+      expect(sidecar).toBeDefined();
+      expect(unread(sidecar!, installReads)).toEqual([]);
+      expect(resolveEnv(objects, sidecar!, 'node-1').SLEEP).toBe('true');
     });
-    if (etcd) expect(mountsOf(spec, install!)['/calico-secrets']).toBe('secret:calico-etcd-secrets');
-    // The sidecar keeps the token and TLS files current: the same installer, staying.
-    expect(sidecar).toBeDefined();
-    expect(unread(sidecar!, installReads)).toEqual([]);
-    expect(resolveEnv(objects, sidecar!, 'node-1').SLEEP).toBe('true');
-  });
 
-  it('has a CNI network config that install-cni fills in to a calico conflist', () => {
-    const config = find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>;
-    const template = config.cni_network_config!;
-    const known = installCniPlaceholders();
-    const used = [...template.matchAll(/__[A-Z0-9_]+__/g)].map((m) => m[0]);
-    expect(used.filter((p) => !known.has(p))).toEqual([]);
-    const filled = template.replace(/__[A-Z0-9_]+__/g, (p) =>
-      p === '__CNI_MTU__' ? '0' : `/x${p.toLowerCase()}`,
-    );
-    const conf = JSON.parse(filled);
-    expect(conf.plugins.map((p: { type: string }) => p.type)).toEqual(['calico', 'portmap', 'bandwidth']);
-    const calico = conf.plugins[0];
-    expect(calico).toMatchObject({ ipam: { type: 'calico-ipam' }, policy: { type: 'k8s' }, mtu: 0 });
-    expect(calico.kubernetes.kubeconfig).toBe('/x__kubeconfig_filepath__');
-    if (etcd) {
-      expect(calico.etcd_endpoints).toBe('/x__etcd_endpoints__');
-      expect(calico.datastore_type).toBeUndefined();
-    } else {
-      expect(calico.datastore_type).toBe('kubernetes');
-    }
-  });
+    it('has a CNI network config that install-cni fills in to a calico conflist', () => {
+      const config = find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>;
+      const template = config.cni_network_config!;
+      const known = installCniPlaceholders();
+      const used = [...template.matchAll(/__[A-Z0-9_]+__/g)].map((m) => m[0]);
+      expect(used.filter((p) => !known.has(p))).toEqual([]);
+      const filled = template.replace(/__[A-Z0-9_]+__/g, (p) =>
+        p === '__CNI_MTU__' ? '0' : `/x${p.toLowerCase()}`,
+      );
+      const conf = JSON.parse(filled);
+      expect(conf.plugins.map((p: { type: string }) => p.type)).toEqual(['calico', 'portmap', 'bandwidth']);
+      const calico = conf.plugins[0];
+      expect(calico).toMatchObject({ ipam: { type: 'calico-ipam' }, policy: { type: 'k8s' }, mtu: 0 });
+      expect(calico.kubernetes.kubeconfig).toBe('/x__kubeconfig_filepath__');
+      if (etcd) {
+        expect(calico.etcd_endpoints).toBe('/x__etcd_endpoints__');
+        expect(calico.datastore_type).toBeUndefined();
+      } else {
+        expect(calico.datastore_type).toBe('kubernetes');
+      }
+    });
+  }
 
   it('points every etcd TLS path at the mounted Secret, or leaves it empty', () => {
     const config = find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>;
