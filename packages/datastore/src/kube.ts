@@ -12,4 +12,4 @@ export {
   loadKubeConnection,
   loadKubeConnectionWithClientNode,
 } from './kube/kube-connection.js';
-export { classifyStatus, KubeHttp, type KubeStatus } from './kube/kube-http.js';
+export { classifyStatus, KubeHttp, type KubeHttpOptions, type KubeStatus } from './kube/kube-http.js';

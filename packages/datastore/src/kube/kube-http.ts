@@ -11,6 +11,7 @@
  * watch events (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK`, `ERROR`) until the server or the
  * signal ends it. Thread-safety: any number of concurrent calls.
  */
+import type { ClientRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { DatastoreError, type DatastoreErrorCode } from '../errors.js';
 import { goJson, parseJsonExact } from '../go-json.js';
@@ -30,6 +31,19 @@ export interface KubeWatchEvent {
 
 const TIMEOUT_MS = 30_000;
 
+/**
+ * Destroys `req` with an error unless its response starts within `ms`. The socket's idle timeout
+ * (`setTimeout`) alone does not bound the connect and TLS handshake under every runtime (the
+ * plugin's native executable runs on Bun, where it does not fire before the connection is up): a
+ * server that accepts and never answers would hold the caller forever, and the CNI plugin holds
+ * the host's IPAM lock while it waits.
+ */
+function answerDeadline(req: ClientRequest, ms: number): void {
+  const timer = setTimeout(() => req.destroy(new Error(`no answer in ${ms} ms`)), ms);
+  req.once('response', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
+}
+
 export function classifyStatus(status: number, body: KubeStatus | undefined, what: string): DatastoreError {
   const message = body?.message ?? `HTTP ${status}`;
   let code: DatastoreErrorCode;
@@ -42,12 +56,19 @@ export function classifyStatus(status: number, body: KubeStatus | undefined, wha
   return new DatastoreError(code, `${what}: ${message}`);
 }
 
+export interface KubeHttpOptions {
+  /** How long a request or watch may wait for its response to start. Default 30 s. */
+  answerTimeoutMs?: number;
+}
+
 export class KubeHttp {
   readonly #conn: KubeConnection;
   readonly #agent: Agent;
+  readonly #answerTimeoutMs: number;
 
-  constructor(conn: KubeConnection) {
+  constructor(conn: KubeConnection, options: KubeHttpOptions = {}) {
     this.#conn = conn;
+    this.#answerTimeoutMs = options.answerTimeoutMs ?? TIMEOUT_MS;
     this.#agent = new Agent({ keepAlive: true, maxSockets: 16, ...conn.tls });
   }
 
@@ -109,6 +130,7 @@ export class KubeHttp {
           }
         });
       });
+      answerDeadline(req, this.#answerTimeoutMs);
       req.setTimeout(TIMEOUT_MS, () => req.destroy(new Error(`no answer in ${TIMEOUT_MS} ms`)));
       req.on('error', (e) =>
         reject(
@@ -175,6 +197,7 @@ export class KubeHttp {
         push({ error: new DatastoreError('unavailable', `${what}: ${e.message}`, { cause: e }) }),
       );
     });
+    answerDeadline(req, this.#answerTimeoutMs);
     req.on('error', (e) => {
       if (signal?.aborted) push({ end: true });
       else push({ error: new DatastoreError('unavailable', `${what}: ${e.message}`, { cause: e }) });
