@@ -30,6 +30,13 @@ export interface CreateKVStoreOptions {
    * processes (calicoctl, the CNI plugin).
    */
   transport?: 'grpc' | 'http2';
+  /**
+   * Kubernetes datastore: the interface prefix list the process runs with (FELIX_INTERFACEPREFIX,
+   * or Felix's resolved InterfacePrefix joined by commas). A Pod's WorkloadEndpoint is named on the
+   * host by its first entry, as upstream names it; unset means `cali`. Ignored by etcd, where the
+   * CNI plugin stores the interface name in the endpoint.
+   */
+  interfacePrefix?: string;
 }
 
 /**
@@ -63,13 +70,13 @@ export async function createKVStore(cfg: ClientConfig, options: CreateKVStoreOpt
     case 'memory':
       return new MemoryKVStore();
     case 'kubernetes':
-      return createKubeKVStore(cfg);
+      return createKubeKVStore(cfg, options);
     default:
       return assertNever(cfg.datastoreType);
   }
 }
 
-async function createKubeKVStore(cfg: ClientConfig): Promise<KVStore> {
+async function createKubeKVStore(cfg: ClientConfig, options: CreateKVStoreOptions): Promise<KVStore> {
   if (cfg.calicoAPIGroup === 'projectcalico.org/v3') {
     throw new DatastoreError(
       'unsupported',
@@ -87,7 +94,10 @@ async function createKubeKVStore(cfg: ClientConfig): Promise<KVStore> {
   } else {
     connection = await conn.loadKubeConnection(cfg);
   }
-  return new KubeKVStore(new KubeHttp(connection));
+  return new KubeKVStore(
+    new KubeHttp(connection),
+    options.interfacePrefix !== undefined ? { interfacePrefix: options.interfacePrefix } : {},
+  );
 }
 
 async function kubeconfigNeedsPlugin(

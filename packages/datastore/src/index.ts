@@ -29,6 +29,11 @@ export {
   type Versioned,
   type VersionedList,
 } from './ipam-store.js';
+export {
+  DEFAULT_INTERFACE_PREFIX,
+  podInterfaceName,
+  workloadInterfacePrefix,
+} from './kube/interface-name.js';
 export { ENDPOINT_SLICES_PREFIX, NODES_PREFIX, PODS_PREFIX, SERVICES_PREFIX } from './kube/object-keys.js';
 export { classifyEtcdHttp2Error } from './kv/etcd-http2-errors.js';
 export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';

@@ -6,6 +6,7 @@
  */
 
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -462,6 +463,46 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore: what it derives from 
     expect((await errorOfP(ds.get('WorkloadEndpoint', wepName, { namespace: 'shop' }))).code).toBe(
       'not-found',
     );
+  });
+
+  it('a Pod’s endpoint is named on the host with the interface prefix the reader was opened with', async () => {
+    await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'eks' } });
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web-1', namespace: 'eks' },
+      spec: { nodeName: 'kn-1', containers: [{ name: 'c', image: 'none' }] },
+    });
+    // Another CNI networked it: the API server has the pod's address, Calico wrote nothing.
+    const pod = await getJson(['pod', 'web-1', '-n', 'eks']);
+    await kubectlStdin(
+      api,
+      ['replace', '--subresource=status', '-f', '-'],
+      JSON.stringify({
+        ...pod,
+        status: { phase: 'Running', podIP: '198.19.7.20', podIPs: [{ ip: '198.19.7.20' }] },
+      }),
+    );
+    const eni = new KVDatastore(
+      await createKVStore(
+        { datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: api.kubeconfigPath },
+        { interfacePrefix: 'eni,cali' },
+      ),
+      { backend: 'kubernetes' },
+    );
+    try {
+      const hash = createHash('sha1').update('eks.web-1').digest('hex').slice(0, 11);
+      const listed = (await eni.list('WorkloadEndpoint', { namespace: 'eks' })).items;
+      expect(listed.map((w) => [w.spec.interfaceName, w.spec.ipNetworks])).toEqual([
+        [`eni${hash}`, ['198.19.7.20/32']],
+      ]);
+      // The default reader names it as upstream does without FELIX_INTERFACEPREFIX.
+      expect(
+        (await ds.list('WorkloadEndpoint', { namespace: 'eks' })).items.map((w) => w.spec.interfaceName),
+      ).toEqual([`cali${hash}`]);
+    } finally {
+      await eni.close();
+    }
   });
 
   it('a Pod read just before a write stands in for the write’s own read; a copy gone stale never overwrites', async () => {

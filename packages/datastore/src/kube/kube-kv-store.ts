@@ -82,6 +82,11 @@ export interface KubeKVStoreOptions {
   /** Backoff between watch reconnects, doubling to `maxRetryMs`. */
   retryMs?: number;
   maxRetryMs?: number;
+  /**
+   * The interface prefix list (FELIX_INTERFACEPREFIX's form, default `cali`): a Pod's
+   * WorkloadEndpoint gets `interfaceName` = first prefix + 11 hex of SHA-1("<namespace>.<pod>").
+   */
+  interfacePrefix?: string;
 }
 
 export class KubeKVStore implements KVStore {
@@ -109,7 +114,7 @@ export class KubeKVStore implements KVStore {
    * `createRevision`: the object's revision when it was just created (or listed), else '0'.
    */
   #toKV(c: Collection, o: Obj, created = false): KV | undefined {
-    const kv = c.toKV(o);
+    const kv = c.toKV(o, this.#opts);
     if (!kv) return undefined;
     const rev = rvOf(o);
     return parsedKV(kv.key, kv.data, rev, created ? rev : '0');

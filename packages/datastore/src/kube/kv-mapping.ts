@@ -21,7 +21,7 @@
 import { formatCidr, KINDS, type Kind, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
 import { parseJsonExact } from '../go-json.js';
-import { KNP_PREFIX, NATIVE_COLLECTIONS, type WriteMode } from './native-mapping.js';
+import { KNP_PREFIX, type MappingContext, NATIVE_COLLECTIONS, type WriteMode } from './native-mapping.js';
 
 export const CRD_GROUP = 'crd.projectcalico.org';
 export const CRD_VERSION = 'v1';
@@ -81,7 +81,7 @@ export interface Collection {
   /** Where a key lives, or undefined when the key is not one of this collection's. */
   locate(key: string): { readonly name: string; readonly namespace?: string } | undefined;
   /** An object as a key and its etcd-style value as parsed JSON data (`goJson(data)` is the text); undefined for an object that has no key. */
-  toKV(obj: Obj): { readonly key: string; readonly data: object } | undefined;
+  toKV(obj: Obj, ctx?: MappingContext): { readonly key: string; readonly data: object } | undefined;
   /** The object to write for a key and value (without resourceVersion). */
   toObject(key: string, value: string): Obj;
   /** `merge` collections: the Kubernetes object with the record written into it. */

@@ -9,7 +9,8 @@
  *   WorkloadEndpoint ⇄ v1 Pod     labels, service account, named ports and node from the Pod; the
  *                                 addresses and container ID from the `cni.projectcalico.org/*`
  *                                 annotations the CNI plugin writes (a write sets them, a delete
- *                                 clears them)
+ *                                 clears them); the host interface from the interface prefix the
+ *                                 store was given (`MappingContext`)
  *   Profile ← v1 Namespace        `kns.<ns>`: allow all, `pcns.` labels       (read-only)
  *   Profile ← v1 ServiceAccount   `ksa.<ns>.<sa>`: `pcsa.` labels              (read-only)
  *   NetworkPolicy ← networking.k8s.io/v1 NetworkPolicy   `knp.default.<name>`  (read-only)
@@ -17,7 +18,6 @@
  *
  * Pure calculation: no I/O.
  */
-import { createHash } from 'node:crypto';
 import {
   convertK8sNetworkPolicyPartial,
   formatCidr,
@@ -26,6 +26,7 @@ import {
 } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
 import { parseJsonExact } from '../go-json.js';
+import { podInterfaceName } from './interface-name.js';
 import { KUBERNETES_OBJECT_ROOT } from './object-keys.js';
 
 type Obj = Record<string, unknown>;
@@ -37,6 +38,15 @@ const PROFILE_PREFIX = `${RESOURCE_ROOT}profiles/`;
 const NP_PREFIX = `${RESOURCE_ROOT}networkpolicies/`;
 
 export const KNP_PREFIX = 'knp.default.';
+
+/**
+ * What a conversion takes from the process that reads: the interface prefix list as Felix's
+ * InterfacePrefix / FELIX_INTERFACEPREFIX gives it (`cali`, `eni`, `eni,cali`). Upstream reads
+ * FELIX_INTERFACEPREFIX from the environment inside the conversion; here it is passed in.
+ */
+export interface MappingContext {
+  readonly interfacePrefix?: string;
+}
 
 /** What a write to a derived resource does to the Kubernetes object behind it. */
 export type WriteMode = 'replace' | 'merge' | 'readonly';
@@ -52,7 +62,7 @@ export interface NativeCollection {
   /** Why a write is refused, for `readonly` collections. */
   readonly readonlyReason?: string;
   locate(key: string): { readonly name: string; readonly namespace?: string } | undefined;
-  toKV(obj: Obj): { readonly key: string; readonly data: object } | undefined;
+  toKV(obj: Obj, ctx?: MappingContext): { readonly key: string; readonly data: object } | undefined;
   toObject(key: string, value: string): Obj;
   /** The Kubernetes object with a Calico value written into it (`merge` collections). */
   merge?(current: Obj, key: string, value: string): Obj;
@@ -266,11 +276,6 @@ export function splitWepName(name: string): string[] {
   return parts;
 }
 
-/** Upstream's host-side interface of a pod: `cali` + 11 hex of SHA-1 of `<namespace>.<pod>`. */
-export function podInterfaceName(namespace: string, pod: string): string {
-  return `cali${createHash('sha1').update(`${namespace}.${pod}`).digest('hex').slice(0, 11)}`;
-}
-
 function podIPs(pod: Obj): string[] {
   const a = annotationsOf(pod);
   const fromAnnotation = (a[POD_IPS_ANNOTATION] ?? a[POD_IP_ANNOTATION] ?? '')
@@ -307,7 +312,7 @@ export const workloadEndpointCollection: NativeCollection = {
     if (segs.length !== 4 || segs[1] !== 'k8s' || !segs[2]) return undefined;
     return { namespace, name: segs[2] };
   },
-  toKV(pod) {
+  toKV(pod, ctx) {
     const m = meta(pod);
     const spec = (pod.spec ?? {}) as Obj;
     const phase = (pod.status as Obj | undefined)?.phase;
@@ -347,7 +352,7 @@ export const workloadEndpointCollection: NativeCollection = {
       serviceAccountName: sa,
       ipNetworks: ips,
       profiles: [`kns.${namespace}`, `ksa.${namespace}.${sa}`],
-      interfaceName: podInterfaceName(namespace, podName),
+      interfaceName: podInterfaceName(namespace, podName, ctx?.interfacePrefix),
     };
     if (a[CONTAINER_ID_ANNOTATION]) wspec.containerID = a[CONTAINER_ID_ANNOTATION];
     if (ports.length > 0) wspec.ports = ports;
