@@ -13,7 +13,7 @@ import {
   KVDatastore,
   mergeClientConfig,
 } from '@calico-ts/datastore';
-import { parseIni } from '@calico-ts/felix';
+import { parseIni, resolveWith } from '@calico-ts/felix';
 import { IpamClient } from '@calico-ts/ipam';
 import { Netlinux } from '@calico-ts/netlinux';
 import { NftContext } from '@calico-ts/nftables';
@@ -22,7 +22,7 @@ import { parseArgs, USAGE } from './cli.js';
 import { parseNodeEnv } from './env.js';
 import { errorMessage, isNodeError } from './errors.js';
 import { listHostInterfaces, reachSource } from './host-network.js';
-import { CalicoNode } from './node-daemon.js';
+import { CalicoNode, felixEnv } from './node-daemon.js';
 import { CALICO_VERSION } from './node-resource.js';
 import { runProbes } from './probes.js';
 import { runStartup } from './startup.js';
@@ -73,7 +73,14 @@ async function main(): Promise<number> {
   );
   const client = mergeClientConfig(undefined, configFromEnv(process.env).config);
   for (const w of client.warnings) log.warn({}, w);
-  const kv = await createKVStore(client.config);
+  const configFile = await felixConfigFile(process.env);
+  // Kubernetes datastore: a Pod's endpoint is named on the host with Felix's first InterfacePrefix
+  // (FELIX_INTERFACEPREFIX, or the config file), so it is the interface Felix polices: the other
+  // CNI's (eni…) in policy-only mode, cali… otherwise.
+  const felixLocal = resolveWith({ env: felixEnv(env, process.env), file: configFile, hostname: hostname() });
+  const kv = await createKVStore(client.config, {
+    interfacePrefix: felixLocal.config.InterfacePrefix.join(','),
+  });
   const datastore = new KVDatastore(kv, { backend: client.config.datastoreType });
   const net = new Netlinux();
   const startupLog = log.child({ component: 'startup' });
@@ -95,7 +102,7 @@ async function main(): Promise<number> {
   const node = new CalicoNode({
     env,
     rawEnv: process.env,
-    configFile: await felixConfigFile(process.env),
+    configFile,
     hostname: hostname(),
     kv,
     datastore,

@@ -56,7 +56,10 @@ async function connect(configFile: string, log: Logger, options: ConnectOptions 
     // A one-shot process: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js. The
     // Kubernetes datastore reads the kubeconfig itself (no @kubernetes/client-node, unless the
     // kubeconfig's user needs an exec or auth-provider plugin).
-    kv = await createKVStore(cfg, { transport: 'http2' });
+    // Kubernetes datastore: endpoints named on the host as upstream's calicoctl names them, with
+    // FELIX_INTERFACEPREFIX from its environment.
+    const prefix = process.env.FELIX_INTERFACEPREFIX;
+    kv = await createKVStore(cfg, { transport: 'http2', ...(prefix ? { interfacePrefix: prefix } : {}) });
   } catch (e) {
     throw new CtlError('config', `Failed to create Calico API client: ${reasonOf(e)}`, { cause: e });
   }

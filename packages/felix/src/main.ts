@@ -96,7 +96,9 @@ async function main(): Promise<void> {
   if (clientConfig.datastoreType === 'kubernetes' && process.env.KUBECONFIG) {
     clientConfig.kubeconfig = process.env.KUBECONFIG;
   }
-  const kv = await createKVStore(clientConfig);
+  // Kubernetes datastore: a Pod's endpoint is named on the host with this Felix's first
+  // InterfacePrefix, so it is the interface Felix polices.
+  const kv = await createKVStore(clientConfig, { interfacePrefix: initial.InterfacePrefix.join(',') });
   const backend = clientConfig.datastoreType;
   const datastore = new KVDatastore(kv, { backend });
   const nft = await NftContext.open();

@@ -38,7 +38,15 @@ import type {
 import type { Logger } from './logger.js';
 
 export async function openCalicoBackend(conf: NetConf, env: Env, log: Logger): Promise<PluginBackend> {
-  return openCalicoBackendWith(await loadBackendConfig(conf, env, log));
+  return openCalicoBackendWith(await loadBackendConfig(conf, env, log), interfacePrefixOf(env));
+}
+
+/**
+ * The interface prefix list the plugin names host interfaces with (FELIX_INTERFACEPREFIX), for the
+ * Kubernetes datastore to name the endpoints it reads back the same way.
+ */
+export function interfacePrefixOf(env: Env): { interfacePrefix?: string } {
+  return env.FELIX_INTERFACEPREFIX ? { interfacePrefix: env.FELIX_INTERFACEPREFIX } : {};
 }
 
 /**
@@ -60,17 +68,22 @@ export async function loadBackendConfig(conf: NetConf, env: Env, log: Logger): P
  * `mirrorHosts`: for a long-lived caller (the plugin service), keep each node's IPAM assignment
  * environment in memory from the first ADD on (`IpamClient.mirrorHost`), so later ADDs on it need
  * no read before their write. A one-shot run leaves it off: the watches would outlive the run.
+ * `interfacePrefix`: FELIX_INTERFACEPREFIX as the invocation has it (Kubernetes datastore: the
+ * endpoints read back are named on the host with its first entry, as the plugin names the veth).
  */
 export async function openCalicoBackendWith(
   cfg: ClientConfig,
-  opts: { mirrorHosts?: boolean } = {},
+  opts: { mirrorHosts?: boolean; interfacePrefix?: string } = {},
 ): Promise<PluginBackend> {
   let kv: KVStore;
   try {
     // Exec'd per pod: etcd's gRPC over node:http2 loads far faster than etcd3 and grpc-js. The
     // Kubernetes datastore reads its kubeconfig itself (no @kubernetes/client-node unless the
     // kubeconfig's user needs an exec or auth-provider plugin).
-    kv = await createKVStore(cfg, { transport: 'http2' });
+    kv = await createKVStore(cfg, {
+      transport: 'http2',
+      ...(opts.interfacePrefix !== undefined ? { interfacePrefix: opts.interfacePrefix } : {}),
+    });
   } catch (e) {
     throw classify(e, 'open the datastore');
   }

@@ -216,9 +216,13 @@ class ClientCache {
   }
 
   async open(conf: NetConf, env: Env, log: Logger): Promise<PluginBackend> {
-    const { loadBackendConfig, openCalicoBackendWith } = await import('../io/calico-backend.js');
+    const { interfacePrefixOf, loadBackendConfig, openCalicoBackendWith } = await import(
+      '../io/calico-backend.js'
+    );
     const cfg = await loadBackendConfig(conf, env, log);
-    const key = JSON.stringify(cfg);
+    // The interface prefix changes what the Kubernetes datastore reads back: one client per both.
+    const prefix = interfacePrefixOf(env);
+    const key = JSON.stringify([cfg, prefix.interfacePrefix ?? '']);
     let entry = this.#entries.get(key);
     if (entry && Date.now() - entry.openedAt > this.#maxAgeMs) {
       this.#retire(key, entry);
@@ -227,7 +231,7 @@ class ClientCache {
     if (!entry) {
       const fresh: CachedClient = {
         openedAt: Date.now(),
-        backend: openCalicoBackendWith(cfg, { mirrorHosts: true }),
+        backend: openCalicoBackendWith(cfg, { mirrorHosts: true, ...prefix }),
         users: 0,
         retired: false,
       };
