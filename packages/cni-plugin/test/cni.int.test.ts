@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { etcdAvailable, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net, runIn } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile, VIA_SERVICE } from './plugin-executable.js';
+import { buildPlugins, pluginDir, pluginFile, VARIANT, VIA_SERVICE } from './plugin-executable.js';
 
 const bin = pluginDir;
 const CALICO = join(bin, 'calico');
@@ -33,7 +33,7 @@ const missing = missingPrerequisites();
 const ci = process.env.CI === 'true';
 
 if (missing.length > 0) {
-  describe('CNI plugin integration', () => {
+  describe(`CNI plugin integration (${VARIANT})`, () => {
     it.skipIf(!ci)('has its prerequisites', () => {
       throw new Error(`missing prerequisites: ${missing.join(', ')}`);
     });
@@ -42,7 +42,7 @@ if (missing.length > 0) {
 
 const SEED_CID = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 
-describe.skipIf(missing.length > 0)('CNI plugin integration', () => {
+describe.skipIf(missing.length > 0)(`CNI plugin integration (${VARIANT})`, () => {
   const lab = new Lab();
   let services: { stop(): Promise<string[]> } | undefined;
 

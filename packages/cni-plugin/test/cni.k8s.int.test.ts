@@ -16,7 +16,7 @@ import type { Resource } from '@calico-ts/api';
 import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile, VIA_SERVICE } from './plugin-executable.js';
+import { buildPlugins, pluginDir, pluginFile, VARIANT, VIA_SERVICE } from './plugin-executable.js';
 
 const CALICO = join(pluginDir, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
@@ -34,7 +34,7 @@ function missingPrerequisites(): string[] {
 }
 const missing = missingPrerequisites();
 if (missing.length > 0) {
-  describe('CNI plugin in Kubernetes mode (etcd datastore)', () => {
+  describe(`CNI plugin in Kubernetes mode (etcd datastore, ${VARIANT})`, () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
       throw new Error(`missing prerequisites: ${missing.join(', ')}`);
     });
@@ -55,7 +55,7 @@ function inCidr(ip: string, cidr: string): boolean {
   return Math.floor(n(ip) / size) === Math.floor(n(base) / size);
 }
 
-describe.skipIf(missing.length > 0)('CNI plugin in Kubernetes mode (etcd datastore)', () => {
+describe.skipIf(missing.length > 0)(`CNI plugin in Kubernetes mode (etcd datastore, ${VARIANT})`, () => {
   const lab = new Lab();
   let services: { stop(): Promise<string[]> } | undefined;
   let node: NodeNs;

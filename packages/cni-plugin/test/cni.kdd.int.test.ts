@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRDS, Lab, type NodeNs, net } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile, VIA_SERVICE } from './plugin-executable.js';
+import { buildPlugins, pluginDir, pluginFile, VARIANT, VIA_SERVICE } from './plugin-executable.js';
 
 const CALICO = join(pluginDir, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
@@ -35,7 +35,7 @@ function missingPrerequisites(): string[] {
 }
 const missing = missingPrerequisites();
 if (missing.length > 0) {
-  describe('CNI plugin on the Kubernetes datastore', () => {
+  describe(`CNI plugin on the Kubernetes datastore (${VARIANT})`, () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
       throw new Error(`missing prerequisites: ${missing.join(', ')}`);
     });
@@ -52,7 +52,7 @@ interface KubeObject {
   spec: Record<string, unknown>;
 }
 
-describe.skipIf(missing.length > 0)('CNI plugin on the Kubernetes datastore', () => {
+describe.skipIf(missing.length > 0)(`CNI plugin on the Kubernetes datastore (${VARIANT})`, () => {
   const lab = new Lab();
   let services: { stop(): Promise<string[]> } | undefined;
   /** Wall time of each successful ADD, alone or in a concurrent batch, for the report at the end. */

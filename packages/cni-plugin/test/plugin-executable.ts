@@ -13,6 +13,11 @@ import { bundle, native } from '../scripts/bundle.mjs';
 const NATIVE = process.env.CALICO_TEST_EXECUTABLE === 'native';
 /** With CALICO_TEST_SERVICE=1 each node runs a plugin service the executables hand their work to. */
 export const VIA_SERVICE = process.env.CALICO_TEST_SERVICE === '1';
+/**
+ * Which of the variants a test file runs, for its title: the variants share their tests, so a
+ * report that names only the test would not say which executable failed.
+ */
+export const VARIANT = `${NATIVE ? 'native executable' : 'node bundle'}${VIA_SERVICE ? ', via the plugin service' : ''}`;
 const bin = join(import.meta.dirname, '..', 'bin');
 
 /** The directory holding `calico` and `calico-ipam`, for CNI_PATH. */
