@@ -116,10 +116,23 @@ describe('pnpm lab command line', () => {
       output: 'json',
     });
   });
+  it('up --mode policy-only: on the Kubernetes datastore', () => {
+    expect(parseLabArgs(['up', '--mode', 'policy-only', '--nodes', '2']).command).toEqual({
+      kind: 'up',
+      nodes: 2,
+      mode: 'policy-only',
+      datastore: 'kubernetes',
+    });
+    expect(usageText('up')).toMatch(/policy-only: Calico polices only/);
+  });
   it('says what is wrong and what is accepted', () => {
     usageError(['up', '--nodes', 'three'], /--nodes must be a whole number from 1 to 50, got "three"/);
     usageError(['up', '--nodes', '0'], /--nodes must be a whole number/);
-    usageError(['up', '--mode', 'ipip'], /--mode must be bgp or vxlan, got "ipip"/);
+    usageError(['up', '--mode', 'ipip'], /--mode must be bgp, vxlan or policy-only, got "ipip"/);
+    usageError(
+      ['up', '--mode', 'policy-only', '--datastore', 'etcdv3'],
+      /--mode policy-only runs on the Kubernetes datastore.*leave out --datastore etcdv3/,
+    );
     usageError(['up', '--node', '3'], /up: unknown flag --node \(accepted: --nodes, --mode, --datastore\)/);
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

@@ -78,10 +78,11 @@ export const USAGE = `Usage: pnpm lab [--name NAME] [--state-dir DIR] <command>
 A Kubernetes cluster with Calico in network namespaces on this host: one etcd, kube-apiserver on it
 and calico-kube-controllers (the control plane), N nodes each running calico-node (Felix, BIRD),
 pods wired by the calico CNI plugin. The Calico datastore is the Kubernetes API (default) or the
-etcd (--datastore etcdv3). Needs root.
+etcd (--datastore etcdv3). --mode policy-only: Calico enforces policy only, beside a routed pod
+network it does not make (no BIRD, no Calico IPAM). Needs root.
 
 Commands:
-  up [--nodes 3] [--mode bgp|vxlan] [--datastore kubernetes|etcdv3]
+  up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -108,15 +109,21 @@ const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DI
 
 /** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
-  up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan] [--datastore kubernetes|etcdv3]
+  up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
 
   --nodes N        how many nodes, 1 to ${MAX_NODES} (default 3)
-  --mode M         bgp: BIRD with a full mesh (default); vxlan: VXLAN tunnels, no BIRD
+  --mode M         bgp: BIRD with a full mesh (default); vxlan: VXLAN tunnels, no BIRD;
+                   policy-only: Calico polices only, as installed beside a cloud's CNI (EKS):
+                   calico-node with CALICO_NETWORKING_BACKEND=none and FELIX_INTERFACEPREFIX=eni,
+                   no BIRD, no pool, no Calico IPAM. Node nX gets the pod range 198.19.X.0/24
+                   (its spec.podCIDR); the calico plugin with host-local IPAM on that range wires
+                   the pods on eni… interfaces, and the fabric routes each range to its node, as a
+                   cloud network would. Kubernetes datastore only.
   --datastore D    kubernetes: Calico's data in the API server as CRDs (default);
-                   etcdv3: Calico's data under /calico/ in the lab's etcd
+                   etcdv3: Calico's data under /calico/ in the lab's etcd (not with policy-only)
 `,
   down: `Usage: pnpm lab down
 
@@ -326,10 +333,15 @@ export function parseLabArgs(
       noPositionals('up', positionals);
       const mode = one(flags, '--mode') ?? 'bgp';
       if (!(LAB_MODES as readonly string[]).includes(mode))
-        usage(`--mode must be bgp or vxlan, got "${mode}"`);
+        usage(`--mode must be bgp, vxlan or policy-only, got "${mode}"`);
       const datastore = one(flags, '--datastore') ?? DEFAULT_DATASTORE;
       if (!(LAB_DATASTORES as readonly string[]).includes(datastore))
         usage(`--datastore must be etcdv3 or kubernetes, got "${datastore}"`);
+      if (mode === 'policy-only' && datastore !== 'kubernetes')
+        usage(
+          '--mode policy-only runs on the Kubernetes datastore, as upstream installs Calico beside ' +
+            'another CNI; leave out --datastore etcdv3',
+        );
       const nodes = int(one(flags, '--nodes') ?? '3', '--nodes', 1, MAX_NODES);
       return done({ kind: 'up', nodes, mode: mode as LabMode, datastore: datastore as LabDatastore });
     }

@@ -17,7 +17,7 @@ export const DEFAULT_SERVICE_ACCOUNT = 'default';
 type KubeObject = Record<string, unknown>;
 
 /** The v1 Node kubelet would register for a lab node. */
-export function kubeNode(name: string): KubeObject {
+export function kubeNode(name: string, podCidr?: string): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -25,6 +25,8 @@ export function kubeNode(name: string): KubeObject {
       name,
       labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' },
     },
+    // The node's pod range, as kube-controller-manager's node IPAM allocates it (policy-only).
+    ...(podCidr !== undefined ? { spec: { podCIDR: podCidr, podCIDRs: [podCidr] } } : {}),
   };
 }
 

@@ -14,7 +14,7 @@ import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
 import { kubectlEnv } from './kube.js';
 import { labStatus, measureConnectivity, renderStatus } from './observe.js';
-import { kubePlanOf, planLab, stateDirOf } from './plan.js';
+import { kubePlanOf, labInterfacePrefix, planLab, stateDirOf } from './plan.js';
 import { artifacts, checkRoot, kubectlPath } from './prereqs.js';
 import { Progress } from './progress.js';
 import { connectivityMatrix } from './render.js';
@@ -65,11 +65,14 @@ function calicoctl(state: LabState, argv: readonly string[]): number {
   const hasConfig = argv.some((a) => a === '-c' || a === '--config' || a.startsWith('--config='));
   const args =
     sub && CONFIG_COMMANDS.has(sub) && !hasConfig ? [...argv, '--config', state.plan.calicoctlConfig] : argv;
+  // Endpoints shown with the pods' interface names, as calico-node reads them (policy-only: eni…).
+  const prefix = labInterfacePrefix(state.plan);
   const r = spawnSync(
     nsenter(state.plan.etcdNetns)[0]!,
     [...nsenter(state.plan.etcdNetns).slice(1), arts.calicoctl, ...args],
     {
       stdio: 'inherit',
+      ...(prefix !== undefined ? { env: { ...process.env, FELIX_INTERFACEPREFIX: prefix } } : {}),
     },
   );
   if (r.error) throw new LabError('command', `cannot run calicoctl: ${errorMessage(r.error)}`);

@@ -5,6 +5,7 @@ import {
   cniConflist,
   kubeControllersEnv,
   kubePlanOf,
+  labInterfacePrefix,
   planLab,
   pluginConfig,
   podNetns,
@@ -139,6 +140,43 @@ describe('lab plan', () => {
         '',
       ].join('\n'),
     );
+  });
+  it('policy-only: no backend, address or pool; Felix on eni…; host-local on each node’s own range', () => {
+    const p = planLab({ name: 'po', nodes: 2, mode: 'policy-only', stateDir: '/s' });
+    expect(p.datastore).toBe('kubernetes');
+    expect(p.nodes.map((n) => n.podCidr)).toEqual(['198.19.1.0/24', '198.19.2.0/24']);
+    expect(labInterfacePrefix(p)).toBe('eni');
+    const env = calicoNodeEnv(p, p.nodes[0]!, '/usr/bin');
+    expect(env).toMatchObject({
+      CALICO_NETWORKING_BACKEND: 'none',
+      IP: 'none',
+      NO_DEFAULT_POOLS: 'true',
+      FELIX_INTERFACEPREFIX: 'eni',
+      CALICO_CNI_SERVICE_SOCKET: 'none',
+      DATASTORE_TYPE: 'kubernetes',
+    });
+    for (const k of Object.keys(env)) expect(k).not.toMatch(/^CALICO_IPV4POOL_|^IP_AUTODETECTION/);
+    const conf = JSON.parse(pluginConfig(cniConflist(p, p.nodes[1]!)));
+    expect(conf).toMatchObject({
+      type: 'calico',
+      datastore_type: 'kubernetes',
+      service_socket: '',
+      ipam: {
+        type: 'host-local',
+        ranges: [[{ subnet: '198.19.2.0/24' }]],
+        dataDir: '/s/nodes/n2/host-local',
+      },
+    });
+    // The other modes keep Calico's own prefix, pool and IPAM.
+    const bgp = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    expect(labInterfacePrefix(bgp)).toBeUndefined();
+    expect(bgp.nodes[0]!.podCidr).toBeUndefined();
+    expect(calicoNodeEnv(bgp, bgp.nodes[0]!, '/usr/bin').FELIX_INTERFACEPREFIX).toBeUndefined();
+  });
+  it('refuses policy-only on etcd', () => {
+    expect(() =>
+      planLab({ name: 'lab', nodes: 1, mode: 'policy-only', datastore: 'etcdv3', stateDir: '/s' }),
+    ).toThrow(/policy-only runs on the Kubernetes datastore/);
   });
   it('refuses a node count outside 1…50', () => {
     expect(() => planLab({ name: 'lab', nodes: 0, mode: 'bgp', stateDir: '/s' })).toThrow(/1 to 50/);

@@ -8,6 +8,12 @@
  *   node netns: default via 198.18.0.1 (so proxy ARP on cali* answers), ip_forward=1
  *   pods: 198.19.0.0/16 (pool), one netns per pod, wired by the CNI plugin on its node
  *
+ * `--mode policy-only` (upstream's EKS shape: Calico polices, another CNI networks): each node has
+ * its own pod range 198.19.<i>.0/24 (the v1 Node's spec.podCIDR), the calico plugin with host-local
+ * IPAM on that range names the pods' host interfaces `eni…` as the Amazon VPC CNI does, and the
+ * fabric namespace routes each range to its node, as a cloud's network would. calico-node runs with
+ * CALICO_NETWORKING_BACKEND=none and FELIX_INTERFACEPREFIX=eni: no BIRD, no pool, no IPAM blocks.
+ *
  * The etcd namespace also runs the cluster's control plane: kube-apiserver on that etcd (its objects
  * under /registry, as a cluster's own etcd holds them), serving https://198.18.0.2:6443 to the
  * nodes, and calico-kube-controllers. On the Kubernetes datastore (the default) the Calico kinds are
@@ -22,8 +28,13 @@
 import { join } from 'node:path';
 import { LabError } from './errors.js';
 
-export type LabMode = 'bgp' | 'vxlan';
-export const LAB_MODES: readonly LabMode[] = ['bgp', 'vxlan'];
+export type LabMode = 'bgp' | 'vxlan' | 'policy-only';
+export const LAB_MODES: readonly LabMode[] = ['bgp', 'vxlan', 'policy-only'];
+/**
+ * policy-only: the host-side interface prefix of the pods' CNI (the Amazon VPC CNI's, as in the
+ * EKS guide), which Felix polices.
+ */
+export const POLICY_ONLY_INTERFACE_PREFIX = 'eni';
 /** Upstream's DATASTORE_TYPE values. */
 export type LabDatastore = 'etcdv3' | 'kubernetes';
 export const LAB_DATASTORES: readonly LabDatastore[] = ['etcdv3', 'kubernetes'];
@@ -52,6 +63,8 @@ export interface NodePlan {
   readonly birdDir: string;
   readonly cniConfDir: string;
   readonly log: string;
+  /** policy-only: this node's pod range (the v1 Node's spec.podCIDR), routed to it by the fabric. */
+  readonly podCidr?: string;
 }
 
 /** The lab's Kubernetes control plane: the API server and kube-controllers (both datastores). */
@@ -116,6 +129,14 @@ export function planLab(opts: {
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
     throw new LabError('usage', `--nodes must be a whole number from 1 to ${MAX_NODES}`);
   }
+  const datastore = opts.datastore ?? DEFAULT_DATASTORE;
+  if (opts.mode === 'policy-only' && datastore !== 'kubernetes') {
+    throw new LabError(
+      'usage',
+      '--mode policy-only runs on the Kubernetes datastore, as upstream installs Calico beside ' +
+        'another CNI; leave out --datastore etcdv3',
+    );
+  }
   const prefix = nodeNetnsPrefix(opts.name);
   const nodes: NodePlan[] = [];
   for (let i = 1; i <= opts.nodes; i++) {
@@ -132,9 +153,9 @@ export function planLab(opts: {
       birdDir: join(dir, 'bird'),
       cniConfDir: join(dir, 'net.d'),
       log: join(dir, 'calico-node.log'),
+      ...(opts.mode === 'policy-only' ? { podCidr: `198.19.${i}.0/24` } : {}),
     });
   }
-  const datastore = opts.datastore ?? DEFAULT_DATASTORE;
   const kubeDir = join(opts.stateDir, 'kube');
   return {
     name: opts.name,
@@ -196,12 +217,24 @@ export function kubeControllersEnv(plan: LabPlan, path: string): Record<string, 
   };
 }
 
-/** The environment calico-node runs with on a lab node: the DaemonSet's, pointed at the lab. */
-export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Record<string, string> {
+/**
+ * calico-node's networking half of the environment: BIRD or VXLAN with the lab's pool, or (policy
+ * only, as deploy/manifests/calico-policy-only.yaml sets it) no backend, no address, no pool, and
+ * Felix on the other CNI's interfaces.
+ */
+function networkingEnv(plan: LabPlan): Record<string, string> {
+  if (plan.mode === 'policy-only') {
+    return {
+      CALICO_NETWORKING_BACKEND: 'none',
+      CLUSTER_TYPE: 'k8s',
+      IP: 'none',
+      NO_DEFAULT_POOLS: 'true',
+      FELIX_INTERFACEPREFIX: POLICY_ONLY_INTERFACE_PREFIX,
+      // The pods' CNI runs on its own: nothing of Calico's to serve it.
+      CALICO_CNI_SERVICE_SOCKET: 'none',
+    };
+  }
   return {
-    PATH: path,
-    NODENAME: node.name,
-    CALICO_K8S_NODE_REF: node.name,
     CALICO_NETWORKING_BACKEND: plan.mode === 'bgp' ? 'bird' : 'vxlan',
     CLUSTER_TYPE: plan.mode === 'bgp' ? 'k8s,bgp' : 'k8s,vxlan',
     IP: 'autodetect',
@@ -212,6 +245,16 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
     CALICO_IPV4POOL_VXLAN: plan.mode === 'bgp' ? 'Never' : 'Always',
     // Nothing in the lab leads outside it; no SNAT needed.
     CALICO_IPV4POOL_NAT_OUTGOING: 'false',
+  };
+}
+
+/** The environment calico-node runs with on a lab node: the DaemonSet's, pointed at the lab. */
+export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Record<string, string> {
+  return {
+    PATH: path,
+    NODENAME: node.name,
+    CALICO_K8S_NODE_REF: node.name,
+    ...networkingEnv(plan),
     ...datastoreEnv(plan),
     FELIX_HEALTHENABLED: 'true',
     FELIX_IPV6SUPPORT: 'false',
@@ -225,8 +268,38 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
   };
 }
 
-/** The CNI network configuration list installed on a node (upstream's 10-calico.conflist, trimmed). */
+/**
+ * The CNI network configuration list installed on a node (upstream's 10-calico.conflist, trimmed).
+ * policy-only: the pods' own CNI, standing in for the cloud's: the calico plugin on its own (no
+ * plugin service) with host-local IPAM on the node's pod range, as Canal runs it, its state in the
+ * node's directory (host-local's default, /var/lib/cni, is the host's, shared by every lab node).
+ */
 export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unknown> {
+  if (plan.mode === 'policy-only') {
+    return {
+      name: 'k8s-pod-network',
+      cniVersion: '1.0.0',
+      plugins: [
+        {
+          type: 'calico',
+          log_level: 'info',
+          log_file_path: join(node.dir, 'cni.log'),
+          datastore_type: 'kubernetes',
+          kubernetes: { kubeconfig: plan.kube.kubeconfig },
+          nodename_file: join(node.libDir, 'nodename'),
+          ipam_lock_file: join(node.dir, 'ipam.lock'),
+          service_socket: '',
+          mtu: 1500,
+          ipam: {
+            type: 'host-local',
+            ranges: [[{ subnet: node.podCidr }]],
+            dataDir: join(node.dir, 'host-local'),
+          },
+          policy: { type: 'k8s' },
+        },
+      ],
+    };
+  }
   return {
     name: 'k8s-pod-network',
     cniVersion: '1.0.0',
@@ -253,6 +326,15 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
       },
     ],
   };
+}
+
+/**
+ * The interface prefix list of the lab's pods (FELIX_INTERFACEPREFIX): `eni` in policy-only mode,
+ * undefined (Calico's `cali`) otherwise. The CNI plugin names the host interfaces with it, and
+ * every lab client of the Kubernetes datastore reads endpoints with it, as calico-node does.
+ */
+export function labInterfacePrefix(plan: LabPlan): string | undefined {
+  return plan.mode === 'policy-only' ? POLICY_ONLY_INTERFACE_PREFIX : undefined;
 }
 
 /** What a runtime passes on stdin for one plugin of a conflist: the plugin with name and version. */

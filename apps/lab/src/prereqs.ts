@@ -71,6 +71,13 @@ export const SYSTEM_PROGRAMS: readonly SystemProgram[] = [
   },
 ];
 
+/** `--mode policy-only`: the reference host-local IPAM plugin the pods' CNI allocates with. */
+export const HOST_LOCAL: SystemProgram = {
+  name: 'host-local',
+  paths: ['/usr/lib/cni/host-local', '/opt/cni/bin/host-local'],
+  debianPackage: 'containernetworking-plugins',
+};
+
 export function findProgram(
   p: SystemProgram,
   exists: (path: string) => boolean = existsSync,
@@ -87,7 +94,7 @@ export function missingPrograms(
 }
 
 export function programPath(name: string): string {
-  const p = SYSTEM_PROGRAMS.find((x) => x.name === name)!;
+  const p = [...SYSTEM_PROGRAMS, HOST_LOCAL].find((x) => x.name === name)!;
   return findProgram(p) ?? p.paths[0]!;
 }
 
@@ -100,8 +107,11 @@ export function checkRoot(): void {
   }
 }
 
-export function checkSystemPrograms(exists: (path: string) => boolean = existsSync): void {
-  const missing = missingPrograms(exists);
+export function checkSystemPrograms(
+  exists: (path: string) => boolean = existsSync,
+  programs: readonly SystemProgram[] = SYSTEM_PROGRAMS,
+): void {
+  const missing = missingPrograms(exists, programs);
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((m) => m.debianPackage))];
   throw new LabError(

@@ -10,6 +10,9 @@
  *   ─► every node: `calico-node -felix-ready [-bird-ready]` passes inside its namespace, with the
  *   API server's /readyz and kube-controllers' `-r` probe
  *
+ * policy-only: the v1 Nodes carry their pod ranges, the fabric namespace forwards and routes each
+ * range to its node (the cloud's network), and host-local joins the plugins in the CNI bin dir.
+ *
  * The control plane (kube.ts: kube-apiserver, kube-controllers) runs in the etcd namespace in both
  * datastore modes; on etcd the API server keeps its objects under /registry beside Calico's
  * /calico/ (a real cluster would give it its own etcd; the prefixes never meet).
@@ -43,9 +46,11 @@ import {
   checkArtifacts,
   checkRoot,
   checkSystemPrograms,
+  HOST_LOCAL,
   type KubeTools,
   kubeTools,
   programPath,
+  SYSTEM_PROGRAMS,
 } from './prereqs.js';
 import { isAlive, runAsync, spawnDetached } from './processes.js';
 import type { Progress } from './progress.js';
@@ -248,7 +253,11 @@ export class LabBuilder {
    */
   async kubeObjects(timeoutMs = 90_000): Promise<void> {
     const { plan: kube, tools } = this.#kube();
-    const nodes = { apiVersion: 'v1', kind: 'List', items: this.plan.nodes.map((n) => kubeNode(n.name)) };
+    const nodes = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: this.plan.nodes.map((n) => kubeNode(n.name, n.podCidr)),
+    };
     const kubectl = (args: string[], input?: string) =>
       runKubectl(this.plan, tools.kubectl, args, {
         ...(input !== undefined ? { input } : {}),
@@ -339,6 +348,25 @@ export class LabBuilder {
     await this.net.writeSysctl('net.ipv4.ip_forward', 1, node.netns);
   }
 
+  /**
+   * policy-only: what a cloud's network does for a routed pod network: the fabric (the VPC's
+   * router) forwards, and routes each node's pod range to that node. No redirects: the nodes are
+   * to keep sending pod traffic to their gateway.
+   */
+  async cloudRoutes(): Promise<void> {
+    const { plan, net } = this;
+    const routed = plan.nodes.filter((n) => n.podCidr !== undefined);
+    if (routed.length === 0) return;
+    await net.writeSysctl('net.ipv4.ip_forward', 1, plan.fabricNetns);
+    await net.writeSysctl('net.ipv4.conf.all.send_redirects', 0, plan.fabricNetns);
+    await net.writeSysctl(`net.ipv4.conf.${BRIDGE}.send_redirects`, 0, plan.fabricNetns);
+    for (const n of routed)
+      await net.addRoute({ dst: n.podCidr!, gateway: n.ip, dev: BRIDGE }, plan.fabricNetns);
+    this.out.step(
+      `cloud routes in ${plan.fabricNetns}: ${routed.map((n) => `${n.podCidr} via ${n.ip}`).join(', ')}`,
+    );
+  }
+
   async waitEtcd(timeoutMs = 30_000): Promise<void> {
     const { plan } = this;
     const end = Date.now() + timeoutMs;
@@ -370,6 +398,9 @@ export class LabBuilder {
     // Both plugin names lead to the one executable (its name picks the plugin), as install-cni
     // lays them out; linked, not copied (the native build is large).
     for (const name of ['calico', 'calico-ipam']) symlinkSync(arts.cniPlugin, join(plan.cniBinDir, name));
+    // policy-only: the reference host-local IPAM plugin (containernetworking-plugins).
+    if (plan.mode === 'policy-only')
+      symlinkSync(programPath('host-local'), join(plan.cniBinDir, 'host-local'));
     for (const node of plan.nodes) {
       for (const d of [node.libDir, node.runDir, node.birdDir, node.cniConfDir])
         mkdirSync(d, { recursive: true });
@@ -440,7 +471,10 @@ export async function labUp(
   readyTimeoutMs = 120_000,
 ): Promise<LabState> {
   checkRoot();
-  checkSystemPrograms();
+  checkSystemPrograms(
+    existsSync,
+    plan.mode === 'policy-only' ? [...SYSTEM_PROGRAMS, HOST_LOCAL] : SYSTEM_PROGRAMS,
+  );
   checkArtifacts(arts);
   const kit = await import('@calico-ts/datastore/testing');
   const b = new LabBuilder(plan, arts, out, { tools: kubeTools(kit.kubeApiServerBinary()), kit });
@@ -461,6 +495,7 @@ export async function labUp(
     await credentials;
     b.startApiServer();
     for (const node of plan.nodes) await b.node(node);
+    await b.cloudRoutes();
     out.step(
       `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${FABRIC_GATEWAY})`,
     );

@@ -34,7 +34,14 @@ import {
   type PodPort,
 } from './k8s-model.js';
 import { type KubeApi, KubeApiError, withKubeApi } from './kube.js';
-import { cniConflist, type LabPlan, type NodePlan, pluginConfig, podNetns } from './plan.js';
+import {
+  cniConflist,
+  type LabPlan,
+  labInterfacePrefix,
+  type NodePlan,
+  pluginConfig,
+  podNetns,
+} from './plan.js';
 import type { Artifacts } from './prereqs.js';
 import { isAlive, type ProcRecord, run, spawnDetached, stopRecorded } from './processes.js';
 import type { Progress } from './progress.js';
@@ -50,12 +57,14 @@ export const CONTROLLER_WAIT_MS = 30_000;
 /** A datastore client on the lab's datastore (loaded on demand: most commands never need one). */
 export async function withDatastore<T>(plan: LabPlan, fn: (ds: Datastore) => Promise<T>): Promise<T> {
   const { createDatastore } = await import('@calico-ts/datastore');
-  // A one-shot command: etcd over node:http2, which loads far faster than etcd3.
+  // A one-shot command: etcd over node:http2, which loads far faster than etcd3. Endpoints are
+  // read with the pods' interface prefix, as calico-node reads them.
+  const prefix = labInterfacePrefix(plan);
   const ds = await createDatastore(
     plan.datastore === 'kubernetes'
       ? { datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: plan.kube.kubeconfig }
       : { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] },
-    { transport: 'http2' },
+    { transport: 'http2', ...(prefix !== undefined ? { interfacePrefix: prefix } : {}) },
   );
   try {
     return await fn(ds);
@@ -205,8 +214,12 @@ function pickNode(state: LabState, wanted: string | undefined): NodePlan {
 }
 
 function cniEnv(plan: LabPlan, command: 'ADD' | 'DEL', pod: PodRecord): Record<string, string> {
+  // policy-only: the plugin stands in for the cloud's CNI, which names its interfaces eni…; the
+  // calico plugin takes its prefix from FELIX_INTERFACEPREFIX.
+  const prefix = labInterfacePrefix(plan);
   return {
     PATH,
+    ...(prefix !== undefined ? { FELIX_INTERFACEPREFIX: prefix } : {}),
     CNI_COMMAND: command,
     CNI_CONTAINERID: pod.containerId,
     CNI_NETNS: `/run/netns/${pod.netns}`,
