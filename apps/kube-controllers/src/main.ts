@@ -51,12 +51,27 @@ function logger(level: string) {
   };
 }
 
-/** Go duration text (`5m`, `30s`, `1h`) in ms; undefined when unset or not a duration. */
+const UNIT_MS: Readonly<Record<string, number>> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/**
+ * Go duration text as a KubeControllersConfiguration or env variable holds it (`5m`, `30s`,
+ * `1m30s`, `1.5h`, `0s`, `0`) in ms; undefined when unset or not a duration.
+ */
 export function durationMs(text: string | undefined): number | undefined {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(text?.trim() ?? '');
-  if (!m) return undefined;
-  const n = Number(m[1]);
-  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[m[2] as 'ms' | 's' | 'm' | 'h'];
+  const t = text?.trim() ?? '';
+  if (t === '0') return 0;
+  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(t)) return undefined;
+  let ms = 0;
+  for (const m of t.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+  return Math.round(ms);
 }
 
 async function writeAtomically(path: string, text: string): Promise<void> {
@@ -66,7 +81,10 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   await rename(tmp, path);
 }
 
-/** KubeControllersConfiguration `default`'s node leak grace period, in ms (default 15m). */
+/**
+ * KubeControllersConfiguration `default`'s `spec.controllers.node.leakGracePeriod` in ms, as
+ * upstream reads it: unset = 15m, `0s` turns collection on live nodes off.
+ */
 async function leakGracePeriodMs(calico: Datastore): Promise<number | undefined> {
   try {
     const kcc = await calico.get('KubeControllersConfiguration', 'default');

@@ -45,5 +45,10 @@ describe('status file', () => {
     expect(durationMs('5m')).toBe(300_000);
     expect(durationMs('30s')).toBe(30_000);
     expect(durationMs('soon')).toBeUndefined();
+    expect(durationMs('1m30s')).toBe(90_000);
+    expect(durationMs('1.5s')).toBe(1500);
+    expect(durationMs('0s')).toBe(0);
+    expect(durationMs('0')).toBe(0);
+    expect(durationMs('5')).toBeUndefined();
   });
 });

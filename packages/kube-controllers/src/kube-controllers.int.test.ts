@@ -91,7 +91,7 @@ describe.skipIf(missing.length > 0)(
         kubernetes: { datastore: kube, kv: kubeKv },
         calico,
         ipam: new IpamClient(calico, new IpamStore(calicoKv)),
-        leakGracePeriodMs: 0,
+        leakGracePeriodMs: 1,
         ipamBlocks: async () => (await new IpamStore(calicoKv).listBlocks()).items.map((b) => b.value),
         reconcilePeriodMs: 300,
         log: QUIET,

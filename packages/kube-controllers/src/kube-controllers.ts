@@ -29,13 +29,16 @@ export interface KubeControllersOptions {
   readonly calico: Datastore;
   /** IPAM on the Calico datastore: needed by the node controller (garbage collection). */
   readonly ipam?: IpamClient;
-  /** The node controller's leak grace period (KubeControllersConfiguration leakGracePeriod). */
+  /**
+   * The node controller's leak grace period (KubeControllersConfiguration `controllers.node.
+   * leakGracePeriod`): default 15 min, 0 turns collection on live nodes off.
+   */
   readonly leakGracePeriodMs?: number;
   /** Node controller: copy Kubernetes Node labels onto Calico Nodes. Default: on in etcd mode. */
   readonly syncNodeLabels?: boolean;
   /** Node controller: a HostEndpoint `<node>-auto-hep` per node (`hostEndpoint.autoCreate`). Default off. */
   readonly autoHostEndpoints?: boolean;
-  /** The IPAM blocks as stored, for the node controller's IPAM metrics. */
+  /** The IPAM blocks as stored: what the node controller's leak collection and IPAM metrics read. */
   readonly ipamBlocks?: () => Promise<readonly AllocationBlock[]>;
   /** Where the metrics go (served by `serveMetrics`); a fresh registry when not given. */
   readonly metrics?: MetricsRegistry;
@@ -149,8 +152,11 @@ export class KubeControllers {
           );
           break;
         case 'node':
-          if (!opts.ipam)
-            throw new KubeControllersError('config', 'the node controller needs IPAM (option ipam)');
+          if (!opts.ipam || !opts.ipamBlocks)
+            throw new KubeControllersError(
+              'config',
+              'the node controller needs IPAM and its blocks (options ipam, ipamBlocks)',
+            );
           this.#controllers.push(
             new NodeController({
               kubernetes: opts.kubernetes.kv,
@@ -160,7 +166,7 @@ export class KubeControllers {
               syncLabels: opts.calico.backend !== 'kubernetes' && opts.syncNodeLabels !== false,
               autoHostEndpoints: opts.autoHostEndpoints === true,
               metrics: this.metrics,
-              ...(opts.ipamBlocks ? { blocks: opts.ipamBlocks } : {}),
+              blocks: opts.ipamBlocks,
               log: opts.log,
               ...(opts.leakGracePeriodMs !== undefined ? { leakGracePeriodMs: opts.leakGracePeriodMs } : {}),
               ...(opts.reconcilePeriodMs !== undefined ? { scanPeriodMs: opts.reconcilePeriodMs } : {}),

@@ -10,17 +10,18 @@
  *                                                          released, the Node deleted
  *     Kubernetes Node labels ─► syncedNodeLabels ─► Calico Node update (etcd, syncLabels)
  *     Calico Nodes ─► planHostEndpoints ─► `<node>-auto-hep` create / update / delete
- *   scan (every `scanPeriodMs`): the node pass, then
- *     IPAM allocations ─► isOwnerAlive? ─► IpamClient.gc (released only after `leakGracePeriodMs`
- *                                           gone, conditional on handle + sequence number)
- *                     ─► IPAM gauges and GC counters (upstream's metric names)
+ *   scan (every leak grace period / 2, and soon after a Pod or a Node is deleted): the node pass, then
+ *     IPAM blocks ─► judgeAllocations ─► planLeakRelease ─► IpamClient.releaseIPs (conditional on
+ *                   (ipam-leaks.ts)     (grace period)      handle + sequence number)
+ *                                    ─► deleted nodes with nothing valid left ─► releaseHostAffinities
+ *                                       (empty blocks deleted; blocks in use keep their affinity)
+ *                 ─► IPAM gauges and GC counters (upstream's metric names)
  *
- * An allocation's owner (its attributes as the CNI plugin and calico-node wrote them):
- *   - a pod (`namespace` + `pod`): alive while the Pod exists and, when the Pod shows addresses,
- *     one of them is this address;
- *   - a tunnel address (`type` ipipTunnelAddress / vxlanTunnelAddress / wireguardTunnelAddress):
- *     alive while its Calico Node exists;
- *   - anything else: alive (never released on a guess).
+ * A Pod's allocation is a leak when the Pod is gone, moved to another node, evicted, or shows other
+ * addresses. On a node that still exists it is released after `leakGracePeriodMs` (0 = never); on a
+ * node deleted from Kubernetes at once, and then the node's affinities go too: on the Kubernetes
+ * datastore, `kubectl delete node` (and the Pods' deletion) frees the node's blocks. Before a
+ * release the Kubernetes object that decided it (the Node, the Pod) is read again from the API.
  * Nothing is judged before the Kubernetes view has been listed once.
  */
 import type { HostEndpoint, IPPool, Node } from '@calico-ts/api';
@@ -28,6 +29,7 @@ import {
   type AllocationBlock,
   type Datastore,
   type KVStore,
+  kvJson,
   kvSource,
   NODES_PREFIX,
   PODS_PREFIX,
@@ -36,6 +38,15 @@ import {
   type SyncSource,
 } from '@calico-ts/datastore';
 import { type IpamClient, newGcState } from '@calico-ts/ipam';
+import {
+  ipamNodes,
+  type JudgedAllocation,
+  judgeAllocations,
+  type NodeFate,
+  type PodFacts,
+  planLeakRelease,
+  podOwnsAddress,
+} from './ipam-leaks.js';
 import { ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
 import type { MetricsRegistry } from './metrics.js';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
@@ -43,7 +54,7 @@ import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-
 import { resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
-import { decodePod, slimObject } from './wep-label-controller.js';
+import { decodePod } from './wep-label-controller.js';
 
 interface PodView {
   readonly metadata: {
@@ -52,7 +63,13 @@ interface PodView {
     readonly labels?: Record<string, string>;
     readonly annotations?: Record<string, string>;
   };
-  readonly status?: { readonly podIPs?: readonly { readonly ip?: string }[]; readonly podIP?: string };
+  readonly spec?: { readonly nodeName?: string };
+  readonly status?: {
+    readonly podIPs?: readonly { readonly ip?: string }[];
+    readonly podIP?: string;
+    readonly phase?: string;
+    readonly reason?: string;
+  };
 }
 
 export interface NodeControllerOptions {
@@ -71,10 +88,15 @@ export interface NodeControllerOptions {
    */
   readonly autoHostEndpoints?: boolean;
   readonly log: ControllerLogger;
-  /** How long an allocation's owner must stay gone before it is released. Default 15 min. */
+  /**
+   * How long a Pod's allocation must stay a leak, its node still there, before it is released
+   * (upstream's `leakGracePeriod`). Default 15 min; 0 turns that collection off.
+   */
   readonly leakGracePeriodMs?: number;
-  /** How often allocations and nodes are scanned. Default 60 s. */
+  /** Scan at least this often. Allocations are scanned every grace period / 2 (5 min when off). */
   readonly scanPeriodMs?: number;
+  /** How long after a Pod or Node deletion the scan runs (deletions close together share one). */
+  readonly deletionDebounceMs?: number;
   readonly now?: () => number;
   readonly retryMs?: number;
   readonly onReconciled?: (r: ReconcileReport & { readonly released: readonly string[] }) => void;
@@ -82,8 +104,8 @@ export interface NodeControllerOptions {
   readonly metrics?: MetricsRegistry;
   /** A Kubernetes object was skipped because it cannot be converted (a Node, or its host endpoint). */
   readonly onSkipped?: (name: string) => void;
-  /** The IPAM blocks as stored (for the metrics), e.g. `() => ipamStore.listBlocks()`. */
-  readonly blocks?: () => Promise<readonly AllocationBlock[]>;
+  /** The IPAM blocks as stored, e.g. `() => ipamStore.listBlocks()`: what the scan judges. */
+  readonly blocks: () => Promise<readonly AllocationBlock[]>;
 }
 
 function ipamGauges(reg: MetricsRegistry) {
@@ -129,12 +151,6 @@ function ipamGauges(reg: MetricsRegistry) {
   };
 }
 
-const TUNNEL_TYPES: ReadonlySet<string> = new Set([
-  'ipipTunnelAddress',
-  'vxlanTunnelAddress',
-  'wireguardTunnelAddress',
-]);
-
 /** The addresses a pod shows: the CNI annotations, else its status. Pure. */
 export function podAddresses(pod: PodView): string[] {
   const a = pod.metadata.annotations ?? {};
@@ -147,10 +163,28 @@ export function podAddresses(pod: PodView): string[] {
   return [...(st.podIPs ?? []).map((p) => p.ip ?? ''), st.podIP ?? ''].filter((s) => s !== '');
 }
 
+/** What the leak judgement needs of a Pod object. Pure. */
+export function podFacts(obj: unknown): PodFacts {
+  const pod = (obj ?? {}) as PodView;
+  const st = pod.status ?? {};
+  return {
+    ...(pod.spec?.nodeName ? { nodeName: pod.spec.nodeName } : {}),
+    addresses: podAddresses({
+      metadata: pod.metadata ?? { name: '' },
+      ...(pod.status ? { status: st } : {}),
+    }),
+    reported: Boolean(st.podIP) || (st.podIPs ?? []).some((p) => Boolean(p.ip)),
+    evicted: st.phase === 'Failed' && st.reason === 'Evicted',
+  };
+}
+
+const DEFAULT_LEAK_GRACE_MS = 15 * 60_000;
+
 export class NodeController {
   readonly name = 'node';
   readonly #o: NodeControllerOptions;
-  readonly #pods = new Map<string, PodView>();
+  /** `<namespace>/<name>` → the Pod as the leak judgement sees it. */
+  readonly #pods = new Map<string, PodFacts>();
   /** Kubernetes Node name → its labels. */
   readonly #k8sNodes = new Map<string, Readonly<Record<string, string>>>();
   readonly #gc = newGcState();
@@ -168,9 +202,14 @@ export class NodeController {
     this.#o = opts;
     this.#gauges = opts.metrics ? ipamGauges(opts.metrics) : undefined;
     this.#bad = new UnconvertibleReporter(this.name, opts.log, opts.onSkipped);
+    const grace = opts.leakGracePeriodMs ?? DEFAULT_LEAK_GRACE_MS;
     this.#loop = new ReconcileLoop({
       pass: () => this.#scanOnce(),
-      periodMs: opts.scanPeriodMs ?? 60_000,
+      periodMs: Math.min(
+        opts.scanPeriodMs ?? Number.POSITIVE_INFINITY,
+        grace > 0 ? Math.max(grace / 2, 1000) : 5 * 60_000,
+      ),
+      debounceMs: opts.deletionDebounceMs ?? 500,
       ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
       onError: (e) =>
         opts.log.warn({ controller: this.name, err: (e as Error).message }, 'scan failed; will retry'),
@@ -188,12 +227,7 @@ export class NodeController {
       this.#syncer = new Syncer({
         sources: [
           // Any Pod that parses counts: one whose labels are odd still owns its addresses.
-          kvSource(
-            'pods',
-            this.#o.kubernetes,
-            PODS_PREFIX,
-            (kv) => slimObject(JSON.parse(kv.value)) as PodView,
-          ) as SyncSource,
+          kvSource('pods', this.#o.kubernetes, PODS_PREFIX, (kv) => podFacts(kvJson(kv))) as SyncSource,
           kvSource('nodes', this.#o.kubernetes, NODES_PREFIX, (kv) => {
             try {
               return decodePod(kv.value) as PodView;
@@ -211,10 +245,14 @@ export class NodeController {
         ],
         onUpdate: (u) => {
           if (u.source === 'pods') {
-            const { value } = u.item as { value: PodView };
-            const key = `${value.metadata.namespace}/${value.metadata.name}`;
-            if (u.kind === 'set') this.#pods.set(key, value);
-            else this.#pods.delete(key);
+            const { key, value } = u.item as { key: string; value: PodFacts };
+            const name = key.slice(PODS_PREFIX.length);
+            if (u.kind === 'set') this.#pods.set(name, value);
+            else {
+              this.#pods.delete(name);
+              // Its addresses may be leaks now (a Pod deleted behind the CNI plugin's back).
+              if (this.#inSync) this.#loop.schedule();
+            }
             return;
           }
           if (u.source === 'nodes') {
@@ -223,6 +261,8 @@ export class NodeController {
             if (u.kind === 'set') this.#k8sNodes.set(value.metadata.name, value.metadata.labels ?? {});
             else this.#k8sNodes.delete(value?.metadata.name ?? key.slice(NODES_PREFIX.length));
             this.#unreadableNodes.delete(key.slice(NODES_PREFIX.length));
+            // A deleted Node's addresses and blocks are freed by the next scan, not a period later.
+            if (u.kind !== 'set' && this.#inSync) this.#loop.schedule();
           }
           if (this.#inSync) this.#nodeLoop.schedule();
         },
@@ -253,44 +293,61 @@ export class NodeController {
   /** One scan: a node pass, then leak collection; true when something failed (the loop retries). */
   async #scanOnce(): Promise<boolean> {
     await this.#nodeLoop.run();
-    const calicoNodes = new Set<string>();
+    let calicoNodes: Map<string, Node>;
+    let blocks: readonly AllocationBlock[];
     try {
-      for (const n of (await this.#o.calico.list('Node')).items as Node[]) calicoNodes.add(n.metadata.name);
+      calicoNodes = new Map(
+        ((await this.#o.calico.list('Node')).items as Node[]).map((n) => [n.metadata.name, n]),
+      );
+      blocks = await this.#o.blocks();
     } catch (e) {
       this.#o.log.warn(
         { controller: this.name, err: (e as Error).message },
-        'cannot list Nodes; leak collection skipped',
+        'cannot list Nodes or IPAM blocks; leak collection skipped',
       );
       return true;
     }
-    const now = (this.#o.now ?? Date.now)();
-    const nodeOf = new Map<string, string>();
-    const result = await this.#o.ipam.gc({
-      state: this.#gc,
-      now,
-      gracePeriodMs: this.#o.leakGracePeriodMs ?? 15 * 60_000,
-      isOwnerAlive: async (attrs, { ip }) => {
-        nodeOf.set(ip, attrs.node ?? '');
-        if (attrs.type && TUNNEL_TYPES.has(attrs.type))
-          return attrs.node === undefined || calicoNodes.has(attrs.node);
-        if (attrs.namespace && attrs.pod) {
-          const pod = this.#pods.get(`${attrs.namespace}/${attrs.pod}`);
-          if (!pod) return false;
-          const addrs = podAddresses(pod);
-          return addrs.length === 0 || addrs.includes(ip);
-        }
-        return true;
-      },
-    });
-    for (const ip of result.released)
-      this.#o.log.info({ controller: this.name, ip }, 'leaked address released');
+    let released: JudgedAllocation[] = [];
+    let pending: readonly JudgedAllocation[] = [];
+    let failed = false;
+    try {
+      const fates = await this.#nodeFates(ipamNodes(blocks), calicoNodes);
+      const judged = judgeAllocations(blocks, {
+        pod: (ns, name) => this.#pods.get(`${ns}/${name}`),
+        node: (n) => fates.get(n) ?? { kind: 'not-kubernetes' },
+      });
+      const plan = planLeakRelease(
+        judged.allocations,
+        this.#gc,
+        (this.#o.now ?? Date.now)(),
+        this.#o.leakGracePeriodMs ?? DEFAULT_LEAK_GRACE_MS,
+      );
+      this.#gc.firstSeen = plan.firstSeen;
+      pending = plan.pending;
+      released = await this.#release(plan.release, fates);
+      for (const node of judged.nodesToRelease) {
+        const r = await this.#o.ipam.releaseHostAffinities(node, { mustBeEmpty: true });
+        if (r.released.length > 0)
+          this.#o.log.info(
+            { controller: this.name, node, blocks: r.released },
+            'Kubernetes Node gone: its block affinities released',
+          );
+        if (r.notEmpty.length > 0)
+          this.#o.log.info(
+            { controller: this.name, node, blocks: r.notEmpty },
+            'Kubernetes Node gone: blocks still in use keep its affinity until they are empty',
+          );
+      }
+    } catch (e) {
+      failed = true;
+      this.#o.log.warn(
+        { controller: this.name, err: (e as Error).message },
+        'leak collection failed; will retry',
+      );
+    }
     if (this.#gauges) {
       try {
-        await this.#publish(
-          this.#gauges,
-          result.released.map((ip) => ({ ip, node: nodeOf.get(ip) ?? '' })),
-          result.pending.map((p) => ({ ip: p.ip, node: nodeOf.get(p.ip) ?? '' })),
-        );
+        await this.#publish(this.#gauges, released, pending);
       } catch (e) {
         this.#o.log.warn(
           { controller: this.name, err: (e as Error).message },
@@ -298,8 +355,81 @@ export class NodeController {
         );
       }
     }
-    this.#o.onReconciled?.({ created: 0, updated: 0, deleted: 0, failed: [], released: result.released });
-    return false;
+    this.#o.onReconciled?.({
+      created: 0,
+      updated: 0,
+      deleted: 0,
+      failed: failed ? ['IPAM'] : [],
+      released: released.map((r) => r.ip),
+    });
+    return failed;
+  }
+
+  /**
+   * Each IPAM node's fate from the Kubernetes view; a node the view takes for gone is read again
+   * from the API, so a Node the watch has not delivered yet is never taken for deleted.
+   */
+  async #nodeFates(names: readonly string[], calicoNodes: ReadonlyMap<string, Node>) {
+    const fates = new Map<string, NodeFate>();
+    for (const name of names) {
+      const calicoNode = calicoNodes.get(name);
+      let k8sName = name;
+      if (calicoNode && this.#o.calico.backend !== 'kubernetes') {
+        const refs = calicoNode.spec?.orchRefs ?? [];
+        if (refs.length > 0 && !refs.some((r) => r.orchestrator === 'k8s')) {
+          fates.set(name, { kind: 'not-kubernetes' });
+          continue;
+        }
+        k8sName = kubernetesNodeName(calicoNode);
+      }
+      let exists = this.#k8sNodes.has(k8sName) || this.#unreadableNodes.has(k8sName);
+      if (!exists) exists = (await this.#o.kubernetes.get(`${NODES_PREFIX}${k8sName}`)) !== undefined;
+      fates.set(name, exists ? { kind: 'exists', kubernetesName: k8sName } : { kind: 'gone' });
+    }
+    return fates;
+  }
+
+  /**
+   * Release the planned allocations, each conditional on its handle and sequence number. A
+   * candidate (its node still there) is checked once more against its Pod as the API has it now;
+   * if the Pod holds it again, its whole handle stays.
+   */
+  async #release(
+    plan: readonly JudgedAllocation[],
+    fates: ReadonlyMap<string, NodeFate>,
+  ): Promise<JudgedAllocation[]> {
+    const resurrected = new Set<string>();
+    for (const a of plan) {
+      if (a.verdict !== 'candidate' || resurrected.has(a.handleId)) continue;
+      const kv = await this.#o.kubernetes.get(`${PODS_PREFIX}${a.attrs.namespace}/${a.attrs.pod}`);
+      const pod = kv ? podFacts(kvJson(kv)) : undefined;
+      if (podOwnsAddress(pod, a.ip, fates.get(a.node) ?? { kind: 'not-kubernetes' })) {
+        resurrected.add(a.handleId);
+        this.#o.log.info(
+          { controller: this.name, ip: a.ip, pod: `${a.attrs.namespace}/${a.attrs.pod}` },
+          'address in use again; not released',
+        );
+      }
+    }
+    const go = plan.filter((a) => !resurrected.has(a.handleId));
+    if (go.length === 0) return [];
+    const r = await this.#o.ipam.releaseIPs(
+      go.map((a) => ({ ip: a.ip, handleId: a.handleId, sequenceNumber: a.sequenceNumber })),
+    );
+    const done = new Set(r.released);
+    const out = go.filter((a) => done.has(a.ip));
+    for (const a of out)
+      this.#o.log.info(
+        {
+          controller: this.name,
+          ip: a.ip,
+          handle: a.handleId,
+          node: a.node,
+          ...(a.attrs.pod ? { pod: `${a.attrs.namespace}/${a.attrs.pod}` } : {}),
+        },
+        a.verdict === 'confirmed' ? 'leaked address released (its node is gone)' : 'leaked address released',
+      );
+    return out;
   }
 
   /**
@@ -435,7 +565,6 @@ export class NodeController {
       cidr: p.spec.cidr,
     }));
     for (const r of released) g.gcReclamations.inc({ ippool: poolOf(pools, r.ip), node: r.node });
-    if (!this.#o.blocks) return;
     const m = ipamMetrics(await this.#o.blocks(), pools, pending);
     g.inUse.replace(m.inUse);
     g.borrowed.replace(m.borrowed);
