@@ -3,7 +3,8 @@
  *
  *   Syncer (@calico-ts/datastore) ─ Node ────────────┐
  *                                  ─ BGPConfiguration ┤ (cache by name)
- *                                  ─ BGPPeer ─────────┼──► dirty ──(debounce)──► BgpInput snapshot
+ *                                  ─ BGPPeer ─────────┤
+ *                                  ─ BGPFilter ───────┼──► dirty ──(debounce)──► BgpInput snapshot
  *                                  ─ IPPool ──────────┤                            │ renderBirdConfig (per family)
  *                                  ─ this node's IPAM  ┘                            ▼
  *                                    block affinities                 BirdSupervisor.apply (per family)
@@ -15,7 +16,7 @@
  * while it runs triggers one more. The syncer re-lists a source whose watch fails and replaces its
  * cache on a resync; `pending` and deleted affinities are not routes yet.
  */
-import type { BGPConfiguration, BGPPeer, IPPool, Node, ResourceOf } from '@calico-ts/api';
+import type { BGPConfiguration, BGPFilter, BGPPeer, IPPool, Node, ResourceOf } from '@calico-ts/api';
 import {
   type BlockAffinity,
   type Datastore,
@@ -64,7 +65,7 @@ export interface BirdBridgeOptions {
   log?: BirdLogger;
 }
 
-const WATCHED = ['Node', 'BGPConfiguration', 'BGPPeer', 'IPPool'] as const;
+const WATCHED = ['Node', 'BGPConfiguration', 'BGPPeer', 'BGPFilter', 'IPPool'] as const;
 type WatchedKind = (typeof WATCHED)[number];
 
 export class BirdBridge {
@@ -74,6 +75,7 @@ export class BirdBridge {
     Node: new Map(),
     BGPConfiguration: new Map(),
     BGPPeer: new Map(),
+    BGPFilter: new Map(),
     IPPool: new Map(),
   };
   private readonly affinities = new Map<string, BlockAffinity>();
@@ -209,6 +211,7 @@ export class BirdBridge {
       nodes: [...this.cache.Node.values()] as Node[],
       bgpConfigs: [...this.cache.BGPConfiguration.values()] as BGPConfiguration[],
       peers: [...this.cache.BGPPeer.values()] as BGPPeer[],
+      filters: [...this.cache.BGPFilter.values()] as BGPFilter[],
       pools: [...this.cache.IPPool.values()] as IPPool[],
       affineBlocks: this.affineBlocks(),
       ...(this.opts.logLevel !== undefined ? { logLevel: this.opts.logLevel } : {}),

@@ -2,7 +2,7 @@
  * What the renderer is given: one consistent snapshot of the Calico model as seen by one node.
  * Plain data, no I/O; the bridge (src/bridge.ts) assembles it from the datastore.
  */
-import type { BGPConfiguration, BGPPeer, IPPool, Node } from '@calico-ts/api';
+import type { BGPConfiguration, BGPFilter, BGPPeer, IPPool, Node } from '@calico-ts/api';
 
 /** A block affine to this node; a bare CIDR string means a `confirmed` affinity. */
 export interface AffineBlock {
@@ -19,6 +19,8 @@ export interface BgpInput {
   /** BGPConfiguration `default` and `node.<name>` objects; others are ignored. */
   bgpConfigs: readonly BGPConfiguration[];
   peers: readonly BGPPeer[];
+  /** Every BGPFilter (the peers' `filters` name them). */
+  filters?: readonly BGPFilter[];
   pools: readonly IPPool[];
   /** Blocks affine to this node (IPAM affinities); `pending` affinities must be left out. */
   affineBlocks: readonly (string | AffineBlock)[];

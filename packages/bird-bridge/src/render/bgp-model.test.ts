@@ -87,7 +87,7 @@ describe('BGPPeers', () => {
     expect(m.peers.map((p) => p.name)).toEqual(['Mesh_198_18_0_2']);
     expect(m.warnings.join('\n')).toMatch(/BGPPeer bad: selector "rack ==" skipped/);
   });
-  test('reversePeering Manual: no automatic session back; filters are reported as not applied', () => {
+  test('reversePeering Manual: no automatic session back; a missing filter shuts the session', () => {
     const peers = [
       peer('to-b', { peerIP: '198.18.0.2', asNumber: 64512, reversePeering: 'Manual', filters: ['f1'] }),
     ];
@@ -95,7 +95,10 @@ describe('BGPPeers', () => {
     expect(names(input({ nodeName: 'b', peers, bgpConfigs: off }))).toEqual([]);
     const a = deriveBirdModel(input({ peers, bgpConfigs: off }), 4);
     expect(a.peers.map((p) => p.name)).toEqual(['Global_198_18_0_2']);
-    expect(a.warnings).toContain('BGPPeer to-b: BGPFilters (f1) are not applied by this renderer');
+    expect(a.peers[0]!.missingFilters).toEqual(['f1']);
+    expect(a.warnings).toContain(
+      'BGPPeer to-b: BGPFilter f1 does not exist; the session imports and exports nothing until it does',
+    );
   });
   test('a password BIRD cannot quote is not used, and says why', () => {
     const m = deriveBirdModel(

@@ -20,8 +20,12 @@
  *   address text compares greater than ours (a byte-wise string comparison, as upstream).
  * - A route reflector (this node has a cluster id) makes iBGP peers without that id its clients.
  *
- * Not rendered (reported in `warnings` where the input asks for it): BGPFilter functions,
- * `localWorkloadSelector` peers, route priorities (`ipv4NormalRoutePriority`, live migration).
+ * BGPFilters (bgp-filters.ts): each BGPPeer's `filters` are called, in order, first in its
+ * session's import and export filters; a peer naming a BGPFilter that does not exist imports and
+ * exports nothing until it does (fail closed).
+ *
+ * Not rendered (reported in `warnings` where the input asks for it): `localWorkloadSelector` peers,
+ * route priorities (`ipv4NormalRoutePriority`, live migration).
  */
 import { createHash } from 'node:crypto';
 import {
@@ -36,6 +40,7 @@ import {
   parsePeerIP,
   parseSelector,
 } from '@calico-ts/api';
+import { type BirdFilterFunction, deriveFilterFunctions } from './bgp-filters.js';
 import type { AffineBlock, BgpInput, IPFamily } from './bgp-input.js';
 import { roundedSeconds } from './go-duration.js';
 
@@ -69,6 +74,11 @@ export interface BirdPeer {
   internalPeer: boolean;
   /** Mesh peers: the node it is; global/node peers: the BGPPeer it came from. */
   origin: string;
+  /** BGPFilter functions called first in the session's import and export filters, in order. */
+  importFilters: string[];
+  exportFilters: string[];
+  /** BGPFilters the peer names that do not exist: the session then imports and exports nothing. */
+  missingFilters: string[];
 }
 
 export type PoolKernelRule =
@@ -117,6 +127,8 @@ export interface BirdModel {
   /** CIDRs never programmed into the kernel (service ranges: Felix/kube-proxy own them). */
   rejectCidrs: string[];
   pools: PoolRule[];
+  /** The BGPFilters' functions for this family. */
+  filterFunctions: BirdFilterFunction[];
   /** Things in the input that were skipped, one sentence each, for the caller to log. */
   warnings: string[];
 }
@@ -195,6 +207,8 @@ function familyOf(text: string): IPFamily | undefined {
 /** Derive the model of one family's BIRD configuration for `input.nodeName`. */
 export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
   const warnings: string[] = [];
+  const filterFunctions = deriveFilterFunctions(input.filters ?? [], family, warnings);
+  const filterNames = new Set((input.filters ?? []).map((f) => f.metadata.name));
   const byName = new Map<string, BGPConfiguration>();
   for (const c of input.bgpConfigs) byName.set(c.metadata.name, c);
   const global = byName.get('default')?.spec ?? {};
@@ -364,6 +378,9 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
         password,
         internalPeer: true,
         origin: n.name,
+        importFilters: [],
+        exportFilters: [],
+        missingFilters: [],
       });
     }
   }
@@ -371,8 +388,17 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
     if (myIP !== undefined && x.ip === myIP) return undefined;
     const s = x.source.spec;
     const owner = `BGPPeer ${x.source.metadata.name}`;
-    if (s.filters?.length) {
-      warnings.push(`${owner}: BGPFilters (${s.filters.join(', ')}) are not applied by this renderer`);
+    const named = s.filters ?? [];
+    const calls = (direction: 'import' | 'export') =>
+      named.flatMap((f) => {
+        const fn = filterFunctions.find((x) => x.filter === f && x.direction === direction);
+        return fn ? [fn.name] : [];
+      });
+    const missingFilters = named.filter((f) => !filterNames.has(f));
+    if (missingFilters.length > 0) {
+      warnings.push(
+        `${owner}: BGPFilter ${missingFilters.join(', ')} does not exist; the session imports and exports nothing until it does`,
+      );
     }
     const localAs = asNumberValue(s.localASNumber) || undefined;
     const effectiveAs = localAs ?? myAs;
@@ -403,6 +429,9 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
       allowLocalAs: s.numAllowedLocalASNumbers || undefined,
       internalPeer: x.asNumber === effectiveAs,
       origin: x.source.metadata.name,
+      importFilters: calls('import'),
+      exportFilters: calls('export'),
+      missingFilters,
     };
   };
   if (myIP !== undefined) {
@@ -501,6 +530,7 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
     peerRoutes,
     rejectCidrs,
     pools,
+    filterFunctions,
     warnings,
   };
 }

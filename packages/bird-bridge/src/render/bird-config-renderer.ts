@@ -82,6 +82,7 @@ function renderMain(m: BirdModel, names: { aggr: string; ipam: string }): string
     L.push('  }');
   }
   L.push('}', '');
+  L.push(...renderFilterFunctions(m));
   L.push(`include ${q(names.aggr)};`, `include ${q(names.ipam)};`, '');
   if (m.routerId) L.push(`router id ${m.routerId};`, '');
   else L.push('# No IPv4 address on this node for a router id; BIRD picks one from an interface.', '');
@@ -157,9 +158,31 @@ function renderPeer(m: BirdModel, p: BirdPeer, from: string): string[] {
   if (p.allowLocalAs !== undefined) L.push(`  allow local as ${p.allowLocalAs};`);
   L.push(`  ${chan(m)} {`);
   if (p.nextHop) L.push(`    next hop ${p.nextHop};`);
-  L.push('    import filter { accept; };');
-  L.push(`    export filter { calico_export_to_bgp_peers(${p.internalPeer}); reject; };`);
+  if (p.missingFilters.length > 0) {
+    L.push(`    # BGPFilter ${p.missingFilters.join(', ')} does not exist: nothing in or out until it does.`);
+    L.push('    import none;', '    export none;');
+  } else {
+    const calls = (fns: string[]) => fns.map((f) => `${f}(); `).join('');
+    L.push(`    import filter { ${calls(p.importFilters)}accept; };`);
+    L.push(
+      `    export filter { ${calls(p.exportFilters)}calico_export_to_bgp_peers(${p.internalPeer}); reject; };`,
+    );
+  }
   L.push('  };', '}');
+  return L;
+}
+
+function renderFilterFunctions(m: BirdModel): string[] {
+  const fam = `v${m.family}`;
+  if (m.filterFunctions.length === 0) return [`# No ${fam} BGPFilters configured.`, ''];
+  const L: string[] = [];
+  let last: string | undefined;
+  for (const f of m.filterFunctions) {
+    if (f.filter !== last) L.push(`# ${fam} BGPFilter ${f.filter}`);
+    last = f.filter;
+    L.push(`function ${f.name}() {`, ...f.statements.map((st) => `  ${st}`), '}');
+  }
+  L.push('');
   return L;
 }
 

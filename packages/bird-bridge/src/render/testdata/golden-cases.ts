@@ -117,6 +117,64 @@ export const GOLDEN_CASES: GoldenCase[] = [
     }),
   },
   {
+    // BGPFilters: import and export functions per family, called in the peer's order; a rule
+    // with a criterion not evaluated fails closed; a peer naming a missing filter gets nothing.
+    name: 'bgp-filters',
+    families: [4, 6],
+    input: base({
+      nodes: [
+        node('node-a', { ipv4Address: '198.18.0.1/24', ipv6Address: 'fd00:18::1/64' }),
+        node('node-b', { ipv4Address: '198.18.0.2/24', ipv6Address: 'fd00:18::2/64' }),
+      ],
+      peers: [
+        peer('tor', { peerIP: '198.18.1.1', asNumber: 64600, filters: ['keep-out', 'only-pods'] }),
+        peer('tor6', { peerIP: 'fd00:18::100', asNumber: 64600, filters: ['keep-out'] }),
+        peer('lost', { peerIP: '198.18.1.2', asNumber: 64600, filters: ['no-such-filter'] }),
+      ],
+      filters: [
+        {
+          apiVersion: 'projectcalico.org/v3',
+          kind: 'BGPFilter',
+          metadata: { name: 'keep-out' },
+          spec: {
+            exportV4: [
+              { action: 'Reject', matchOperator: 'In', cidr: '198.19.7.0/24' },
+              { action: 'Reject', matchOperator: 'Equal', cidr: '198.19.8.0/26', peerType: 'eBGP' },
+              {
+                action: 'Accept',
+                matchOperator: 'In',
+                cidr: '198.19.0.0/16',
+                communities: { values: ['65000:100'] },
+              },
+            ],
+            importV4: [
+              {
+                action: 'Accept',
+                matchOperator: 'In',
+                cidr: '10.0.0.0/8',
+                prefixLength: { min: 16, max: 24 },
+                source: 'RemotePeers',
+              },
+              { action: 'Reject', interface: 'eth*' },
+            ],
+            exportV6: [{ action: 'Reject', matchOperator: 'NotIn', cidr: 'fd00:19::/48' }],
+          },
+        },
+        {
+          apiVersion: 'projectcalico.org/v3',
+          kind: 'BGPFilter',
+          metadata: { name: 'only-pods' },
+          spec: {
+            exportV4: [
+              { action: 'Accept', matchOperator: 'In', cidr: '198.19.0.0/16' },
+              { action: 'Reject' },
+            ],
+          },
+        },
+      ],
+    }),
+  },
+  {
     name: 'node-peer-selector',
     families: [4],
     input: base({
