@@ -53,14 +53,16 @@ step('tests', 'pnpm', ['exec', 'turbo', 'run', 'test', '--concurrency=2', '--con
 });
 
 // Every workspace package with a test script must have left a report.
-const packageDirs = ['packages', 'apps', 'test-e2e', 'bench', 'deploy', 'images'].flatMap((top) => {
-  const dir = join(root, top);
-  if (!existsSync(dir)) return [];
-  if (existsSync(join(dir, 'package.json'))) return [dir];
-  return readdirSync(dir)
-    .map((d) => join(dir, d))
-    .filter((d) => existsSync(join(d, 'package.json')));
-});
+const packageDirs = ['packages', 'apps', 'test-e2e', 'test-packs', 'bench', 'deploy', 'images'].flatMap(
+  (top) => {
+    const dir = join(root, top);
+    if (!existsSync(dir)) return [];
+    if (existsSync(join(dir, 'package.json'))) return [dir];
+    return readdirSync(dir)
+      .map((d) => join(dir, d))
+      .filter((d) => existsSync(join(d, 'package.json')));
+  },
+);
 console.log('\n=== results');
 for (const dir of packageDirs) {
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
