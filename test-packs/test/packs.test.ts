@@ -111,7 +111,7 @@ function available(needs: Example['needs']): boolean {
 let work: string;
 let project: string;
 const tarballs = new Map<string, string>();
-let etcd: EtcdServer | undefined;
+let etcd: Promise<EtcdServer> | undefined;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'calico-ts-packs-'));
@@ -145,7 +145,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await etcd?.stop();
+  await (await etcd?.catch(() => undefined))?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -182,12 +182,13 @@ describe.each(publishable.map((p) => [p.name, p] as const))('%s', (name, p) => {
   for (const [i, ex] of examples.entries()) {
     if (!available(ex.needs)) continue;
     const needs = ex.needs.length ? ` (${ex.needs.join(', ')})` : '';
-    test(`README example at line ${ex.line}${needs}`, async () => {
+    // Examples are independent programs: they run side by side.
+    test.concurrent(`README example at line ${ex.line}${needs}`, async () => {
       const extra: Record<string, string> = {};
       if (ex.needs.includes('etcd')) {
-        etcd ??= await startEtcd();
+        etcd ??= startEtcd();
         extra.DATASTORE_TYPE = 'etcdv3';
-        extra.ETCD_ENDPOINTS = etcd.clientUrl;
+        extra.ETCD_ENDPOINTS = (await etcd).clientUrl;
       }
       const file = join(project, 'examples', `${name.replace(/[@/]/g, '_')}-${i}.mjs`);
       await writeFile(file, ex.code);
