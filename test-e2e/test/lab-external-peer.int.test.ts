@@ -6,7 +6,8 @@
  * on its gRPC API, bound to a random port on its namespace's loopback) holds exactly the blocks
  * affine to the nodes in etcd, each sent by its own node with that node as next hop and AS path
  * 64512, and nothing else (no pod /32s, no fabric or default route); `lab status` shows the
- * session; deleting the BGPPeer ends the sessions and empties GoBGP's RIB.
+ * session; a BGPFilter the BGPPeer names keeps exactly the prefix it rejects out of GoBGP's RIB;
+ * deleting the BGPPeer ends the sessions and empties GoBGP's RIB.
  *
  * As upstream, every node also re-advertises the blocks it learned over the mesh: upstream's
  * `calico_export_to_bgp_peers` accepts any route inside a pool, whatever its source, and BIRD sets
@@ -256,6 +257,52 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
         );
       }
     });
+
+    it("a BGPFilter on the peer rejecting n1's block keeps it out of GoBGP's table, until the peer drops it", async () => {
+      const blocks = await blockAffinities(lab);
+      const n1Block = blocks.get('n1')![0]!;
+      const others = [...blocks.values()].flat().filter((c) => c !== n1Block);
+      const peer = (filters: string[]) =>
+        [
+          'apiVersion: projectcalico.org/v3',
+          'kind: BGPPeer',
+          'metadata:',
+          '  name: external-gobgp',
+          'spec:',
+          `  peerIP: ${PEER_IP}`,
+          `  asNumber: ${PEER_AS}`,
+          ...(filters.length > 0 ? ['  filters:', ...filters.map((f) => `  - ${f}`)] : []),
+          '',
+        ].join('\n');
+      await applyYaml(
+        lab,
+        dir,
+        'keep-n1-in',
+        [
+          'apiVersion: projectcalico.org/v3',
+          'kind: BGPFilter',
+          'metadata:',
+          '  name: keep-n1-in',
+          'spec:',
+          '  exportV4:',
+          '  - action: Reject',
+          '    matchOperator: Equal',
+          `    cidr: ${n1Block}`,
+          '',
+        ].join('\n'),
+      );
+      await applyYaml(lab, dir, 'external-gobgp-filtered', peer(['keep-n1-in']));
+      await until(`${n1Block} withdrawn from GoBGP`, () => !(n1Block in rib()), 30_000);
+      // Only that prefix: the others stay, from every node, and the sessions stay up.
+      const r = rib();
+      expect(Object.keys(r).sort()).toEqual([...others].sort());
+      for (const cidr of others) expect(r[cidr]!.length, cidr).toBe(lab.state().plan.nodes.length);
+      expect(
+        gobgp<{ state: { session_state: number } }[]>('neighbor').map((x) => x.state.session_state),
+      ).toEqual([6, 6, 6]);
+      await applyYaml(lab, dir, 'external-gobgp-unfiltered', peer([]));
+      await until(`${n1Block} back in GoBGP`, () => n1Block in rib(), 30_000);
+    }, 90_000);
 
     it('deleting the BGPPeer ends the sessions and empties GoBGP of the cluster routes', async () => {
       await lab.ok('calicoctl', 'delete', 'bgppeer', 'external-gobgp');
