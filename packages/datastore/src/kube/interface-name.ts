@@ -17,13 +17,19 @@ export function workloadInterfacePrefix(prefixList: string | undefined): string 
   return first === '' ? DEFAULT_INTERFACE_PREFIX : first;
 }
 
+/** Linux IFNAMSIZ - 1. */
+const MAX_IFNAME = 15;
+
 /**
  * Upstream's host-side interface of a pod (`VethNameForWorkload`): the prefix (see
  * `workloadInterfacePrefix`) + the first 11 hex characters of SHA-1 of `<namespace>.<pod>`. The
  * pod's CNI plugin must name the interface the same way: Calico's does, and so does the Amazon VPC
- * CNI with prefix `eni`.
+ * CNI with prefix `eni`. A prefix longer than 4 characters shortens the digest so the name stays
+ * within the kernel's 15 (upstream would ask for a name the kernel refuses); the CNI plugin
+ * (`hostVethName`) shortens it the same way, so Felix finds the interface the plugin made.
  */
 export function podInterfaceName(namespace: string, pod: string, prefixList?: string): string {
+  const prefix = workloadInterfacePrefix(prefixList);
   const digest = createHash('sha1').update(`${namespace}.${pod}`).digest('hex');
-  return `${workloadInterfacePrefix(prefixList)}${digest.slice(0, 11)}`;
+  return `${prefix}${digest.slice(0, Math.max(0, Math.min(11, MAX_IFNAME - prefix.length)))}`;
 }

@@ -31,6 +31,11 @@ describe('the host interface of a pod', () => {
     expect(podInterfaceName('prod2', 'web-1', 'eni')).not.toBe(`eni${HASH}`);
   });
 
+  it('with a prefix longer than 4, the digest is shortened to keep the name within 15 characters', () => {
+    expect(podInterfaceName('prod', 'web-1', 'vethx')).toBe(`vethx${HASH.slice(0, 10)}`);
+    expect(podInterfaceName('prod', 'web-1', 'abcdefgh')).toBe(`abcdefgh${HASH.slice(0, 7)}`);
+  });
+
   it('takes the first entry of the list as the prefix', () => {
     expect(workloadInterfacePrefix(undefined)).toBe('cali');
     expect(workloadInterfacePrefix(' ')).toBe('cali');
