@@ -17,7 +17,13 @@
  * Thread-safety: one event loop; one reconcile at a time.
  */
 import type { Kind, Resource, ResourceOf } from '@calico-ts/api';
-import { type Datastore, resourceSource, Syncer, type SyncSource } from '@calico-ts/datastore';
+import {
+  type Datastore,
+  isDatastoreError,
+  resourceSource,
+  Syncer,
+  type SyncSource,
+} from '@calico-ts/datastore';
 import { planMirror, resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
@@ -180,6 +186,13 @@ export class MirrorController<K extends Kind> {
           this.#bad.skip(resourceKeyOf(r), r.metadata.resourceVersion ?? '', (e as Error).message);
           return;
         }
+        // Already as planned: a pass that ran before the watch brought back the previous pass's
+        // write (or someone else's). The watch event that follows schedules the next pass.
+        if (
+          (what === 'deleted' && isDatastoreError(e, 'not-found')) ||
+          (what === 'created' && isDatastoreError(e, 'already-exists'))
+        )
+          return;
         failed.push(resourceKeyOf(r));
         this.#o.log.warn(
           { controller: this.#o.name, resource: resourceKeyOf(r), err: (e as Error).message },
