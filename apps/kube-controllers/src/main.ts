@@ -184,6 +184,13 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
     return 2;
   }
   const log = logger(env.LOG_LEVEL ?? 'info');
+  const health = env.HEALTH_ENABLED !== 'false';
+  // Not ready until this process has reconciled: a status file left by a killed predecessor must
+  // not pass the readiness probe while this one is still starting.
+  if (health)
+    await writeAtomically(statusFile, JSON.stringify(renderStatus([], []))).catch((e: unknown) =>
+      log.warn({ file: statusFile, err: (e as Error).message }, 'cannot write the status file'),
+    );
   const datastoreType =
     (env.DATASTORE_TYPE ?? env.CALICO_DATASTORE_TYPE ?? 'etcdv3') === 'kubernetes' ? 'kubernetes' : 'etcdv3';
   let kubeKv: KVStore | undefined;
@@ -226,7 +233,6 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
         ? { reconcilePeriodMs: durationMs(env.RECONCILER_PERIOD)! }
         : {}),
     });
-    const health = env.HEALTH_ENABLED !== 'false';
     const writeStatus = () =>
       health
         ? writeAtomically(statusFile, JSON.stringify(renderStatus(controllers.status(), unavailable))).catch(

@@ -328,6 +328,7 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers killed in the middl
     expect(Object.keys(before)).toContain('profiles/ksa.b0.sa-b');
 
     const restartedAt = Date.now();
+    const logFrom = victim.log.length;
     start(victim);
     await until('the restarted victim ends where the reference is', async () => {
       const [a, b] = await Promise.all([dump(ref.kv), dump(victim.kv)]);
@@ -338,11 +339,17 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers killed in the middl
     expect(Object.keys(after).sort()).toEqual(expectedKeys);
     expect(labelsRight(after)).toBe(true);
     expect(after).toEqual(await dump(ref.kv));
+    // Ready by its probe once this process says it runs (the killed one's status file said ready).
+    await until('the restarted victim running', async () =>
+      victim.log.slice(logFrom).some((l) => l.includes('"msg":"controllers running"')),
+    );
     await until('the restarted victim ready', () => ready(victim));
     // Nothing it planned was already done and taken for a failure (a pass that ran before the
     // watch brought back the previous pass's writes).
     expect(
-      victim.log.filter((l) => l.includes('cannot write') && /not found|already exist/i.test(l)),
+      victim.log
+        .slice(logFrom)
+        .filter((l) => l.includes('cannot write') && /not found|already exist/i.test(l)),
     ).toEqual([]);
     // It stays there: no late write undoes it.
     await new Promise((r) => setTimeout(r, 1000));
