@@ -6,7 +6,8 @@ import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ApplyOutcome } from './bird/bird-supervisor.js';
 import { BirdBridge, type BirdConfigTarget, nodeAffinitySource } from './bridge.js';
-import { node, peer, pool } from './render/testdata/golden-cases.js';
+import { bgpConfig, node, peer, pool } from './render/testdata/golden-cases.js';
+import { MemorySecretProvider, type SecretProvider } from './secret-provider.js';
 import { until } from './testing-internal/netns.js';
 
 class FakeTarget implements BirdConfigTarget {
@@ -38,7 +39,7 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-async function setup() {
+async function setup(extra: { secretProvider?: SecretProvider; secrets?: Record<string, string> } = {}) {
   const kv = new MemoryKVStore();
   const ds = new KVDatastore(kv, { backend: 'memory' });
   const ipam = new IpamStore(kv);
@@ -57,6 +58,7 @@ async function setup() {
     targets: { 4: target },
     debounceMs: 10,
     log: (level, msg) => logs.push(`${level} ${msg}`),
+    ...extra,
   });
   return { ds, ipam, target, logs, bridge };
 }
@@ -129,5 +131,100 @@ describe('BirdBridge', () => {
     await bridge.start();
     await bridge.resync();
     expect(logs.filter((l) => l === 'warn BGPPeer tor: password secret s/k not available').length).toBe(1);
+  });
+
+  describe('passwords from a secret provider', () => {
+    const torPeer = (key = 'tor') =>
+      peer('tor', {
+        peerIP: '198.18.1.1',
+        asNumber: 64600,
+        password: { secretKeyRef: { name: 'bgp-secrets', key } },
+      });
+    const passwordLines = (text: string) => text.split('\n').filter((l) => l.includes('password'));
+
+    test('the first apply already holds the password; the provider follows exactly the referenced secrets', async () => {
+      const secrets = new MemorySecretProvider({ 'bgp-secrets': { tor: 'pw-1' }, other: { x: 'y' } });
+      const { ds, target, bridge } = await setup({ secretProvider: secrets });
+      await ds.create(torPeer());
+      await bridge.start();
+      expect(target.applied).toHaveLength(1);
+      expect(passwordLines(target.current)).toEqual(['  password "pw-1";']);
+      expect(secrets.followed()).toEqual(['bgp-secrets']);
+    });
+
+    test('a changed, removed and restored secret re-renders BIRD each time', async () => {
+      const secrets = new MemorySecretProvider({ 'bgp-secrets': { tor: 'pw-1' } });
+      const { ds, target, bridge, logs } = await setup({ secretProvider: secrets });
+      await ds.create(torPeer());
+      await bridge.start();
+      secrets.set('bgp-secrets', { tor: 'pw-2' });
+      await until('new password', () => passwordLines(target.current)[0] === '  password "pw-2";', 2000);
+      secrets.set('bgp-secrets', { other: 'x' });
+      await until('no password', () => passwordLines(target.current).length === 0, 2000);
+      // The session itself stays configured, without a password; the reason is logged.
+      expect(target.current).toContain('protocol bgp Global_198_18_1_1');
+      expect(logs).toContain('warn BGPPeer tor: password secret bgp-secrets/tor not available');
+      secrets.set('bgp-secrets', { tor: 'pw-3' });
+      await until('restored', () => passwordLines(target.current)[0] === '  password "pw-3";', 2000);
+      // No value ever reaches a log line.
+      expect(logs.filter((l) => /pw-\d/.test(l))).toEqual([]);
+    });
+
+    test('the mesh password, and a peer moved to another key or secret', async () => {
+      const secrets = new MemorySecretProvider({
+        mesh: { pw: 'mesh-pw' },
+        'bgp-secrets': { tor: 'a', tor2: 'b' },
+      });
+      const { ds, target, bridge } = await setup({ secretProvider: secrets });
+      await ds.create(
+        bgpConfig('default', { nodeMeshPassword: { secretKeyRef: { name: 'mesh', key: 'pw' } } }),
+      );
+      await bridge.start();
+      expect(passwordLines(target.current)).toEqual(['  password "mesh-pw";']);
+      expect(secrets.followed()).toEqual(['mesh']);
+      await ds.create(torPeer('tor2'));
+      await until('peer password', () => passwordLines(target.current).includes('  password "b";'), 2000);
+      expect(secrets.followed()).toEqual(['bgp-secrets', 'mesh']);
+      await ds.delete('BGPConfiguration', 'default');
+      await until('mesh password gone', () => !target.current.includes('mesh-pw'), 2000);
+      expect(secrets.followed()).toEqual(['bgp-secrets']);
+      // A secret no longer followed changes nothing.
+      const before = target.applied.length;
+      secrets.set('mesh', { pw: 'other' });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(target.applied).toHaveLength(before);
+    });
+
+    test('a provider that is slow to read holds the render until it has the value', async () => {
+      const inner = new MemorySecretProvider({ 'bgp-secrets': { tor: 'slow' } });
+      const slow: SecretProvider = {
+        follow: async (names) => {
+          await new Promise((r) => setTimeout(r, 100));
+          await inner.follow(names);
+        },
+        value: (n, k) => inner.value(n, k),
+        subscribe: (l) => inner.subscribe(l),
+        close: () => inner.close(),
+      };
+      const { ds, target, bridge } = await setup({ secretProvider: slow });
+      await ds.create(torPeer());
+      await bridge.start();
+      expect(passwordLines(target.current)).toEqual(['  password "slow";']);
+    });
+
+    test('fixed values stay, a provider value for the same key wins; stop closes the provider', async () => {
+      const secrets = new MemorySecretProvider({});
+      const { ds, target, bridge } = await setup({
+        secretProvider: secrets,
+        secrets: { 'bgp-secrets/tor': 'fixed' },
+      });
+      await ds.create(torPeer());
+      await bridge.start();
+      expect(passwordLines(target.current)).toEqual(['  password "fixed";']);
+      secrets.set('bgp-secrets', { tor: 'watched' });
+      await until('provider value', () => passwordLines(target.current)[0] === '  password "watched";', 2000);
+      await bridge.stop();
+      expect(secrets.followed()).toEqual([]);
+    });
   });
 });

@@ -8,13 +8,18 @@
  *                                  ─ IPPool ──────────┤                            │ renderBirdConfig (per family)
  *                                  ─ this node's IPAM  ┘                            ▼
  *                                    block affinities                 BirdSupervisor.apply (per family)
+ *   SecretProvider ─ a followed secret changed ─► dirty
+ *                  ◄─ follow(names referenced) + value(name, key), while the snapshot is made
  *
  * API: `start()` waits until every source is listed, renders and applies once (resolves after the
  * first apply), then follows the syncer; `stop()` ends the syncer and timers and stops the
  * supervisors it was given. `snapshot()` is the input the last render used.
  * Design: every change only marks the state dirty; one render runs at a time, and a change made
  * while it runs triggers one more. The syncer re-lists a source whose watch fails and replaces its
- * cache on a resync; `pending` and deleted affinities are not routes yet.
+ * cache on a resync; `pending` and deleted affinities are not routes yet. Passwords: before each
+ * render the bridge tells its `secretProvider` which secrets the peers and the mesh reference and
+ * waits until it has read them; a change the provider reports is one more render. The bridge
+ * closes the provider on `stop()`.
  */
 import type { BGPConfiguration, BGPFilter, BGPPeer, IPPool, Node, ResourceOf } from '@calico-ts/api';
 import {
@@ -33,6 +38,8 @@ import type { ApplyOutcome, BirdLogger } from './bird/bird-supervisor.js';
 import { BirdBridgeError } from './errors.js';
 import type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';
 import { renderBirdConfig } from './render/bird-config-renderer.js';
+import { secretKey, secretRefsOf } from './render/secret-refs.js';
+import type { SecretProvider } from './secret-provider.js';
 
 /** The part of `BirdSupervisor` the bridge uses (a fake in unit tests). */
 export interface BirdConfigTarget {
@@ -61,7 +68,10 @@ export interface BirdBridgeOptions {
   retryMs?: number;
   logLevel?: string;
   routerId?: string;
+  /** Fixed password values keyed `<secret name>/<key>` (a provider's values win). */
   secrets?: Readonly<Record<string, string>>;
+  /** Password values that change over time (calico-node: Secrets watched in the API server). */
+  secretProvider?: SecretProvider;
   log?: BirdLogger;
 }
 
@@ -90,6 +100,7 @@ export class BirdBridge {
   private lastInput: BgpInput | undefined;
   private readonly outcomes = new Map<IPFamily, ApplyOutcome>();
   private renders = 0;
+  private unsubscribeSecrets: (() => void) | undefined;
 
   constructor(opts: BirdBridgeOptions) {
     if (!opts.nodeName) throw new BirdBridgeError('invalid-input', 'nodeName is required');
@@ -101,6 +112,9 @@ export class BirdBridge {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    this.unsubscribeSecrets = this.opts.secretProvider?.subscribe(() => {
+      if (this.inSync) this.markDirty();
+    });
     const synced = new Promise<void>((resolve) => {
       this.syncer = new Syncer({
         sources: [
@@ -136,6 +150,8 @@ export class BirdBridge {
     clearTimeout(this.debounceTimer);
     await this.syncer?.stop();
     await this.rendering?.catch(() => undefined);
+    this.unsubscribeSecrets?.();
+    await this.opts.secretProvider?.close();
     for (const t of Object.values(this.opts.targets)) await t?.stop();
   }
 
@@ -179,6 +195,23 @@ export class BirdBridge {
       .sort((a, b) => (a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0));
   }
 
+  /** The fixed values, then the provider's for every referenced `name/key` it holds. */
+  private async secretValues(
+    bgpConfigs: readonly BGPConfiguration[],
+    peers: readonly BGPPeer[],
+  ): Promise<Readonly<Record<string, string>> | undefined> {
+    const provider = this.opts.secretProvider;
+    if (!provider) return this.opts.secrets;
+    const refs = secretRefsOf(bgpConfigs, peers);
+    await provider.follow([...new Set(refs.map((r) => r.name))]);
+    const out: Record<string, string> = { ...this.opts.secrets };
+    for (const ref of refs) {
+      const v = provider.value(ref.name, ref.key);
+      if (v !== undefined) out[secretKey(ref)] = v;
+    }
+    return out;
+  }
+
   // ---- rendering -------------------------------------------------------------------------------
 
   private markDirty(): void {
@@ -206,17 +239,21 @@ export class BirdBridge {
 
   private async renderOnce(): Promise<void> {
     if (this.stopped) return;
+    const bgpConfigs = [...this.cache.BGPConfiguration.values()] as BGPConfiguration[];
+    const peers = [...this.cache.BGPPeer.values()] as BGPPeer[];
+    const secrets = await this.secretValues(bgpConfigs, peers);
+    if (this.stopped) return;
     const input: BgpInput = {
       nodeName: this.opts.nodeName,
       nodes: [...this.cache.Node.values()] as Node[],
-      bgpConfigs: [...this.cache.BGPConfiguration.values()] as BGPConfiguration[],
-      peers: [...this.cache.BGPPeer.values()] as BGPPeer[],
+      bgpConfigs,
+      peers,
       filters: [...this.cache.BGPFilter.values()] as BGPFilter[],
       pools: [...this.cache.IPPool.values()] as IPPool[],
       affineBlocks: this.affineBlocks(),
       ...(this.opts.logLevel !== undefined ? { logLevel: this.opts.logLevel } : {}),
       ...(this.opts.routerId !== undefined ? { routerId: this.opts.routerId } : {}),
-      ...(this.opts.secrets !== undefined ? { secrets: this.opts.secrets } : {}),
+      ...(secrets !== undefined ? { secrets } : {}),
     };
     this.lastInput = input;
     this.renders++;

@@ -46,3 +46,5 @@ export {
 } from './render/bgp-model.js';
 export { type BirdConfigFiles, birdFileNames, renderBirdConfig } from './render/bird-config-renderer.js';
 export { durationSeconds } from './render/go-duration.js';
+export { type SecretRef, secretKey, secretRefsOf } from './render/secret-refs.js';
+export { MemorySecretProvider, type SecretProvider } from './secret-provider.js';
