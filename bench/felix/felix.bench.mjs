@@ -2,22 +2,27 @@
 // network namespace this bench creates (root; deleted at the end, also on failure):
 //
 // - full sync: datastore-shaped resources (E local WorkloadEndpoints, P GlobalNetworkPolicies of R
-//   rules each, with selectors, ports and nets) fed through the real CalcGraph → renderRuleset →
-//   NftablesDataplane.apply (libnftables in the namespace: read back, diff, one transaction), from
-//   the first update to the kernel programmed. Reference: `nft -j -f` of the identical JSON
-//   document the dataplane sent, into the same namespace flushed. Each round flushes the
-//   namespace's ruleset before each side and alternates which side goes first. Goal ≤ 1.3×.
-// - one policy change at that scale (one rule added to one policy) through the same pipeline
-//   (onUpdate → flush → state → renderRuleset → apply), against the full sync. Goal ≤ 5%.
-// - memory: the process's RSS growth from before building the state to after the first full sync,
-//   in MiB per 1,000 endpoints (run with `node --expose-gc` to collect garbage before each reading).
+//   rules each, with selectors, ports and nets) fed through the real CalcGraph → IncrementalRenderer
+//   → NftablesDataplane.apply (libnftables in the namespace: read back, diff, one transaction),
+//   from the first update to the kernel programmed. References, into the same namespace flushed:
+//   `nft -j -f` of the identical JSON document the dataplane sent, and `nft -f` of the same ruleset
+//   as nft text (`nft list ruleset` of it). Rounds alternate which side goes first. Goal ≤ 1.1× of
+//   the faster reference.
+// - changes at that scale, each kind --changes times through the steady-state pipeline (onUpdate →
+//   flush → render the touched sections → apply just those objects): a rule added to / removed
+//   from one policy, a profile rule, a pod added, a pod removed, a label change that moves a pod
+//   into rules' IP sets, a network set's nets (IP set members), an IP pool. Median and p99 of the
+//   time and the median nftables command count per kind. Reference for the policy change:
+//   `nft -j -f` of the very same commands (the change's transaction), on the same state.
+// - memory: RSS and JS heap before building the state and after the first full sync (run with
+//   `node --expose-gc` to collect garbage before each reading); the rest of RSS is native memory,
+//   mostly libnftables in its worker thread.
 //
 // The caliXXXX interfaces are not created: the renderer and the dataplane only name them in rules.
 // Reported, never asserted (a busy machine is not a failure).
 //
-//   node [--expose-gc] bench/felix/felix.bench.mjs [--endpoints 1000] [--policies 500] [--rules 40] [--rounds 1] [--out file.json]
-// At the default scale one round (a warm-up, then both sides and the change) takes about 8 min
-// here: nearly all of it in libnftables and the kernel, on both sides.
+//   node [--expose-gc] bench/felix/felix.bench.mjs [--endpoints 1000] [--policies 500] [--rules 40]
+//        [--rounds 1] [--changes 40] [--out file.json]
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,7 +31,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CalcGraph, DEFAULT_RULES_CONFIG, NftablesDataplane, renderRuleset } from '@calico-ts/felix';
+import { CalcGraph, DEFAULT_RULES_CONFIG, IncrementalRenderer, NftablesDataplane } from '@calico-ts/felix';
 import { NftContext } from '@calico-ts/nftables';
 
 const { values: args } = parseArgs({
@@ -35,6 +40,7 @@ const { values: args } = parseArgs({
     policies: { type: 'string', default: '500' },
     rules: { type: 'string', default: '40' },
     rounds: { type: 'string', default: '1' },
+    changes: { type: 'string', default: '40' },
     out: { type: 'string' },
   },
 });
@@ -42,6 +48,7 @@ const E = Number(args.endpoints);
 const P = Number(args.policies);
 const R = Number(args.rules);
 const ROUNDS = Number(args.rounds);
+const CHANGES = Number(args.changes);
 const HERE = dirname(fileURLToPath(import.meta.url));
 const OUT = args.out ?? join(HERE, '..', 'results', 'felix.json');
 const HOST = 'bench-node';
@@ -60,6 +67,12 @@ function median(xs) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/** The nearest-rank percentile. */
+function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
 function run(cmd, argv, input) {
   const r = spawnSync(cmd, argv, { encoding: 'utf8', maxBuffer: 1 << 28, input });
   if (r.status !== 0)
@@ -70,7 +83,7 @@ function run(cmd, argv, input) {
 }
 
 /** A local pod: `cali` + 11 hex characters (the 15-character limit), one IPv4 address. */
-function workload(i) {
+function workload(i, role = `r${i % ROLES}`) {
   const ns = `ns-${i % NAMESPACES}`;
   const name = `${HOST}-k8s-pod--${i}-eth0`;
   return {
@@ -81,7 +94,7 @@ function workload(i) {
       namespace: ns,
       labels: {
         app: `app-${i % APPS}`,
-        role: `r${i % ROLES}`,
+        role,
         env: i % 3 === 0 ? 'prod' : 'staging',
         'projectcalico.org/namespace': ns,
         'projectcalico.org/orchestrator': 'k8s',
@@ -99,16 +112,37 @@ function workload(i) {
   };
 }
 
-function nsProfile(k) {
+function nsProfile(k, extraRule = false) {
+  const ingress = [{ action: 'Allow' }];
+  if (extraRule) ingress.unshift({ action: 'Deny', protocol: 'TCP', destination: { ports: [7777] } });
   return {
     apiVersion: V3,
     kind: 'Profile',
     metadata: { name: `kns.ns-${k}` },
     spec: {
       labelsToApply: { 'pcns.projectcalico.org/name': `ns-${k}` },
-      ingress: [{ action: 'Allow' }],
+      ingress,
       egress: [{ action: 'Allow' }],
     },
+  };
+}
+
+/** A network set the `role == 'r3'` rules' IP sets include; its nets are what changes. */
+function netSet(variant) {
+  return {
+    apiVersion: V3,
+    kind: 'GlobalNetworkSet',
+    metadata: { name: 'external-r3', labels: { role: 'r3' } },
+    spec: { nets: [`198.18.200.${variant & 0xff}/32`, '198.18.201.0/24'] },
+  };
+}
+
+function extraPool() {
+  return {
+    apiVersion: V3,
+    kind: 'IPPool',
+    metadata: { name: 'extra-pool' },
+    spec: { cidr: '10.66.0.0/16', natOutgoing: true },
   };
 }
 
@@ -172,6 +206,7 @@ function resources() {
   for (let k = 0; k < NAMESPACES; k++) out.push(nsProfile(k));
   for (let i = 0; i < E; i++) out.push(workload(i));
   for (let p = 0; p < P; p++) out.push(policy(p));
+  out.push(netSet(0));
   return out;
 }
 
@@ -202,22 +237,50 @@ async function fullSync(ctx, res) {
   const graph = new CalcGraph({ hostname: HOST });
   for (const r of res) graph.onUpdate({ kind: 'set', resource: r });
   graph.onUpdate({ kind: 'in-sync' });
-  graph.flush();
-  const desired = renderRuleset(graph.state(), DEFAULT_RULES_CONFIG);
+  const renderer = new IncrementalRenderer(DEFAULT_RULES_CONFIG);
+  renderer.onUpdate(graph.flush());
+  const change = renderer.render();
   const dp = new NftablesDataplane({ nft: ctx });
-  const applied = await dp.apply(desired);
-  return { ms: performance.now() - t0, graph, dp, applied };
+  const applied = await dp.apply(renderer.desired(), change);
+  return { ms: performance.now() - t0, graph, renderer, dp, applied };
 }
 
-/** One rule added to policy p, through the same pipeline. */
-async function policyChange(graph, dp, p) {
+/** One batch of datastore updates through the steady-state pipeline. */
+async function change(s, updates) {
   const t0 = performance.now();
-  graph.onUpdate({ kind: 'set', resource: policy(p, true) });
-  graph.flush();
-  const desired = renderRuleset(graph.state(), DEFAULT_RULES_CONFIG);
-  const applied = await dp.apply(desired);
-  return { ms: performance.now() - t0, applied };
+  for (const u of updates) s.graph.onUpdate(u);
+  s.renderer.onUpdate(s.graph.flush());
+  const applied = await s.dp.apply(s.renderer.desired(), s.renderer.render());
+  return { ms: performance.now() - t0, commands: applied.commands, mode: applied.mode };
 }
+
+const set = (resource) => ({ kind: 'set', resource });
+const del = (resource) => ({ kind: 'delete', resource });
+
+/**
+ * The kinds of change, each a pair of batches (do, undo) for change number j, so that the state
+ * returns to where it was and every change is measured on the same ruleset.
+ */
+const CHANGE_KINDS = {
+  'policy: one rule added / removed': (j) => {
+    const p = (j * 37 + 11) % P;
+    return [[set(policy(p, true))], [set(policy(p))]];
+  },
+  'profile: one rule added / removed': (j) => {
+    const k = j % NAMESPACES;
+    return [[set(nsProfile(k, true))], [set(nsProfile(k))]];
+  },
+  'pod added / removed': (j) => {
+    const w = workload(E + (j % 200));
+    return [[set(w)], [del(w)]];
+  },
+  "label: pod moves into other rules' IP sets": (j) => {
+    const i = (j * 13 + 5) % E;
+    return [[set(workload(i, `r${(i + 1) % ROLES}`))], [set(workload(i))]];
+  },
+  'IP set member (network set nets)': (j) => [[set(netSet(j + 1))], [set(netSet(0))]],
+  'IP pool added / removed': () => [[set(extraPool())], [del(extraPool())]],
+};
 
 const rssMiB = () => {
   globalThis.gc?.();
@@ -262,67 +325,121 @@ async function main() {
     const rss1 = rssMiB();
     const heap1 = process.memoryUsage().heapUsed / 2 ** 20;
     const docFile = join(dir, 'ruleset.json');
+    const textFile = join(dir, 'ruleset.nft');
     const doc = ctx.lastText;
     if (doc === undefined) throw new Error('the dataplane sent no batch');
     await writeFile(docFile, doc);
+    ctx.lastText = undefined;
+    // The same ruleset as nft text: what nft itself prints of it, loadable with `nft -f`.
+    await writeFile(textFile, `${nftIn(['list', 'ruleset'])}`);
     const parsed = JSON.parse(doc).nftables;
     const nftRules = parsed.filter((c) => c.add?.rule || c.insert?.rule).length;
     const nftCommands = parsed.length;
     const dsRules = res
       .filter((r) => r.kind === 'GlobalNetworkPolicy')
       .reduce((n, r) => n + r.spec.ingress.length + r.spec.egress.length, 0);
-    const activePolicies = Object.keys(first.graph.state().policies).length;
-    const firstChange = await policyChange(first.graph, first.dp, 0);
+    const activePolicies = first.renderer.counts.policies;
     log(
-      `warm-up: full sync ${first.ms.toFixed(0)} ms (${first.applied.commands} commands), change ${firstChange.ms.toFixed(1)} ms (${firstChange.applied.commands} commands); RSS ${rss0.toFixed(0)} → ${rss1.toFixed(0)} MiB`,
+      `warm-up: full sync ${first.ms.toFixed(0)} ms (${first.applied.commands} commands); RSS ${rss0.toFixed(0)} → ${rss1.toFixed(0)} MiB, heap ${heap0.toFixed(0)} → ${heap1.toFixed(0)} MiB`,
     );
     res = undefined;
 
-    const samples = { full: [], change: [], nft: [] };
-    const changeCommands = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      const oursFirst = r % 2 === 0;
-      for (const side of oursFirst ? ['ours', 'nft'] : ['nft', 'ours']) {
-        nftIn(['flush', 'ruleset']);
-        if (side === 'nft') {
+    // Changes, on the warm-up's state.
+    const changes = {};
+    const deltaRef = [];
+    for (const [kind, make] of Object.entries(CHANGE_KINDS)) {
+      const ms = [];
+      const commands = [];
+      for (let j = 0; j < CHANGES; j++) {
+        const [doIt, undo] = make(j);
+        ctx.lastText = undefined;
+        const c = await change(first, doIt);
+        const forward = ctx.lastText;
+        ctx.lastText = undefined;
+        const back = await change(first, undo);
+        const backward = ctx.lastText;
+        ms.push(c.ms, back.ms);
+        commands.push(c.commands, back.commands);
+        if (c.mode !== 'incremental' || back.mode !== 'incremental')
+          throw new Error(`${kind}: not incremental`);
+        // The reference: nft loading the very same transaction, on the same state, then undoing it.
+        if (kind.startsWith('policy') && j < 10 && forward && backward) {
+          const f = join(dir, 'delta.json');
+          const b = join(dir, 'undo.json');
+          await writeFile(f, forward);
+          await writeFile(b, backward);
           const t0 = performance.now();
+          nftIn(['-j', '-f', f]);
+          deltaRef.push(performance.now() - t0);
+          nftIn(['-j', '-f', b]);
+        }
+      }
+      changes[kind] = {
+        medianMs: median(ms),
+        p99Ms: percentile(ms, 99),
+        medianCommands: median(commands),
+        maxCommands: Math.max(...commands),
+        n: ms.length,
+      };
+      log(
+        `${kind}: median ${median(ms).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms, ${median(commands)} commands`,
+      );
+    }
+
+    const samples = { full: [], nftJson: [], nftText: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = ['ours', 'json', 'text'];
+      for (let k = 0; k < r % 3; k++) order.push(order.shift());
+      for (const side of order) {
+        nftIn(['flush', 'ruleset']);
+        const t0 = performance.now();
+        if (side === 'json') {
           nftIn(['-j', '-f', docFile]);
-          samples.nft.push(performance.now() - t0);
+          samples.nftJson.push(performance.now() - t0);
+        } else if (side === 'text') {
+          nftIn(['-f', textFile]);
+          samples.nftText.push(performance.now() - t0);
         } else {
           const s = await fullSync(ctx, resources());
           samples.full.push(s.ms);
-          const c = await policyChange(s.graph, s.dp, (r * 7 + 3) % P);
-          samples.change.push(c.ms);
-          changeCommands.push(c.applied.commands);
         }
       }
     }
 
     const full = median(samples.full);
-    const ref = median(samples.nft);
-    const change = median(samples.change);
+    const refJson = median(samples.nftJson);
+    const refText = median(samples.nftText);
     const perK = ((rss1 - rss0) / E) * 1000;
+    const policyKind = changes['policy: one rule added / removed'];
     const rows = [
       {
         measure: 'full sync: calc + render + apply',
         ms: full,
-        refMs: ref,
+        refMs: refJson,
         ref: '`nft -j -f` same JSON',
-        ratio: full / ref,
-        goal: '≤ 1.3×',
+        ratio: full / refJson,
+        goal: '≤ 1.1× of the faster',
       },
       {
-        measure: 'one rule added to one policy',
-        ms: change,
-        refMs: full,
-        ref: 'our full sync',
-        ratio: change / full,
-        goal: '≤ 0.05×',
+        measure: 'full sync: calc + render + apply',
+        ms: full,
+        refMs: refText,
+        ref: '`nft -f` same ruleset as text',
+        ratio: full / refText,
+        goal: '≤ 1.1× of the faster',
+      },
+      {
+        measure: 'one rule added to / removed from one policy',
+        ms: policyKind.medianMs,
+        refMs: median(deltaRef),
+        ref: '`nft -j -f` of the same transaction',
+        ratio: policyKind.medianMs / median(deltaRef),
+        goal: '≤ 20 ms; ≤ 2×',
       },
     ];
 
     console.log(
-      `felix: ${E} endpoints, ${P} policies, ${dsRules} rules (${nftRules} nft rules, ${nftCommands} commands in the full batch); rounds ${ROUNDS}; ${cpus().length} CPUs; load ${loadavg()[0].toFixed(2)}\n`,
+      `felix: ${E} endpoints, ${P} policies, ${dsRules} rules (${nftRules} nft rules, ${nftCommands} commands in the full batch); rounds ${ROUNDS}; ${CHANGES} changes per kind, each done and undone; ${cpus().length} CPUs; load ${loadavg()[0].toFixed(2)}\n`,
     );
     console.log('| measure | ms (median) | reference ms | ratio | goal |');
     console.log('| --- | ---: | ---: | ---: | ---: |');
@@ -331,8 +448,15 @@ async function main() {
         `| ${row.measure} | ${row.ms.toFixed(1)} | ${row.refMs.toFixed(1)} (${row.ref}) | ${row.ratio.toFixed(3)} | ${row.goal} |`,
       );
     }
+    console.log('\n| change | median ms | p99 ms | nft commands (median / max) |');
+    console.log('| --- | ---: | ---: | ---: |');
+    for (const [kind, c] of Object.entries(changes)) {
+      console.log(
+        `| ${kind} | ${c.medianMs.toFixed(1)} | ${c.p99Ms.toFixed(1)} | ${c.medianCommands} / ${c.maxCommands} |`,
+      );
+    }
     console.log(
-      `\nmemory: RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB over the first full sync = ${perK.toFixed(1)} MiB per 1,000 endpoints; of which JS heap ${heap0.toFixed(1)} → ${heap1.toFixed(1)} MiB (the rest: libnftables in its worker, buffers) (${globalThis.gc ? 'gc forced' : 'no forced gc; run with --expose-gc for steadier figures'})`,
+      `\nmemory: RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB over the first full sync = ${perK.toFixed(1)} MiB per 1,000 endpoints; JS heap ${heap0.toFixed(1)} → ${heap1.toFixed(1)} MiB; native (RSS − heap, mostly libnftables in its worker) ${(rss0 - heap0).toFixed(1)} → ${(rss1 - heap1).toFixed(1)} MiB (${globalThis.gc ? 'gc forced' : 'no forced gc; run with --expose-gc for steadier figures'})`,
     );
 
     await mkdir(dirname(OUT), { recursive: true });
@@ -350,6 +474,7 @@ async function main() {
           nftRules,
           nftCommands,
           rounds: ROUNDS,
+          changesPerKind: CHANGES,
           node: process.version,
           cpus: cpus().length,
           loadavg1: Number(loadavg()[0].toFixed(2)),
@@ -359,7 +484,7 @@ async function main() {
             refMs: Number(x.refMs.toFixed(1)),
             ratio: Number(x.ratio.toFixed(4)),
           })),
-          changeCommands,
+          changes,
           memory: {
             rssBeforeMiB: Number(rss0.toFixed(1)),
             rssAfterMiB: Number(rss1.toFixed(1)),
@@ -369,7 +494,10 @@ async function main() {
             gcForced: Boolean(globalThis.gc),
           },
           samplesMs: Object.fromEntries(
-            Object.entries(samples).map(([k, v]) => [k, v.map((x) => Number(x.toFixed(1)))]),
+            Object.entries({ ...samples, policyDeltaNftJson: deltaRef }).map(([k, v]) => [
+              k,
+              v.map((x) => Number(x.toFixed(1))),
+            ]),
           ),
         },
         null,

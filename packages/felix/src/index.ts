@@ -105,6 +105,11 @@ export {
   rulesConfigFromFelix,
 } from './rules/config.js';
 export { type EndpointChainOptions, renderEndpointChain } from './rules/endpoint-renderer.js';
+export {
+  IncrementalRenderer,
+  type RulesetChange,
+  type TableChange,
+} from './rules/incremental-renderer.js';
 export * from './rules/names.js';
 export type * from './rules/nft-json.js';
 export { type PolicyRenderContext, type RenderedRule, renderPolicyRules } from './rules/policy-renderer.js';

@@ -548,10 +548,11 @@ export class FelixDaemon {
     if (this.#datastoreLocked) return;
     const diff = this.#graph.flush();
     this.#logUnenforced(diff);
+    // Every diff reaches the dataplane, which keeps the state they add up to; it is programmed
+    // once the datastore is in sync.
+    this.#dataplane.onUpdate(diff);
     if (!diff.inSync) return;
     if (isEmptyDiff(diff) && !this.#forceApply) return;
-    const state = this.#graph.state();
-    this.#dataplane.update(state);
     this.#forceApply = false;
     const t0 = performance.now();
     try {
@@ -562,11 +563,13 @@ export class FelixDaemon {
         this.#firstApplied = true;
         this.#log.info({ commands: report.nft.commands }, 'first dataplane apply done');
       }
-      this.metrics.activeLocalEndpoints.set(Object.keys(state.endpoints).length);
-      this.metrics.activeLocalPolicies.set(Object.keys(state.policies).length);
-      this.metrics.activeLocalIPSets.set(Object.keys(state.ipSets).length);
-      this.health.report(DATAPLANE, { live: true, ready: true });
+      const counts = this.#dataplane.counts;
+      this.metrics.activeLocalEndpoints.set(counts.endpoints);
+      this.metrics.activeLocalPolicies.set(counts.policies);
+      this.metrics.activeLocalIPSets.set(counts.ipSets);
+      // The MTU file first: a node reported ready has it (the CNI plugin reads it for each pod).
       await this.#maybeWriteMtu();
+      this.health.report(DATAPLANE, { live: true, ready: true });
     } catch (e) {
       this.#failures++;
       this.#forceApply = true;
@@ -601,7 +604,9 @@ export class FelixDaemon {
       }
     } catch (e) {
       this.#poolsChanged = true;
-      this.#log.warn({ err: errorMessage(e) }, 'writing the pod MTU file failed');
+      this.#log.warn({ err: errorMessage(e) }, 'writing the pod MTU file failed; retrying');
+      // No later apply may come to retry it: try again on our own.
+      if (!this.#stopped) setTimeout(() => void this.#maybeWriteMtu(), 1000).unref();
     }
   }
 

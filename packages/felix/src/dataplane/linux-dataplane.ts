@@ -2,14 +2,17 @@
  * LinuxDataplane: the one kernel-facing object of Felix. It takes the desired dataplane state from
  * the calculation graph and keeps the kernel in step with it.
  *
- *   update(state) ──► render (rules/) ──► NftablesDataplane ── one transaction per apply
+ *   onUpdate(diff) ──► IncrementalRenderer (rules/): records; apply() re-renders the sections the
+ *                │    diffs touched ──► NftablesDataplane: compares just those objects with what it
+ *                │    programmed ── one transaction per apply, of only the changed objects
  *                └──► RouteManager.setEndpoints ──► routes + sysctls of workload interfaces
+ *   update(state): the same from a whole state (everything compared)
  *   InterfaceMonitor (poll `ip link`) ──► RouteManager.onInterface ──► route apply (soon)
  *   setVxlanState(state) ──► VxlanManager ──► vxlan.calico, its routes, neighbours, FDB (soon)
  *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN resync
  *           (RouteRefreshInterval)
  *
- * API: `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs
+ * API: `onUpdate(diff)` / `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs
  * nftables then routes and resolves with what it did (throws if nftables failed; route failures
  * are retried by the timers and reported through `onError`). `setVxlanState(state)` records the
  * VXLAN state and programs it shortly after, independently of the rules (failures likewise
@@ -21,11 +24,12 @@
 
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
-import type { DataplaneState } from '../calc/types.js';
+import type { DataplaneDiff, DataplaneState } from '../calc/types.js';
 import type { VxlanState } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesConfig } from '../rules/config.js';
-import { renderRuleset, type TunnelRules } from '../rules/ruleset-renderer.js';
+import { IncrementalRenderer } from '../rules/incremental-renderer.js';
+import type { TunnelRules } from '../rules/ruleset-renderer.js';
 import { InterfaceMonitor } from './interface-monitor.js';
 import { type NftApplyResult, NftablesDataplane } from './nftables-dataplane.js';
 import { type RouteApplyResult, RouteManager, type RouteNetOps } from './route-manager.js';
@@ -65,9 +69,8 @@ export class LinuxDataplane {
   readonly #routes: RouteManager;
   readonly #monitor: InterfaceMonitor;
   readonly #vxlan: VxlanManager;
-  #rulesConfig: RulesConfig;
-  #tunnelRules: TunnelRules = {};
-  #state: DataplaneState | undefined;
+  readonly #renderer: IncrementalRenderer;
+  #hasState = false;
   #applied = false;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #timers: NodeJS.Timeout[] = [];
@@ -79,7 +82,7 @@ export class LinuxDataplane {
   constructor(opts: LinuxDataplaneOptions) {
     this.#o = opts;
     this.#log = opts.log ?? NOOP_LOGGER;
-    this.#rulesConfig = opts.rulesConfig;
+    this.#renderer = new IncrementalRenderer(opts.rulesConfig);
     this.#nft = new NftablesDataplane({ nft: opts.nft, log: this.#log });
     this.#routes = new RouteManager({
       net: opts.net,
@@ -124,18 +127,34 @@ export class LinuxDataplane {
     return this.#applied;
   }
 
+  /** How many local endpoints, active policies and profiles, IP sets the rules are made from. */
+  get counts(): IncrementalRenderer['counts'] {
+    return this.#renderer.counts;
+  }
+
+  /** Records the whole desired state (everything is compared at the next `apply()`). */
   update(state: DataplaneState): void {
-    this.#state = state;
-    this.#routes.setEndpoints(Object.values(state.endpoints).filter((e) => e.kind === 'wep'));
+    this.#renderer.reset(state);
+    this.#hasState = true;
+    this.#routes.setEndpoints(this.#renderer.workloadEndpoints());
+  }
+
+  /** Records one change of the desired state; the next `apply()` programs just what it changed. */
+  onUpdate(diff: DataplaneDiff): void {
+    this.#renderer.onUpdate(diff);
+    this.#hasState = true;
+    if (diff.endpointsUpdated.length > 0 || diff.endpointsRemoved.length > 0) {
+      this.#routes.setEndpoints(this.#renderer.workloadEndpoints());
+    }
   }
 
   setRulesConfig(cfg: RulesConfig): void {
-    this.#rulesConfig = cfg;
+    this.#renderer.setConfig(cfg);
   }
 
   /** Records what the rules need of the tunnels (IPIP and VXLAN sources); the next `apply()` programs it. */
   setTunnelRules(t: TunnelRules): void {
-    this.#tunnelRules = t;
+    this.#renderer.setTunnelRules(t);
   }
 
   /** Records the desired VXLAN state and programs it shortly (coalescing quick successions). */
@@ -159,13 +178,12 @@ export class LinuxDataplane {
   /** Programs the recorded state: nftables in one transaction, then routes. */
   apply(): Promise<DataplaneApplyReport> {
     return this.#serial(async () => {
-      const state = this.#state;
-      if (!state) throw new Error('no dataplane state to apply yet');
-      const desired = renderRuleset(state, this.#rulesConfig, this.#tunnelRules);
+      if (!this.#hasState) throw new Error('no dataplane state to apply yet');
+      const change = this.#renderer.render();
       const t0 = performance.now();
       let nft: NftApplyResult;
       try {
-        nft = await this.#nft.apply(desired);
+        nft = await this.#nft.apply(this.#renderer.desired(), change);
       } catch (e) {
         this.#o.onNftApplied?.({
           mode: 'incremental',
@@ -189,9 +207,11 @@ export class LinuxDataplane {
   /** Reads the nftables tables back and repairs them (what the refresh timer does). */
   resyncNftables(): Promise<NftApplyResult | undefined> {
     return this.#serial(async () => {
-      if (!this.#state || !this.#applied) return undefined;
+      if (!this.#hasState || !this.#applied) return undefined;
       const t0 = performance.now();
-      const r = await this.#nft.resync(renderRuleset(this.#state, this.#rulesConfig, this.#tunnelRules));
+      // Changes recorded since the last apply are rendered too: the read-back compares everything.
+      this.#renderer.render();
+      const r = await this.#nft.resync(this.#renderer.desired());
       this.#o.onNftApplied?.({ ...r, ok: true, seconds: (performance.now() - t0) / 1000 });
       return r;
     });

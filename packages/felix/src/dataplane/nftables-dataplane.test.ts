@@ -9,10 +9,10 @@ import { CalcGraph } from '../calc/calc-graph.js';
 import { np, pool, profile, wep } from '../calc/testing-internal/resources.js';
 import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from '../rules/config.js';
+import { hashOfComment } from '../rules/rule-hashes.js';
 import type { NftDesired } from '../rules/ruleset.js';
 import { renderRuleset } from '../rules/ruleset-renderer.js';
 import { NftablesDataplane } from './nftables-dataplane.js';
-import { hashOfComment } from './rule-hashes.js';
 
 function render(resources: CalcResource[]): NftDesired {
   const g = new CalcGraph({ hostname: 'node1' });

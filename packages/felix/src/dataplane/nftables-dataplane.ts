@@ -7,7 +7,12 @@
  *                                                                                                     ▼
  *                                                 one NftClient.run = one libnftables transaction
  *
- * API: `apply(desired)` moves the kernel to `desired`; `resync(desired)` reads the kernel back first
+ * With a `change` (what the incremental renderer re-rendered), `apply(desired, change)` compares
+ * only the named chains, sets and maps with what it programmed: a change costs what it changes.
+ * The programmed state is a table of references to the desired objects themselves (the renderer
+ * replaces an object when it re-renders it), so the ruleset is held once.
+ *
+ * API: `apply(desired, change?)` moves the kernel to `desired`; `resync(desired)` reads the kernel back first
  * and repairs whatever differs (a rule deleted by hand, a chain added, a table gone). Both resolve
  * with what they did; both throw the `NftablesError` of a batch the kernel refused, after which the
  * next call reads back again.
@@ -22,10 +27,11 @@
  */
 import type { NftClient } from '@calico-ts/nftables';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import type { RulesetChange } from '../rules/incremental-renderer.js';
 import type { NftCommand } from '../rules/nft-json.js';
+import { annotateChain, annotateRuleset } from '../rules/rule-hashes.js';
 import type { NftDesired } from '../rules/ruleset.js';
 import { diffRuleset, toNftDocument } from '../rules/ruleset-diff.js';
-import { annotateRuleset } from './rule-hashes.js';
 import { observeRuleset } from './ruleset-readback.js';
 
 export interface NftApplyResult {
@@ -58,8 +64,12 @@ export class NftablesDataplane {
     return this.#programmed;
   }
 
-  apply(desired: NftDesired): Promise<NftApplyResult> {
-    return this.#serial(() => this.#apply(desired));
+  /**
+   * Moves the kernel to `desired`. With `change`, only the objects it names can differ from what
+   * was programmed last (the caller vouches for that); without, everything is compared.
+   */
+  apply(desired: NftDesired, change?: RulesetChange): Promise<NftApplyResult> {
+    return this.#serial(() => this.#apply(desired, change));
   }
 
   resync(desired: NftDesired): Promise<NftApplyResult> {
@@ -72,11 +82,24 @@ export class NftablesDataplane {
     return next;
   }
 
-  async #apply(desired: NftDesired): Promise<NftApplyResult> {
-    const want = annotateRuleset(desired);
-    if (this.#programmed === undefined) return this.#resync(want);
-    const commands = diffRuleset(this.#programmed, want);
-    if (commands.length === 0) return { mode: 'incremental', commands: 0 };
+  async #apply(desired: NftDesired, change: RulesetChange): Promise<NftApplyResult> {
+    // The incremental renderer annotates the chains it renders; annotating the whole ruleset
+    // again would cost as much as it holds.
+    const want =
+      change !== undefined && changedChainsAnnotated(desired, change) ? desired : annotateRuleset(desired);
+    const programmed = this.#programmed;
+    if (programmed === undefined) return this.#resync(want);
+    const sameTables =
+      programmed.tables.length === want.tables.length &&
+      programmed.tables.every(
+        (t, i) => t.family === want.tables[i]!.family && t.name === want.tables[i]!.name,
+      );
+    const only = sameTables ? change : undefined;
+    const commands = diffRuleset(programmed, want, only);
+    if (commands.length === 0) {
+      if (only === undefined) this.#programmed = ownCopy(want);
+      return { mode: 'incremental', commands: 0 };
+    }
     try {
       await this.#run(commands);
     } catch (e) {
@@ -87,7 +110,8 @@ export class NftablesDataplane {
       this.#programmed = undefined;
       return this.#resync(want);
     }
-    this.#programmed = want;
+    if (only === undefined) this.#programmed = ownCopy(want);
+    else recordChange(programmed, want, only);
     this.#everApplied = true;
     return { mode: 'incremental', commands: commands.length };
   }
@@ -106,7 +130,7 @@ export class NftablesDataplane {
           : 'nftables read back and brought up to date',
       );
     }
-    this.#programmed = want;
+    this.#programmed = ownCopy(want);
     this.#everApplied = true;
     return { mode: 'resync', commands: commands.length };
   }
@@ -114,4 +138,49 @@ export class NftablesDataplane {
   async #run(commands: readonly NftCommand[]): Promise<void> {
     await this.#nft.run(JSON.stringify(toNftDocument(commands)));
   }
+}
+
+type Rec<T> = Record<string, T>;
+
+/** Tables of our own that point at the same chain, set and map objects (no deep copy). */
+function ownCopy(d: NftDesired): NftDesired {
+  return {
+    tables: d.tables.map((t) => ({
+      ...t,
+      chains: { ...t.chains },
+      sets: { ...t.sets },
+      maps: { ...t.maps },
+    })),
+  };
+}
+
+function recordNames<T>(into: Readonly<Rec<T>>, from: Readonly<Rec<T>>, names: ReadonlySet<string>): void {
+  const rec = into as Rec<T>;
+  for (const n of names) {
+    const v = from[n];
+    if (v === undefined) delete rec[n];
+    else rec[n] = v;
+  }
+}
+
+/** After a successful incremental apply: the programmed tables take the changed objects. */
+function recordChange(programmed: NftDesired, want: NftDesired, change: NonNullable<RulesetChange>): void {
+  for (const [i, t] of programmed.tables.entries()) {
+    const c = change.get(t.family);
+    const w = want.tables[i]!;
+    if (!c) continue;
+    recordNames(t.chains, w.chains, c.chains);
+    recordNames(t.sets, w.sets, c.sets);
+    recordNames(t.maps, w.maps, c.maps);
+  }
+}
+
+function changedChainsAnnotated(d: NftDesired, change: NonNullable<RulesetChange>): boolean {
+  for (const t of d.tables) {
+    for (const n of change.get(t.family)?.chains ?? []) {
+      const c = t.chains[n];
+      if (c !== undefined && annotateChain(c) !== c) return false;
+    }
+  }
+  return true;
 }

@@ -16,6 +16,7 @@
 import type { NftMapState, NftRuleset, NftSetState, NftTableState } from '@calico-ts/nftables';
 import { TABLE_NAME } from '../rules/names.js';
 import type { NftExpression, NftFamily, NftStatement, NftVerdict } from '../rules/nft-json.js';
+import { chainHashes } from '../rules/rule-hashes.js';
 import type {
   NftBaseChain,
   NftChainDesired,
@@ -24,7 +25,6 @@ import type {
   NftSetDesired,
   NftTableDesired,
 } from '../rules/ruleset.js';
-import { chainHashes } from './rule-hashes.js';
 
 const MANAGED_FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
 const json = (v: unknown) => JSON.stringify(v);

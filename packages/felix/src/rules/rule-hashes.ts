@@ -3,7 +3,8 @@
  * RuleHashPrefix), optionally followed by `; <description>`. The hash covers the chain name, the
  * rule and the hash of the rule before it, so the list of hashes read back from a chain tells
  * whether that chain still holds exactly the rules programmed, in order: a rule deleted, added or
- * changed by hand shows up as a different list. Pure.
+ * changed by hand shows up as a different list. Pure (the rules layer: identity is part of what is
+ * rendered; the dataplane reads it back).
  */
 import { createHash } from 'node:crypto';
 import type { NftChainDesired, NftDesired, NftRuleDesired, NftTableDesired } from '../rules/ruleset.js';
@@ -38,14 +39,25 @@ function truncateBytes(s: string, max: number): string {
   return out;
 }
 
-function annotateChain(c: NftChainDesired): NftChainDesired {
+/**
+ * Chains that already carry their hashes: what `annotateChain` returned. Lets the incremental
+ * renderer annotate each chain once, when it renders it, and `annotateRuleset` pass those through
+ * untouched, so the ruleset Felix keeps is the one it programs (no second, annotated copy).
+ */
+const ANNOTATED = new WeakSet<NftChainDesired>();
+
+/** The chain with every rule's comment carrying its hash (itself if it already does). */
+export function annotateChain(c: NftChainDesired): NftChainDesired {
+  if (ANNOTATED.has(c)) return c;
   const hashes = ruleHashes(c.name, c.rules);
   const rules = c.rules.map((r, i) => {
     const tag = `${RULE_HASH_PREFIX}${hashes[i]}`;
     const comment = r.comment === undefined ? tag : truncateBytes(`${tag}; ${r.comment}`, MAX_COMMENT_BYTES);
     return { expr: r.expr, comment };
   });
-  return { ...c, rules };
+  const out = { ...c, rules };
+  ANNOTATED.add(out);
+  return out;
 }
 
 function annotateTable(t: NftTableDesired): NftTableDesired {

@@ -10,7 +10,9 @@
  *   5. add the rules of changed and new chains
  *   6. flush removed chains, then delete removed sets/maps, then delete removed chains
  *   7. delete removed tables (with everything in them)
- * A changed chain is replaced whole (flush + re-add); unchanged chains are not touched.
+ * A changed chain is replaced whole (flush + re-add); unchanged chains are not touched. Objects that
+ * are the same object on both sides are equal without a look (the incremental renderer replaces an
+ * object when it re-renders it, and the dataplane records the objects it programmed).
  */
 import type {
   NftChain,
@@ -154,8 +156,23 @@ function tableKey(t: { family: NftFamily; name: string }): string {
 
 const EMPTY_TABLE = (t: NftTableDesired): NftTableDesired => ({ ...t, chains: {}, sets: {}, maps: {} });
 
-/** The minimal commands turning `current` into `desired`. */
-export function diffRuleset(current: NftDesired, desired: NftDesired): NftCommand[] {
+/** The names of one table to compare (see `IncrementalRenderer`'s `RulesetChange`). */
+export interface TableNames {
+  readonly chains: ReadonlySet<string>;
+  readonly sets: ReadonlySet<string>;
+  readonly maps: ReadonlySet<string>;
+}
+
+/**
+ * The minimal commands turning `current` into `desired`. With `only`, just the named objects of
+ * each family's table are compared (the others are known to be equal): the cost of a change is
+ * then the size of the change, not of the ruleset.
+ */
+export function diffRuleset(
+  current: NftDesired,
+  desired: NftDesired,
+  only?: ReadonlyMap<NftFamily, TableNames>,
+): NftCommand[] {
   const out: NftCommand[] = [];
   const curTables = new Map(current.tables.map((t) => [tableKey(t), t]));
   const desTables = new Map(desired.tables.map((t) => [tableKey(t), t]));
@@ -164,7 +181,9 @@ export function diffRuleset(current: NftDesired, desired: NftDesired): NftComman
   for (const des of desired.tables) {
     const existing = curTables.get(tableKey(des));
     if (!existing) out.push({ add: { table: { family: des.family, name: des.name } } });
-    diffTable(existing ?? EMPTY_TABLE(des), des, out);
+    const names = existing ? only?.get(des.family) : undefined;
+    if (only && existing && !names) continue;
+    diffTable(existing ?? EMPTY_TABLE(des), des, out, names);
   }
   for (const cur of current.tables) {
     if (!desTables.has(tableKey(cur)))
@@ -173,26 +192,57 @@ export function diffRuleset(current: NftDesired, desired: NftDesired): NftComman
   return out;
 }
 
-function diffTable(cur: NftTableDesired, des: NftTableDesired, out: NftCommand[]): void {
-  const newSets = Object.values(des.sets).filter((s) => !cur.sets[s.name]);
-  const newMaps = Object.values(des.maps).filter((m) => !cur.maps[m.name]);
-  const recreatedSets = Object.values(des.sets).filter(
-    (s) => cur.sets[s.name] && setDef(cur.sets[s.name]!) !== setDef(s),
+/** The values of `rec` named in `names` (all of them without `names`). */
+function pick<T>(rec: Readonly<Record<string, T>>, names: ReadonlySet<string> | undefined): T[] {
+  if (!names) return Object.values(rec);
+  const out: T[] = [];
+  for (const n of names) {
+    const v = rec[n];
+    if (v !== undefined) out.push(v);
+  }
+  return out;
+}
+
+function diffTable(
+  cur: NftTableDesired,
+  des: NftTableDesired,
+  out: NftCommand[],
+  only: TableNames | undefined,
+): void {
+  const desSets = pick(des.sets, only?.sets);
+  const curSets = pick(cur.sets, only?.sets);
+  const desMaps = pick(des.maps, only?.maps);
+  const curMaps = pick(cur.maps, only?.maps);
+  const desChains = pick(des.chains, only?.chains);
+  const curChains = pick(cur.chains, only?.chains);
+  const newSets = desSets.filter((s) => !cur.sets[s.name]);
+  const newMaps = desMaps.filter((m) => !cur.maps[m.name]);
+  const recreatedSets = desSets.filter(
+    (s) => cur.sets[s.name] && cur.sets[s.name] !== s && setDef(cur.sets[s.name]!) !== setDef(s),
   );
-  const recreatedMaps = Object.values(des.maps).filter(
-    (m) => cur.maps[m.name] && mapDef(cur.maps[m.name]!) !== mapDef(m),
+  const recreatedMaps = desMaps.filter(
+    (m) => cur.maps[m.name] && cur.maps[m.name] !== m && mapDef(cur.maps[m.name]!) !== mapDef(m),
   );
   const recreated = new Set([...recreatedSets.map((s) => s.name), ...recreatedMaps.map((m) => m.name)]);
-  const removedChains = Object.values(cur.chains).filter((c) => !des.chains[c.name]);
-  const newChains = Object.values(des.chains).filter((c) => !cur.chains[c.name]);
-  const recreatedChains = Object.values(des.chains).filter(
-    (c) => cur.chains[c.name] && json(cur.chains[c.name]!.base ?? null) !== json(c.base ?? null),
+  // A set or map is recreated only when its type changes (never in steady state); the chains
+  // using it must then be rewritten too, and finding them means looking at every chain.
+  if (only && recreated.size > 0) {
+    diffTable(cur, des, out, undefined);
+    return;
+  }
+  const removedChains = curChains.filter((c) => !des.chains[c.name]);
+  const newChains = desChains.filter((c) => !cur.chains[c.name]);
+  const recreatedChains = desChains.filter(
+    (c) =>
+      cur.chains[c.name] &&
+      cur.chains[c.name] !== c &&
+      json(cur.chains[c.name]!.base ?? null) !== json(c.base ?? null),
   );
   const recreatedChainNames = new Set(recreatedChains.map((c) => c.name));
-  const changedChains = Object.values(des.chains).filter((c) => {
+  const changedChains = desChains.filter((c) => {
     const old = cur.chains[c.name];
     if (!old || recreatedChainNames.has(c.name)) return false;
-    return json(old.rules) !== json(c.rules) || chainUses(old, recreated);
+    return (old !== c && json(old.rules) !== json(c.rules)) || chainUses(old, recreated);
   });
 
   // 1. New sets (with their elements) and maps (empty for now).
@@ -223,13 +273,14 @@ function diffTable(cur: NftTableDesired, des: NftTableDesired, out: NftCommand[]
     });
     addMap(des, m, out);
   }
-  for (const s of Object.values(des.sets)) {
-    if (!cur.sets[s.name] || recreated.has(s.name)) continue;
+  for (const s of desSets) {
+    if (!cur.sets[s.name] || recreated.has(s.name) || cur.sets[s.name] === s) continue;
     const { added, removed } = setElementDelta(cur.sets[s.name], s);
     elementCmd('delete', des, s.name, removed, out);
     elementCmd('add', des, s.name, added, out);
   }
-  for (const m of Object.values(des.maps)) {
+  for (const m of desMaps) {
+    if (cur.maps[m.name] === m) continue;
     const fresh = !cur.maps[m.name] || recreated.has(m.name);
     const { added, removed } = mapElementDelta(fresh ? undefined : cur.maps[m.name], m);
     elementCmd('delete', des, m.name, removed, out);
@@ -248,12 +299,12 @@ function diffTable(cur: NftTableDesired, des: NftTableDesired, out: NftCommand[]
   // 6. Removals: empty the chains first so none is still jumped to, then sets/maps, then chains.
   for (const c of removedChains)
     if (c.rules.length > 0) out.push({ flush: { chain: chainRef(cur, c.name) } });
-  for (const s of Object.values(cur.sets)) {
+  for (const s of curSets) {
     if (!des.sets[s.name]) {
       out.push({ delete: { set: { family: cur.family, table: cur.name, name: s.name, type: s.type } } });
     }
   }
-  for (const m of Object.values(cur.maps)) {
+  for (const m of curMaps) {
     if (!des.maps[m.name]) {
       out.push({
         delete: { map: { family: cur.family, table: cur.name, name: m.name, type: m.type, map: 'verdict' } },

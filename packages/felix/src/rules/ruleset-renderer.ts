@@ -48,7 +48,15 @@ import {
   IPSET_ID_ALL_VXLAN_SOURCES,
   IPSET_ID_MASQ_POOLS,
 } from '../calc/ids.js';
-import type { DataplaneState, EndpointState, EndpointTier } from '../calc/types.js';
+import type {
+  DataplaneState,
+  EndpointState,
+  EndpointTier,
+  IPSetState,
+  PolicyState,
+  PoolState,
+  ProfileState,
+} from '../calc/types.js';
 import { allocateMarks, type MarkBits, type ProtoPort, type RulesConfig } from './config.js';
 import { renderEndpointChain } from './endpoint-renderer.js';
 import {
@@ -126,7 +134,7 @@ function familyOfAddr(a: string): NftFamily {
   return a.includes(':') ? 'ip6' : 'ip';
 }
 
-class TableBuilder {
+export class TableBuilder {
   readonly chains: Record<string, NftChainDesired> = {};
   readonly sets: Record<string, NftSetDesired> = {};
   readonly maps: Record<string, NftMapDesired> = {};
@@ -198,26 +206,13 @@ function failsafeRules(
 }
 
 /** Endpoints with a usable interface, one per interface (the first by key wins a clash). */
-function endpointsByIface(state: DataplaneState, kind: 'wep' | 'hep'): Map<string, EndpointState> {
+function endpointsByIface(endpoints: readonly EndpointState[]): Map<string, EndpointState> {
   const out = new Map<string, EndpointState>();
-  for (const key of Object.keys(state.endpoints).sort(byString)) {
-    const ep = state.endpoints[key]!;
-    if (ep.kind !== kind || !ep.interfaceName || ep.interfaceName === '*') continue;
+  for (const ep of endpoints) {
+    if (!ep.interfaceName || ep.interfaceName === '*') continue;
     if (!out.has(ep.interfaceName)) out.set(ep.interfaceName, ep);
   }
   return out;
-}
-
-/**
- * The all-interfaces host endpoint (`interfaceName: "*"`) of this node, if any: the first by key,
- * as upstream picks the alphabetically earliest one.
- */
-function allInterfacesHostEndpoint(state: DataplaneState): EndpointState | undefined {
-  for (const key of Object.keys(state.endpoints).sort(byString)) {
-    const ep = state.endpoints[key]!;
-    if (ep.kind === 'hep' && ep.interfaceName === '*') return ep;
-  }
-  return undefined;
 }
 
 /** What the rules need to know of the node's tunnels, beyond the configuration. */
@@ -235,25 +230,111 @@ export interface TunnelRules {
   readonly ipipSources?: readonly string[];
 }
 
-function renderTable(
-  state: DataplaneState,
-  config: RulesConfig,
-  tunnels: TunnelRules,
-  marks: MarkBits,
-  family: NftFamily,
-): NftTableDesired {
-  const t = new TableBuilder(family);
-  const hasPolicy = (id: string) => state.policies[id] !== undefined;
-  const hasProfile = (id: string) => state.profiles[id] !== undefined;
-  const ctx = { family, marks, logPrefix: config.logPrefix };
+/**
+ * What every section of one family's table is rendered from besides its own input. A table is the
+ * union of independent sections, so that a change re-renders only the sections it touches (see
+ * `IncrementalRenderer`); `renderRuleset` renders all of them at once.
+ */
+export interface TableEnv {
+  readonly family: NftFamily;
+  readonly config: RulesConfig;
+  readonly tunnels: TunnelRules;
+  readonly marks: MarkBits;
+}
 
-  // IP sets.
-  for (const set of Object.values(state.ipSets)) {
-    const name = ipSetName(family, set.id);
-    if (set.type === 'ip-port') t.ipPortSet(name, set.members);
-    else t.netSet(name, set.members);
+function policyContext(env: TableEnv) {
+  return { family: env.family, marks: env.marks, logPrefix: env.config.logPrefix };
+}
+
+/** Section: one IP set (`cali40<id>` / `cali60<id>`). */
+export function renderIPSetSection(t: TableBuilder, env: TableEnv, set: IPSetState): void {
+  const name = ipSetName(env.family, set.id);
+  if (set.type === 'ip-port') t.ipPortSet(name, set.members);
+  else t.netSet(name, set.members);
+}
+
+/** Section: one active policy's filter chains (`filter-cali-pi-<id>`, `filter-cali-po-<id>`). */
+export function renderPolicySection(t: TableBuilder, env: TableEnv, p: PolicyState): void {
+  const ctx = policyContext(env);
+  t.chain(FILTER + policyChainName(POLICY_INBOUND_PREFIX, p.id), renderPolicyRules(p.inbound, ctx));
+  t.chain(FILTER + policyChainName(POLICY_OUTBOUND_PREFIX, p.id), renderPolicyRules(p.outbound, ctx));
+}
+
+/** Section: one active profile's chains (`filter-cali-pri-<name>`, `filter-cali-pro-<name>`). */
+export function renderProfileSection(t: TableBuilder, env: TableEnv, p: ProfileState): void {
+  const ctx = policyContext(env);
+  t.chain(FILTER + profileChainName(PROFILE_INBOUND_PREFIX, p.id), renderPolicyRules(p.inbound, ctx));
+  t.chain(FILTER + profileChainName(PROFILE_OUTBOUND_PREFIX, p.id), renderPolicyRules(p.outbound, ctx));
+}
+
+/** The verdicts the workload dispatch maps hold for one interface. */
+export interface WorkloadDispatch {
+  readonly to: NftVerdict;
+  readonly from: NftVerdict;
+}
+
+/** Section: one workload interface's chains (`filter-cali-tw-<if>`, `filter-cali-fw-<if>`). */
+export function renderWorkloadSection(
+  t: TableBuilder,
+  env: TableEnv,
+  iface: string,
+  ep: EndpointState,
+  hasPolicy: (id: string) => boolean,
+  hasProfile: (id: string) => boolean,
+): WorkloadDispatch {
+  const { config, marks } = env;
+  const tw = FILTER + endpointChainName(TO_WORKLOAD_PREFIX, iface);
+  const fw = FILTER + endpointChainName(FROM_WORKLOAD_PREFIX, iface);
+  const common = { tiers: ep.tiers, profileIds: ep.profileIds, marks, hasPolicy, hasProfile };
+  t.chain(tw, renderEndpointChain({ ...common, direction: 'ingress' }));
+  t.chain(
+    fw,
+    renderEndpointChain({
+      ...common,
+      direction: 'egress',
+      ...(config.allowVXLANPacketsFromWorkloads ? {} : { dropVXLANPort: config.vxlanPort }),
+      dropIPIP: !config.allowIPIPPacketsFromWorkloads,
+    }),
+  );
+  return { to: goto(tw), from: goto(fw) };
+}
+
+/** Section: the two workload dispatch maps, interface → `goto` its chain. */
+export function renderWorkloadDispatchMaps(
+  t: TableBuilder,
+  dispatch: ReadonlyMap<string, WorkloadDispatch>,
+): void {
+  const toWl = new Map<string, NftVerdict>();
+  const fromWl = new Map<string, NftVerdict>();
+  for (const [iface, d] of dispatch) {
+    toWl.set(iface, d.to);
+    fromWl.set(iface, d.from);
   }
-  const pools = Object.values(state.pools);
+  t.verdictMap(FILTER + CHAIN.toWlDispatch, toWl);
+  t.verdictMap(FILTER + CHAIN.fromWlDispatch, fromWl);
+}
+
+/** What the node-wide section is rendered from. */
+export interface GlobalSectionInput {
+  readonly pools: readonly PoolState[];
+  /** This node's host endpoints, by key. */
+  readonly heps: readonly EndpointState[];
+  readonly policy: (id: string) => PolicyState | undefined;
+  readonly hasProfile: (id: string) => boolean;
+}
+
+/**
+ * Section: everything node-wide: pool sets, host endpoints with their dispatch and stage chains,
+ * dispatch, failsafe, static, tunnel, NAT and base chains. Small unless a node has many host
+ * endpoints; re-rendered whole when pools, host endpoints, the policies and profiles they use,
+ * the configuration or the tunnel hosts change.
+ */
+export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: GlobalSectionInput): void {
+  const { family, config, tunnels, marks } = env;
+  const ctx = policyContext(env);
+  const hasPolicy = (id: string) => input.policy(id) !== undefined;
+  const hasProfile = input.hasProfile;
+  const pools = input.pools;
   t.netSet(
     ipSetName(family, IPSET_ID_ALL_POOLS),
     pools.map((p) => p.cidr),
@@ -264,43 +345,10 @@ function renderTable(
     masqPools.map((p) => p.cidr),
   );
 
-  // Policy and profile chains.
-  for (const p of Object.values(state.policies)) {
-    t.chain(FILTER + policyChainName(POLICY_INBOUND_PREFIX, p.id), renderPolicyRules(p.inbound, ctx));
-    t.chain(FILTER + policyChainName(POLICY_OUTBOUND_PREFIX, p.id), renderPolicyRules(p.outbound, ctx));
-  }
-  for (const p of Object.values(state.profiles)) {
-    t.chain(FILTER + profileChainName(PROFILE_INBOUND_PREFIX, p.id), renderPolicyRules(p.inbound, ctx));
-    t.chain(FILTER + profileChainName(PROFILE_OUTBOUND_PREFIX, p.id), renderPolicyRules(p.outbound, ctx));
-  }
-
-  // Workload endpoints and their dispatch maps.
-  const toWl = new Map<string, NftVerdict>();
-  const fromWl = new Map<string, NftVerdict>();
-  for (const [iface, ep] of endpointsByIface(state, 'wep')) {
-    const tw = FILTER + endpointChainName(TO_WORKLOAD_PREFIX, iface);
-    const fw = FILTER + endpointChainName(FROM_WORKLOAD_PREFIX, iface);
-    const common = { tiers: ep.tiers, profileIds: ep.profileIds, marks, hasPolicy, hasProfile };
-    t.chain(tw, renderEndpointChain({ ...common, direction: 'ingress' }));
-    t.chain(
-      fw,
-      renderEndpointChain({
-        ...common,
-        direction: 'egress',
-        ...(config.allowVXLANPacketsFromWorkloads ? {} : { dropVXLANPort: config.vxlanPort }),
-        dropIPIP: !config.allowIPIPPacketsFromWorkloads,
-      }),
-    );
-    toWl.set(iface, goto(tw));
-    fromWl.set(iface, goto(fw));
-  }
-  t.verdictMap(FILTER + CHAIN.toWlDispatch, toWl);
-  t.verdictMap(FILTER + CHAIN.fromWlDispatch, fromWl);
-
   // Host endpoints. Named ones are dispatched by interface; an all-interfaces ("*") one gets its
   // chains under the name ALL_INTERFACES and is the default of the dispatch chains (below).
-  const namedHeps = endpointsByIface(state, 'hep');
-  const allIfacesHep = allInterfacesHostEndpoint(state);
+  const namedHeps = endpointsByIface(input.heps);
+  const allIfacesHep = input.heps.find((ep) => ep.interfaceName === '*');
   const heps: [string, EndpointState][] = [...namedHeps];
   if (allIfacesHep) heps.push([ALL_INTERFACES, allIfacesHep]);
   const toHep = new Map<string, NftVerdict>();
@@ -403,12 +451,12 @@ function renderTable(
     }
   }
   for (const id of [...rawPolicies].sort(byString)) {
-    const p = state.policies[id]!;
+    const p = input.policy(id)!;
     t.chain(RAW + policyChainName(POLICY_INBOUND_PREFIX, id), renderPolicyRules(p.inbound, ctx));
     t.chain(RAW + policyChainName(POLICY_OUTBOUND_PREFIX, id), renderPolicyRules(p.outbound, ctx));
   }
   for (const id of [...manglePolicies].sort(byString)) {
-    const p = state.policies[id]!;
+    const p = input.policy(id)!;
     t.chain(MANGLE + policyChainName(POLICY_INBOUND_PREFIX, id), renderPolicyRules(p.inbound, ctx));
   }
   const allIfacesPreDNAT = allIfacesHep !== undefined && allIfacesHep.preDNATTiers.length > 0;
@@ -631,6 +679,36 @@ function renderTable(
   hookChain(FILTER, 'forward', 0, CHAIN.forward, 'filter');
   if (hasHostEndpoint) hookChain(FILTER, 'output', 0, CHAIN.output, 'filter');
   if (natRules.length > 0) hookChain(NAT, 'postrouting', 100, CHAIN.postrouting, 'nat');
+}
+
+function renderTable(
+  state: DataplaneState,
+  config: RulesConfig,
+  tunnels: TunnelRules,
+  marks: MarkBits,
+  family: NftFamily,
+): NftTableDesired {
+  const t = new TableBuilder(family);
+  const env: TableEnv = { family, config, tunnels, marks };
+  const hasPolicy = (id: string) => state.policies[id] !== undefined;
+  const hasProfile = (id: string) => state.profiles[id] !== undefined;
+  for (const set of Object.values(state.ipSets)) renderIPSetSection(t, env, set);
+  for (const p of Object.values(state.policies)) renderPolicySection(t, env, p);
+  for (const p of Object.values(state.profiles)) renderProfileSection(t, env, p);
+  const endpoints = Object.keys(state.endpoints)
+    .sort(byString)
+    .map((k) => state.endpoints[k]!);
+  const dispatch = new Map<string, WorkloadDispatch>();
+  for (const [iface, ep] of endpointsByIface(endpoints.filter((e) => e.kind === 'wep'))) {
+    dispatch.set(iface, renderWorkloadSection(t, env, iface, ep, hasPolicy, hasProfile));
+  }
+  renderWorkloadDispatchMaps(t, dispatch);
+  renderGlobalSection(t, env, {
+    pools: Object.values(state.pools),
+    heps: endpoints.filter((e) => e.kind === 'hep'),
+    policy: (id) => state.policies[id],
+    hasProfile,
+  });
   return t.build();
 }
 
