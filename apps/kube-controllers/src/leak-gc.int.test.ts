@@ -3,10 +3,12 @@
  * with the program run as its Deployment runs it against a real kube-apiserver (and a real etcd):
  *
  *   KubeControllersConfiguration default: controllers.node.leakGracePeriod 4s (upstream's knob)
- *   addresses allocated as the CNI plugin and calico-node allocate them (handles, attributes):
+ *   pods' addresses from the real `calico-ipam` (CNI ADD as the calico plugin runs it for kubelet),
+ *   a tunnel address per node as calico-node allocates it, one handle written by hand:
  *     live      Pod running with that address             → never released
  *     no-ip     Pod not yet showing an address             → never released
- *     leaked    Pod deleted behind the plugin's back       → released, not before 4 s after
+ *     leaked    CNI ADD, then the Pod deleted behind the plugin's back (no CNI DEL)
+ *                                                          → released, not before 4 s after
  *     ghost     a handle naming a Pod that never existed   → released, not before 4 s after
  *     n2's pod, n2's tunnel address and blocks, after `kubectl delete node n2` and the Pod's deletion
  *               (what the pod garbage collector does)      → released; the blocks and affinities go
@@ -40,6 +42,8 @@ const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const BIN = join(here, '../bin/calico-kube-controllers');
 const CRDS = join(here, '../../../deploy/crds/calico-crds.yaml');
+/** The CNI plugin as install-cni puts it on a node (the node bundle; `calico-ipam` is a link to it). */
+const CALICO_IPAM = join(here, '../../../packages/cni-plugin/bin/calico-ipam');
 const GRACE_MS = 4000;
 
 function missingPrerequisites(): string[] {
@@ -49,6 +53,7 @@ function missingPrerequisites(): string[] {
   if (!findKubectl()) missing.push('kubectl');
   if (!existsSync(join(here, '../dist/main.js'))) missing.push('the built program (pnpm build)');
   if (!existsSync(CRDS)) missing.push(CRDS);
+  if (!existsSync(CALICO_IPAM)) missing.push('the CNI plugin (pnpm --filter @calico-ts/cni-plugin build)');
   return missing;
 }
 const missing = missingPrerequisites();
@@ -129,17 +134,64 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers IPAM garbage collec
       }
       return Date.now();
     };
-    /** Allocate as the CNI plugin does for a pod (handle `k8s-pod-network.<container ID>`). */
-    const allocatePod = async (pod: string, node: string) => {
-      const r = await ipam.autoAssign({
-        num4: 1,
-        num6: 0,
-        handleId: `k8s-pod-network.${randomBytes(32).toString('hex')}`,
-        hostname: node,
-        attrs: { namespace: ns, pod, node, timestamp: new Date().toISOString() },
+    /** CNI ADD of `calico-ipam` for a pod on `node`, with the calico plugin's network config. */
+    const cniAdd = async (pod: string, node: string) => {
+      const cid = randomBytes(32).toString('hex');
+      const conf = {
+        cniVersion: '1.0.0',
+        name: 'k8s-pod-network',
+        type: 'calico',
+        log_level: 'warning',
+        nodename: node,
+        ipam: { type: 'calico-ipam' },
+        policy: { type: 'k8s' },
+        ipam_lock_file: join(dir, `ipam-${p}.lock`),
+        service_socket: '',
+        ...(datastore === 'kubernetes'
+          ? { datastore_type: 'kubernetes', kubernetes: { kubeconfig: api.kubeconfigPath } }
+          : {
+              datastore_type: 'etcdv3',
+              etcd_endpoints: etcd.endpoints.join(','),
+              kubernetes: { kubeconfig: api.kubeconfigPath },
+            }),
+      };
+      const out = await new Promise<string>((resolve, reject) => {
+        const c = execFile(
+          process.execPath,
+          [CALICO_IPAM],
+          {
+            env: {
+              PATH: process.env.PATH ?? '',
+              CNI_COMMAND: 'ADD',
+              CNI_CONTAINERID: cid,
+              CNI_NETNS: `/var/run/netns/cni-${cid.slice(0, 8)}`,
+              CNI_IFNAME: 'eth0',
+              CNI_PATH: dirname(CALICO_IPAM),
+              CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=${cid}`,
+            },
+          },
+          (err, stdout, stderr) =>
+            err ? reject(new Error(`calico-ipam ADD ${ns}/${pod}: ${stdout}${stderr}`)) : resolve(stdout),
+        );
+        c.stdin!.end(JSON.stringify(conf));
       });
-      return r.ipv4[0]!.address;
+      const address = (JSON.parse(out) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!;
+      const attrs = await ipam.getAssignmentAttributes(address);
+      expect(attrs.handleId).toBe(`k8s-pod-network.${cid}`);
+      expect(attrs.attrs).toMatchObject({ namespace: ns, pod, node });
+      return address;
     };
+    /** An allocation written by hand (a tool, an old plugin) naming a pod, as the plugin's would. */
+    const allocateByHand = async (pod: string, node: string) =>
+      (
+        await ipam.autoAssign({
+          num4: 1,
+          num6: 0,
+          handleId: `k8s-pod-network.${randomBytes(32).toString('hex')}`,
+          hostname: node,
+          attrs: { namespace: ns, pod, node, timestamp: new Date().toISOString() },
+        })
+      ).ipv4[0]!.address;
     /** Allocate as calico-node does for its VXLAN tunnel device. */
     const allocateTunnel = async (node: string) =>
       (
@@ -230,11 +282,11 @@ describe.skipIf(missing.length > 0)('calico-kube-controllers IPAM garbage collec
     it('releases leaked addresses after leakGracePeriod, never a live pod’s; a deleted Node’s blocks and addresses go with it', async () => {
       await apply(pod('live', n1), pod('no-ip', n1), pod('leaked', n1), pod('on-n2', n2));
       const ip = {
-        live: await allocatePod('live', n1),
-        noIp: await allocatePod('no-ip', n1),
-        leaked: await allocatePod('leaked', n1),
-        ghost: await allocatePod('ghost', n1),
-        onN2: await allocatePod('on-n2', n2),
+        live: await cniAdd('live', n1),
+        noIp: await cniAdd('no-ip', n1),
+        leaked: await cniAdd('leaked', n1),
+        ghost: await allocateByHand('ghost', n1),
+        onN2: await cniAdd('on-n2', n2),
         tunnel1: await allocateTunnel(n1),
         tunnel2: await allocateTunnel(n2),
       };
