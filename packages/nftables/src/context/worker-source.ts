@@ -81,6 +81,13 @@ export const WORKER_SOURCE = String.raw`'use strict';
     }
   }
 
+  const TRIM_ABOVE = 1 << 20;
+  let mallocTrim;
+  try {
+    mallocTrim = koffi.load(init.libc).func('int malloc_trim(size_t pad)');
+  } catch (e) {
+    mallocTrim = undefined;
+  }
   let ctx = nft.ctxNew(0);
   if (!ctx) return fail('context', 'nft_ctx_new returned NULL');
   if (nft.bufferOutput(ctx) !== 0 || nft.bufferError(ctx) !== 0) {
@@ -107,6 +114,19 @@ export const WORKER_SOURCE = String.raw`'use strict';
       // Reading a buffer also rewinds it, so the next run starts empty.
       const output = nft.getOutput(ctx) || '';
       const error = nft.getError(ctx) || '';
+      // After a large batch, libnftables' cache holds a copy of all it loaded, and glibc keeps the
+      // freed parse trees: a fresh context (same thread, so same namespace) and a trim give both
+      // back. Small batches keep the context.
+      if (req.text.length > TRIM_ABOVE) {
+        const fresh = nft.ctxNew(0);
+        if (fresh && nft.bufferOutput(fresh) === 0 && nft.bufferError(fresh) === 0) {
+          nft.ctxFree(ctx);
+          ctx = fresh;
+        } else if (fresh) {
+          nft.ctxFree(fresh);
+        }
+        if (mallocTrim) mallocTrim(0);
+      }
       parentPort.postMessage({ kind: 'result', id: req.id, rc, output, error });
     } catch (e) {
       parentPort.postMessage({ kind: 'result', id: req.id, rc: -1, output: '', error: '', crash: String((e && e.message) || e) });
