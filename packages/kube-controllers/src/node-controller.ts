@@ -95,7 +95,7 @@ export interface NodeControllerOptions {
   readonly leakGracePeriodMs?: number;
   /** Scan at least this often. Allocations are scanned every grace period / 2 (5 min when off). */
   readonly scanPeriodMs?: number;
-  /** How long after a Pod or Node deletion the scan runs (deletions close together share one). */
+  /** How long after a Pod or Node deletion the scan runs (deletions close together share one; 1 s). */
   readonly deletionDebounceMs?: number;
   readonly now?: () => number;
   readonly retryMs?: number;
@@ -209,7 +209,7 @@ export class NodeController {
         opts.scanPeriodMs ?? Number.POSITIVE_INFINITY,
         grace > 0 ? Math.max(grace / 2, 1000) : 5 * 60_000,
       ),
-      debounceMs: opts.deletionDebounceMs ?? 500,
+      debounceMs: opts.deletionDebounceMs ?? 1000,
       ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
       onError: (e) =>
         opts.log.warn({ controller: this.name, err: (e as Error).message }, 'scan failed; will retry'),
