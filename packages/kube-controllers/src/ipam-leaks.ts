@@ -2,10 +2,10 @@
  * Which IPAM allocations are leaks, and which deleted nodes give up their blocks: the deciding part
  * of the node controller's garbage collection (pure; upstream's node controller decides the same).
  *
- *   IPAM blocks ──► allocations by node (`node` attribute) ─┐
- *   Pods, Nodes (the Kubernetes view) ──► podOf / nodeOf ────┼─► judgeAllocations ─► verdict per allocation,
- *                                                            │                      nodes to release
- *   first-seen times (GcState) , now, grace period ──────────┴─► planLeakRelease ─► release now / pending
+ *   IPAM blocks ─► allocations by node ──┐
+ *   Pods, Nodes (Kubernetes view) ───────┼─► judgeAllocations ─► a verdict per allocation,
+ *                                        │                       the deleted nodes to release
+ *   first-seen times, now, grace ────────┴─► planLeakRelease ──► release now / still pending
  *
  * An allocation is judged by what its attributes say it belongs to:
  *   - a pod (`namespace` + `pod`): valid while the Pod exists on that node and, once the Pod reports
