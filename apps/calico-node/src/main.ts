@@ -22,6 +22,7 @@ import { parseArgs, USAGE } from './cli.js';
 import { parseNodeEnv } from './env.js';
 import { errorMessage, isNodeError } from './errors.js';
 import { listHostInterfaces, reachSource } from './host-network.js';
+import { kubeSecretProviderFor } from './kube-secrets.js';
 import { CalicoNode, felixEnv } from './node-daemon.js';
 import { CALICO_VERSION } from './node-resource.js';
 import { runProbes } from './probes.js';
@@ -99,6 +100,10 @@ async function main(): Promise<number> {
   }
 
   const nft = await NftContext.open();
+  const secretProvider =
+    env.networkingBackend === 'bird'
+      ? await kubeSecretProviderFor(client.config, process.env, log.child({ component: 'bgp-secrets' }))
+      : undefined;
   const node = new CalicoNode({
     env,
     rawEnv: process.env,
@@ -110,6 +115,7 @@ async function main(): Promise<number> {
     net,
     ipam,
     log,
+    ...(secretProvider ? { secretProvider } : {}),
     setLogLevel: (level) => {
       log.level = pinoLevel(level);
     },

@@ -7,6 +7,7 @@
  *     executables the container runtime starts (see @calico-ts/cni-plugin/service)
  *   bird mode only:
  *   BirdBridge (Node, BGPConfiguration, BGPPeer, IPPool, affinities) ─► BirdSupervisor ─► bird
+ *     ▲ BGP passwords: the Secrets the peers reference (KubeSecretProvider, src/kube-secrets.ts)
  *     <run dir>/bird.ctl  control socket;  <run dir>/bird.pid  BIRD's PID, rewritten when it restarts
  *
  * Design: composition only. Felix's readiness gains the BGP sessions, so one probe of
@@ -15,7 +16,13 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BirdBridge, type BirdLogger, BirdSupervisor, nodeAffinitySource } from '@calico-ts/bird-bridge';
+import {
+  BirdBridge,
+  type BirdLogger,
+  BirdSupervisor,
+  nodeAffinitySource,
+  type SecretProvider,
+} from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
 import type { Datastore, KVStore } from '@calico-ts/datastore';
 import {
@@ -52,6 +59,8 @@ export interface CalicoNodeOptions {
   /** IPAM for the VXLAN tunnel address, re-checked every `tunnelCheckMs` (pools may change). */
   readonly ipam?: TunnelIpam;
   readonly tunnelCheckMs?: number;
+  /** Where BGP password values come from (Secrets in the Kubernetes API); none: no passwords. */
+  readonly secretProvider?: SecretProvider;
 }
 
 /** The environment Felix sees: calico-node's, with this node's name and files filled in. */
@@ -144,6 +153,7 @@ export class CalicoNode {
       affinities: nodeAffinitySource(this.#o.kv, env.nodeName),
       nodeName: env.nodeName,
       targets: { 4: this.#supervisor },
+      ...(this.#o.secretProvider ? { secretProvider: this.#o.secretProvider } : {}),
       log: birdLog,
     });
     await this.#bridge.start();
