@@ -370,6 +370,19 @@ describe('assignIP and getAssignmentAttributes', () => {
 });
 
 describe('release', () => {
+  it('releaseHandle says whether the handle existed, and deletes one that holds no block', async () => {
+    const f = fixture();
+    await f.node('node-1');
+    await f.pool('pool1', { cidr: '198.19.0.0/26' });
+    await f.client.autoAssign(req('a'));
+    expect(await f.client.releaseHandle('a')).toEqual({ released: ['198.19.0.0'], existed: true });
+    expect(await f.client.releaseHandle('a')).toEqual({ released: [], existed: false });
+    // A handle an interrupted release left with no block: found, and removed.
+    await f.kv.create('/calico/ipam/v2/handle/left', JSON.stringify({ block: {}, deleted: false }));
+    expect(await f.client.releaseHandle('left')).toEqual({ released: [], existed: true });
+    expect(await f.raw('/calico/ipam/v2/handle/left')).toBeUndefined();
+  });
+
   it('releases by handle, twice without harm, returning addresses to the end of the free list', async () => {
     const f = fixture();
     await f.node('node-1');

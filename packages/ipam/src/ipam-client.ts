@@ -899,11 +899,29 @@ export class IpamClient {
    * released handle does nothing. Returns the released addresses.
    */
   async releaseByHandle(handleId: string): Promise<{ released: string[] }> {
+    const { released } = await this.releaseHandle(handleId);
+    return { released };
+  }
+
+  /**
+   * As `releaseByHandle`, also saying whether the handle existed (it may hold no address: a
+   * handle left behind by an interrupted release is still deleted).
+   */
+  async releaseHandle(handleId: string): Promise<{ released: string[]; existed: boolean }> {
     const id = sanitizeHandle(handleId);
     const released: string[] = [];
     try {
       const handle = await this.records.getHandle(id);
-      if (!handle) return { released };
+      if (!handle) return { released, existed: false };
+      if (Object.keys(handle.value.block).length === 0) {
+        await this.records.deleteHandle(id, handle.revision).catch((e: unknown) => {
+          if (!isConflict(e) && !isNotFound(e)) throw e;
+        });
+        return { released, existed: true };
+      }
+      // The handle as read here serves the first update of it: releasing in a block does not
+      // write the handle. After that update its revision has moved, so later ones read it again.
+      let known: typeof handle | undefined = handle;
       for (const text of Object.keys(handle.value.block)) {
         const cidr = parseStrictCidr(text);
         const ords = cidr
@@ -917,20 +935,31 @@ export class IpamClient {
           : [];
         if (cidr) released.push(...ords.map((o) => formatIP(ordinalToIp(cidr, o))));
         // The block no longer holds anything of this handle: drop its entry whatever the count said.
-        await this.dropHandleBlock(id, text);
+        await this.dropHandleBlock(id, text, known);
+        known = undefined;
       }
-      return { released };
+      return { released, existed: true };
     } catch (e) {
       throw asIpamError(e, `releasing handle ${id}`);
     }
   }
 
-  private async dropHandleBlock(handleId: string, blockText: string): Promise<void> {
+  /**
+   * Removes `blockText` from the handle's blocks (deleting the handle when none is left). `known`,
+   * the handle as last read, saves the first read; a compare-and-swap conflict reads it afresh.
+   */
+  private async dropHandleBlock(
+    handleId: string,
+    blockText: string,
+    known?: Awaited<ReturnType<IpamRecords['getHandle']>>,
+  ): Promise<void> {
+    let first = known;
     await withRetries(
       `updating handle ${handleId}`,
       this.retry,
       async () => {
-        const cur = await this.records.getHandle(handleId);
+        const cur = first ?? (await this.records.getHandle(handleId));
+        first = undefined;
         if (!cur || cur.value.block[blockText] === undefined) return;
         const block = { ...cur.value.block };
         delete block[blockText];

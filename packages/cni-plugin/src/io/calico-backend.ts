@@ -249,9 +249,7 @@ export class CalicoBackend implements PluginBackend {
 
   async releaseByHandle(handleId: string): Promise<boolean> {
     return op(`release handle ${handleId}`, async () => {
-      const existed = (await this.#records.getHandle(handleId)) !== undefined;
-      const r = await this.#ipam.releaseByHandle(handleId);
-      return existed || r.released.length > 0;
+      return (await this.#ipam.releaseHandle(handleId)).existed;
     });
   }
 
