@@ -281,6 +281,9 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
       expect(await can('watch', 'globalnetworkpolicies.crd.projectcalico.org')).toBe(!etcd);
       expect(await can('delete', 'ippools.crd.projectcalico.org')).toBe(false);
       expect(await can('create', 'pods', '-n', 'default')).toBe(false);
+      // BGP password Secrets only through the Role node.bgpPasswordSecrets makes (none by default).
+      expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
+      expect(await can('list', 'secrets', '-A')).toBe(false);
     });
 
     it('calico-kube-controllers may read what its controllers watch', async () => {

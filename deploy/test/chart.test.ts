@@ -71,12 +71,55 @@ describe.skipIf(!helm)('the chart', () => {
     ['networkingBackend=flannel', 'networkingBackend'],
     ['kubeControllers.enabledControllers=policy\\,ipam', 'enabledControllers'],
     ['nosuchvalue=1', 'nosuchvalue'],
+    ['node.bgpPasswordSecrets={Not_A_Name}', 'bgpPasswordSecrets'],
   ])('refuses --set %s, naming %s', async (set, field) => {
     const r = await helmRun('template', 'x', chartDir, '--set', set);
     expect(r.code).not.toBe(0);
     expect(r.out).toContain("values don't meet the specifications of the schema");
     expect(r.out).toContain(field);
   });
+
+  it.each([[[]], [['values-etcd.yaml']]])(
+    'with values %j: BGP password Secrets readable by calico-node only when named, in its own namespace',
+    (values) => {
+      const rules = (objects: ReturnType<typeof parseObjects>, kind: string, name: string) =>
+        (find(objects, kind, name) as unknown as { rules: { resources: string[] }[] }).rules;
+      const plain = parseObjects(helmTemplate(helm!, values));
+      // No Secret through the ClusterRole, and no Role unless asked for.
+      expect(
+        rules(plain, 'ClusterRole', 'calico-node').filter((r) => r.resources.includes('secrets')),
+      ).toEqual([]);
+      expect(plain.filter((o) => o.kind === 'Role')).toEqual([]);
+      const env = podSpec(find(plain, 'DaemonSet', 'calico-node')).containers.find(
+        (c) => c.name === 'calico-node',
+      )!.env as { name: string; valueFrom?: unknown }[];
+      expect(env.find((e) => e.name === 'NAMESPACE')).toEqual({
+        name: 'NAMESPACE',
+        valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      });
+
+      const named = parseObjects(
+        helmTemplate(helm!, values, ['--set', 'node.bgpPasswordSecrets={bgp-secrets,tor-passwords}']),
+      );
+      const role = find(named, 'Role', 'calico-node-bgp-passwords') as unknown as Record<string, unknown>;
+      expect(role).toMatchObject({
+        metadata: { name: 'calico-node-bgp-passwords', namespace: 'kube-system' },
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['secrets'],
+            resourceNames: ['bgp-secrets', 'tor-passwords'],
+            verbs: ['get', 'list', 'watch'],
+          },
+        ],
+      });
+      expect(find(named, 'RoleBinding', 'calico-node-bgp-passwords')).toMatchObject({
+        metadata: { namespace: 'kube-system' },
+        roleRef: { kind: 'Role', name: 'calico-node-bgp-passwords' },
+        subjects: [{ kind: 'ServiceAccount', name: 'calico-node', namespace: 'kube-system' }],
+      });
+    },
+  );
 
   it('renders the values it is given: VXLAN, a pool, an MTU, a registry, etcd TLS', () => {
     const objects = parseObjects(

@@ -75,7 +75,8 @@ export function podSpec(workload: KubeObject): PodSpec {
 
 /**
  * A container's environment as the kubelet would give it: literal values, ConfigMap keys from the
- * manifest's ConfigMaps, `spec.nodeName` as `nodeName`.
+ * manifest's ConfigMaps, `spec.nodeName` as `nodeName`, `metadata.namespace` as the namespace the
+ * manifests install into (kube-system).
  */
 export function resolveEnv(
   objects: readonly KubeObject[],
@@ -91,6 +92,7 @@ export function resolveEnv(
       if (!(ref.key in data)) throw new Error(`${e.name}: ConfigMap ${ref.name} has no key ${ref.key}`);
       out[e.name] = data[ref.key]!;
     } else if (e.valueFrom?.fieldRef?.fieldPath === 'spec.nodeName') out[e.name] = nodeName;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') out[e.name] = 'kube-system';
     else throw new Error(`${e.name}: a value the test does not resolve`);
   }
   return out;
