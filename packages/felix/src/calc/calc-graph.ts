@@ -51,6 +51,7 @@ import {
   WELL_KNOWN_TIERS,
   type WorkloadEndpoint,
 } from '@calico-ts/api';
+import { addTo, removeFrom } from '../multimap.js';
 import { policyId } from './ids.js';
 import {
   NAMESPACE_LABEL_PREFIX,
@@ -140,25 +141,6 @@ interface TierInfo {
 }
 
 type Emitted<T> = Map<string, { readonly json: string; readonly value: T }>;
-
-function addTo<K, V>(m: Map<K, Set<V>>, k: K, v: V): boolean {
-  let s = m.get(k);
-  if (!s) {
-    s = new Set();
-    m.set(k, s);
-  }
-  const had = s.has(v);
-  s.add(v);
-  return !had;
-}
-
-function removeFrom<K, V>(m: Map<K, Set<V>>, k: K, v: V): boolean {
-  const s = m.get(k);
-  if (!s?.has(v)) return false;
-  s.delete(v);
-  if (s.size === 0) m.delete(k);
-  return true;
-}
 
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 

@@ -18,6 +18,7 @@
  * Thread-safety: none needed (single-threaded); callbacks run synchronously inside the update.
  */
 import type { Selector, SelectorNode } from '@calico-ts/api';
+import { addTo, removeFrom } from '../multimap.js';
 
 export type Labels = Readonly<Record<string, string>>;
 
@@ -51,22 +52,6 @@ export function selectorLabelKeys(node: SelectorNode, into: Set<string> = new Se
       into.add(node.label);
   }
   return into;
-}
-
-function addTo<K, V>(m: Map<K, Set<V>>, k: K, v: V): void {
-  let s = m.get(k);
-  if (!s) {
-    s = new Set();
-    m.set(k, s);
-  }
-  s.add(v);
-}
-
-function removeFrom<K, V>(m: Map<K, Set<V>>, k: K, v: V): void {
-  const s = m.get(k);
-  if (!s) return;
-  s.delete(v);
-  if (s.size === 0) m.delete(k);
 }
 
 const NONE: ReadonlySet<string> = new Set();

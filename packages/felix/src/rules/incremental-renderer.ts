@@ -35,6 +35,7 @@ import type {
   PoolState,
   ProfileState,
 } from '../calc/types.js';
+import { addTo, removeFrom } from '../multimap.js';
 import { allocateMarks, type MarkBits, type RulesConfig } from './config.js';
 import { TABLE_NAME } from './names.js';
 import type { NftFamily } from './nft-json.js';
@@ -146,22 +147,6 @@ class FamilyTable {
     this.change = { chains: new Set(), sets: new Set(), maps: new Set() };
     return c;
   }
-}
-
-function addTo<K, V>(m: Map<K, Set<V>>, k: K, v: V): void {
-  let s = m.get(k);
-  if (!s) {
-    s = new Set();
-    m.set(k, s);
-  }
-  s.add(v);
-}
-
-function removeFrom<K, V>(m: Map<K, Set<V>>, k: K, v: V): void {
-  const s = m.get(k);
-  if (!s) return;
-  s.delete(v);
-  if (s.size === 0) m.delete(k);
 }
 
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
