@@ -10,8 +10,12 @@
 // The root filesystem is made once with debootstrap (minbase plus the packages in definitions.mjs)
 // and cached in /var/cache/calico-ts/rootfs, keyed by what went into it; the base image is rebuilt
 // only when that key or the Node.js runtime changes.
+//
+// Builds of the same image take turns (a lock file per image in /var/cache/calico-ts): two test
+// files, or a test and `pnpm images`, may ask for the same image at once, and two builds must not
+// replace one image and its archive under each other.
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
@@ -230,10 +234,60 @@ if (process.getuid?.() !== 0) {
   );
   process.exit(1);
 }
+/**
+ * Holds `/var/cache/calico-ts/images-<name>.lock` (created exclusively, holding our PID) while `f`
+ * runs; waits while another live process holds it, and takes over one whose holder is gone.
+ */
+async function withBuildLock(name, f) {
+  const dir = '/var/cache/calico-ts';
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, `images-${name}.lock`);
+  let waited = false;
+  for (;;) {
+    try {
+      const fd = openSync(path, 'wx', 0o644);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(path, 'utf8'));
+    } catch {
+      continue; // released meanwhile
+    }
+    let alive = holder > 0;
+    if (alive) {
+      try {
+        process.kill(holder, 0);
+      } catch (e) {
+        alive = e.code !== 'ESRCH';
+      }
+    }
+    if (!alive) {
+      unlinkSync(path);
+      continue;
+    }
+    if (!waited) say(name, `waiting for another build of it (PID ${holder})`);
+    waited = true;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  try {
+    return await f();
+  } finally {
+    try {
+      if (readFileSync(path, 'utf8') === String(process.pid)) unlinkSync(path);
+    } catch {
+      // already gone
+    }
+  }
+}
+
 try {
   const t0 = Date.now();
-  if (target === 'base') await buildBase();
-  else await buildApp(target);
+  await withBuildLock(target, () => (target === 'base' ? buildBase() : buildApp(target)));
   say(target, `done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 } catch (e) {
   process.stderr.write(`images ${target}: ${e.message}\n`);
