@@ -9,6 +9,12 @@
  * session; a BGPFilter the BGPPeer names keeps exactly the prefix it rejects out of GoBGP's RIB;
  * deleting the BGPPeer ends the sessions and empties GoBGP's RIB.
  *
+ * BGP password (TCP MD5): GoBGP requires one on every neighbor, and the BGPPeer takes it from the
+ * Secret `bgp-secrets` (key `gobgp`) in kube-system, which calico-node reads and watches through
+ * the lab's API server on both datastores (on etcd with the lab's kubeconfig, as a pod would with
+ * its in-cluster config). The sessions above are only Established because both sides agree; a
+ * wrong value in the Secret keeps every session down, and correcting it brings them back.
+ *
  * As upstream, every node also re-advertises the blocks it learned over the mesh: upstream's
  * `calico_export_to_bgp_peers` accepts any route inside a pool, whatever its source, and BIRD sets
  * itself as next hop toward a multihop eBGP peer (global peers are `multihop`). So GoBGP holds
@@ -18,10 +24,10 @@
  * takes the lab down, also when a test failed.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyYaml, bgpSessions, blockAffinities, labStatus, sessionLines, until } from './bgp-observe.js';
 import { DATASTORES, LabDriver, missingPrerequisites, netnsList } from './lab-driver.js';
@@ -45,6 +51,9 @@ if (missing.length > 0) {
 const PEER_IP = '198.18.0.50';
 const PEER_AS = 65001;
 const CLUSTER_AS = 64512;
+/** The Secret the BGPPeer's password names, in calico-node's NAMESPACE (kube-system in the lab). */
+const SECRET = 'bgp-secrets';
+const SECRET_KEY = 'gobgp';
 
 interface RibPath {
   nlri: { prefix: string };
@@ -76,6 +85,54 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
       return JSON.parse(r.stdout) as T;
     };
     const rib = () => gobgp<Record<string, RibPath[]>>('global', 'rib');
+    const password = `pw-${Math.random().toString(36).slice(2, 10)}`;
+    /** The BGPPeer, its password from the Secret, with these BGPFilters. */
+    const peerYaml = (filters: string[] = []) =>
+      [
+        'apiVersion: projectcalico.org/v3',
+        'kind: BGPPeer',
+        'metadata:',
+        '  name: external-gobgp',
+        'spec:',
+        `  peerIP: ${PEER_IP}`,
+        `  asNumber: ${PEER_AS}`,
+        '  password:',
+        '    secretKeyRef:',
+        `      name: ${SECRET}`,
+        `      key: ${SECRET_KEY}`,
+        ...(filters.length > 0 ? ['  filters:', ...filters.map((f) => `  - ${f}`)] : []),
+        '',
+      ].join('\n');
+    /** Writes the Secret through the lab's API server (kubectl), `undefined`: deletes it. */
+    const setSecret = async (value: string | undefined) => {
+      if (value === undefined) {
+        await lab.ok('kubectl', '-n', 'kube-system', 'delete', 'secret', SECRET, '--ignore-not-found');
+        return;
+      }
+      const file = join(dir, 'bgp-secret.yaml');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: SECRET, namespace: 'kube-system' },
+          type: 'Opaque',
+          stringData: { [SECRET_KEY]: value },
+        }),
+      );
+      await lab.ok('kubectl', 'apply', '-f', file);
+    };
+    /** The password lines of a node's BIRD configuration files (beside its run directory). */
+    const birdPasswords = (runDir: string) =>
+      readdirSync(join(dirname(runDir), 'bird'))
+        .filter((f) => f.endsWith('.cfg'))
+        .flatMap((f) => readFileSync(join(dirname(runDir), 'bird', f), 'utf8').split('\n'))
+        .filter((l) => l.includes('password'))
+        .map((l) => l.trim());
+    const gobgpStates = () =>
+      gobgp<{ conf: { neighbor_address: string }; state: { session_state: number } }[]>('neighbor').map(
+        (x) => x.state.session_state,
+      );
     const nextHop = (p: RibPath) => p.attrs.find((a) => a.type === 3)?.nexthop;
     const asPath = (p: RibPath) => p.attrs.find((a) => a.type === 2)?.as_paths?.flatMap((s) => s.asns) ?? [];
 
@@ -124,6 +181,7 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
           '  [neighbors.config]',
           `    neighbor-address = "${n.ip}"`,
           `    peer-as = ${CLUSTER_AS}`,
+          `    auth-password = "${password}"`,
         ]),
         '',
       ].join('\n');
@@ -152,21 +210,8 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
       }
       await until('gobgpd API', () => gobgp<unknown[]>('neighbor').length === 3, 20_000);
 
-      await applyYaml(
-        lab,
-        dir,
-        'external-gobgp',
-        [
-          'apiVersion: projectcalico.org/v3',
-          'kind: BGPPeer',
-          'metadata:',
-          '  name: external-gobgp',
-          'spec:',
-          `  peerIP: ${PEER_IP}`,
-          `  asNumber: ${PEER_AS}`,
-          '',
-        ].join('\n'),
-      );
+      await setSecret(password);
+      await applyYaml(lab, dir, 'external-gobgp', peerYaml());
     }, 150_000);
 
     afterAll(async () => {
@@ -262,18 +307,7 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
       const blocks = await blockAffinities(lab);
       const n1Block = blocks.get('n1')![0]!;
       const others = [...blocks.values()].flat().filter((c) => c !== n1Block);
-      const peer = (filters: string[]) =>
-        [
-          'apiVersion: projectcalico.org/v3',
-          'kind: BGPPeer',
-          'metadata:',
-          '  name: external-gobgp',
-          'spec:',
-          `  peerIP: ${PEER_IP}`,
-          `  asNumber: ${PEER_AS}`,
-          ...(filters.length > 0 ? ['  filters:', ...filters.map((f) => `  - ${f}`)] : []),
-          '',
-        ].join('\n');
+      const peer = peerYaml;
       await applyYaml(
         lab,
         dir,
@@ -303,6 +337,76 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
       await applyYaml(lab, dir, 'external-gobgp-unfiltered', peer([]));
       await until(`${n1Block} back in GoBGP`, () => n1Block in rib(), 30_000);
     }, 90_000);
+
+    it('the password from the Secret: the same as GoBGP keeps the sessions up, a wrong one keeps them down until corrected', async () => {
+      const nodes = lab.state().plan.nodes;
+      const established = async () =>
+        (
+          await Promise.all(
+            nodes.map(async (n) =>
+              sessionLines(await bgpSessions(n.runDir)).includes('Global_198_18_0_50 Established'),
+            ),
+          )
+        ).every(Boolean) && gobgpStates().every((st) => st === 6);
+      const noneEstablished = async () =>
+        (
+          await Promise.all(
+            nodes.map(async (n) =>
+              sessionLines(await bgpSessions(n.runDir)).every(
+                (l) => !l.startsWith('Global_198_18_0_50 Established'),
+              ),
+            ),
+          )
+        ).every(Boolean) && gobgpStates().every((st) => st !== 6);
+      const meshUp = async () => {
+        for (const n of nodes) {
+          const mesh = sessionLines(await bgpSessions(n.runDir)).filter((l) => l.startsWith('Mesh_'));
+          expect(mesh, n.name).toEqual(
+            nodes
+              .filter((o) => o.name !== n.name)
+              .map((o) => `Mesh_${o.ip.replaceAll('.', '_')} Established`),
+          );
+        }
+      };
+
+      // Both sides agree: every node's BIRD carries GoBGP's password, every session is up.
+      for (const n of nodes) expect(birdPasswords(n.runDir), n.name).toEqual([`password "${password}";`]);
+      await until('every session Established with the password', established, 30_000);
+
+      // A wrong value in the Secret: calico-node sees the change and re-renders; no session comes up.
+      const wrong = `${password}-wrong`;
+      await setSecret(wrong);
+      for (const n of nodes) {
+        await until(`${n.name}: BIRD has the new password`, () =>
+          birdPasswords(n.runDir).includes(`password "${wrong}";`),
+        );
+      }
+      await until('every external session down', noneEstablished, 30_000);
+      const t = Date.now();
+      while (Date.now() - t < 15_000) {
+        expect(
+          await noneEstablished(),
+          `an external session came up with a wrong password after ${Date.now() - t} ms`,
+        ).toBe(true);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await meshUp();
+
+      // Corrected: the sessions come back.
+      const t1 = Date.now();
+      await setSecret(password);
+      await until('every session Established again', established, 60_000);
+      console.log(`Secret corrected → every external session Established in ${Date.now() - t1} ms`);
+
+      // No Secret at all: no password rendered (logged by calico-node), and GoBGP refuses the sessions.
+      await setSecret(undefined);
+      for (const n of nodes)
+        await until(`${n.name}: no password`, () => birdPasswords(n.runDir).length === 0);
+      await until('every external session down without the Secret', noneEstablished, 30_000);
+      await setSecret(password);
+      await until('every session Established once the Secret is back', established, 60_000);
+      await meshUp();
+    }, 240_000);
 
     it('deleting the BGPPeer ends the sessions and empties GoBGP of the cluster routes', async () => {
       await lab.ok('calicoctl', 'delete', 'bgppeer', 'external-gobgp');

@@ -46,6 +46,8 @@ describe('lab plan', () => {
       CALICO_IPV4POOL_CIDR: '198.19.0.0/16',
       CALICO_IPV4POOL_VXLAN: 'Never',
       ETCD_ENDPOINTS: 'http://198.18.0.2:2379',
+      KUBECONFIG: p.kube.kubeconfig,
+      NAMESPACE: 'kube-system',
       FELIX_HEALTHENABLED: 'true',
       CALICO_VAR_LIB_DIR: '/s/nodes/n1/lib',
       CALICO_VAR_RUN_DIR: '/s/nodes/n1/run',
@@ -91,8 +93,14 @@ describe('lab plan', () => {
       controllersLog: '/s/kube-controllers.log',
       controllersStatusFile: '/s/kube-controllers/status.json',
     });
-    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({ DATASTORE_TYPE: 'etcdv3' });
-    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin').KUBECONFIG).toBeUndefined();
+    // The datastore is etcd; the kubeconfig stands in for a pod's in-cluster config, for the BGP
+    // password Secrets calico-node reads from the API server.
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({
+      DATASTORE_TYPE: 'etcdv3',
+      ETCD_ENDPOINTS: 'http://198.18.0.2:2379',
+      KUBECONFIG: '/s/kubeconfig',
+      NAMESPACE: 'kube-system',
+    });
     expect(kubeControllersEnv(p, '/usr/bin')).toEqual({
       PATH: '/usr/bin',
       DATASTORE_TYPE: 'etcdv3',

@@ -249,6 +249,9 @@ function networkingEnv(plan: LabPlan): Record<string, string> {
 }
 
 /** The environment calico-node runs with on a lab node: the DaemonSet's, pointed at the lab. */
+/** Where calico-node reads BGP password Secrets (its `NAMESPACE`), as in upstream's manifests. */
+export const LAB_SECRETS_NAMESPACE = 'kube-system';
+
 export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Record<string, string> {
   return {
     PATH: path,
@@ -256,6 +259,9 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
     CALICO_K8S_NODE_REF: node.name,
     ...networkingEnv(plan),
     ...datastoreEnv(plan),
+    // On etcd too, as a pod's in-cluster config would: BGP password Secrets are read from the API.
+    KUBECONFIG: plan.kube.kubeconfig,
+    NAMESPACE: LAB_SECRETS_NAMESPACE,
     FELIX_HEALTHENABLED: 'true',
     FELIX_IPV6SUPPORT: 'false',
     FELIX_LOGSEVERITYSCREEN: 'info',
