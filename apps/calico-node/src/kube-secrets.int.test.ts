@@ -1,14 +1,15 @@
 /**
  * KubeSecretProvider against a real kube-apiserver: a followed Secret is read before `follow`
  * resolves, its edits, deletion and re-creation reach the listeners and `value`, other namespaces
- * and unfollowed names are not seen, a watch survives an API server restart, and no log line ever
- * holds a secret value (also while the API server is down).
+ * and unfollowed names are not seen, a watch survives an API server restart, a service account
+ * with the chart's Role (get/list/watch on named Secrets only) reads exactly those, and no log line
+ * ever holds a secret value (also while the API server is down).
  */
 
 import { connectionFromKubeconfig, KubeHttp } from '@calico-ts/datastore/kube';
 import { type KubeApiServer, kubeApiServerAvailable, startKubeApiServer } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeSecretProvider, kubeSecretProviderFor } from './kube-secrets.js';
+import { KubeSecretProvider, kubeSecretProviderFor } from './kube-secrets.js';
 
 const available = kubeApiServerAvailable();
 if (!available) {
@@ -162,6 +163,63 @@ describe.skipIf(!available)('KubeSecretProvider on a real kube-apiserver', () =>
     await putSecret(ns, 'bgp-b', { tor: 'second-pw' });
     await new Promise((r2) => setTimeout(r2, 300));
     expect(changes).toBe(0);
+  }, 30_000);
+
+  it('as a service account with a Role naming one Secret: reads that one, is refused the others (logged)', async () => {
+    await putSecret(ns, 'bgp-allowed', { tor: 'first-pw' });
+    await putSecret(ns, 'bgp-denied', { tor: 'second-pw' });
+    const sa = 'calico-node';
+    await admin.request('POST', `/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: sa },
+    });
+    // The Role the chart makes from node.bgpPasswordSecrets.
+    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'calico-node-bgp-passwords' },
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: ['bgp-allowed'],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ],
+    });
+    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'calico-node-bgp-passwords' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'calico-node-bgp-passwords' },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
+    });
+    const tr = await admin.request<{ status: { token: string } }>(
+      'POST',
+      `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } },
+    );
+    const http = new KubeHttp({
+      server: api.url,
+      tls: { ca: api.caPem, rejectUnauthorized: true },
+      authorization: async () => `Bearer ${tr.status.token}`,
+    });
+    const p = new KubeSecretProvider({ http, namespace: ns, log, retryMs: 100 });
+    providers.push(p);
+    let changes = 0;
+    p.subscribe(() => changes++);
+    await p.follow(['bgp-allowed', 'bgp-denied']);
+    expect([p.value('bgp-allowed', 'tor'), p.value('bgp-denied', 'tor')]).toEqual(['first-pw', undefined]);
+    expect(
+      lines.some(
+        (l) => l.includes(`${ns}/bgp-denied`) && l.includes('unauthorized') && l.includes('forbidden'),
+      ),
+    ).toBe(true);
+    // The watch is allowed too: an edit of the named Secret arrives.
+    await putSecret(ns, 'bgp-allowed', { tor: 'third-pw' });
+    await until('edit seen through the Role', () => p.value('bgp-allowed', 'tor') === 'third-pw');
+    expect(changes).toBe(1);
   }, 30_000);
 
   it('keeps following across an API server restart, and logs the outage without values', async () => {
