@@ -140,9 +140,9 @@ describe.skipIf(missing.length > 0)('lab up --images', () => {
   }, 30 * 60_000);
 
   it('podman run --rm calico-ts/ctl:v0.1.0 version prints the version', async () => {
+    // With no datastore to ask, the cluster's half of the answer is an error; the client's is printed.
     const r = await sh('podman', [...podmanRun(), '--rm', '--network', 'none', imageRef('ctl'), 'version']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^Client Version: +v\d+\.\d+\.\d+\n/);
+    expect(r.stdout, r.stderr).toMatch(/^Client Version: +v\d+\.\d+\.\d+\n/);
     expect(imageRef('ctl')).toBe('calico-ts/ctl:v0.1.0');
   });
 
@@ -219,24 +219,27 @@ describe.skipIf(missing.length > 0)('lab up --images', () => {
         '--filter',
         `label=org.calico-ts.lab=${imagesName}`,
         '--format',
-        '{{.Names}} {{.Image}} {{.State}}',
+        '{{.Names}} {{.Image}}',
       ]);
       expect(ps.stdout.trim().split('\n').sort()).toEqual([
-        `calico-lab-${imagesName}-kube-controllers localhost/calico-ts/kube-controllers:v0.1.0 running`,
-        `calico-lab-${imagesName}-n1 localhost/calico-ts/node:v0.1.0 running`,
-        `calico-lab-${imagesName}-n2 localhost/calico-ts/node:v0.1.0 running`,
+        `calico-lab-${imagesName}-kube-controllers localhost/calico-ts/kube-controllers:v0.1.0`,
+        `calico-lab-${imagesName}-n1 localhost/calico-ts/node:v0.1.0`,
+        `calico-lab-${imagesName}-n2 localhost/calico-ts/node:v0.1.0`,
       ]);
       // The recorded node process is the container's main process.
       for (const node of s.plan.nodes) {
-        const pid = (
+        const [status, pid] = (
           await sh('podman', [
             'container',
             'inspect',
             '--format',
-            '{{.State.Pid}}',
+            '{{.State.Status}} {{.State.Pid}}',
             `calico-lab-${imagesName}-${node.name}`,
           ])
-        ).stdout.trim();
+        ).stdout
+          .trim()
+          .split(' ');
+        expect(status).toBe('running');
         expect(s.processes[`node/${node.name}`]?.pid).toBe(Number(pid));
         const dirOf = join(images.stateDir, 'nodes', node.name);
         const conf = JSON.parse(readFileSync(join(dirOf, 'net.d', '10-calico.conflist'), 'utf8'));
