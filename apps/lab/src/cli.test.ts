@@ -26,6 +26,17 @@ describe('pnpm lab command line', () => {
       datastore: 'etcdv3',
     });
   });
+  it('up --images: a switch, no value', () => {
+    expect(parseLabArgs(['up', '--images', '--mode', 'vxlan']).command).toEqual({
+      kind: 'up',
+      nodes: 3,
+      mode: 'vxlan',
+      datastore: 'kubernetes',
+      images: true,
+    });
+    usageError(['up', '--images=yes'], /--images takes no value/);
+    expect(usageText('up')).toContain('--images');
+  });
   it('takes the lab name and state dir from flags before the command, or the environment', () => {
     expect(parseLabArgs(['--name', 'e2e1', '--state-dir=/tmp/x', 'down'])).toEqual({
       name: 'e2e1',
@@ -133,7 +144,10 @@ describe('pnpm lab command line', () => {
       ['up', '--mode', 'policy-only', '--datastore', 'etcdv3'],
       /--mode policy-only runs on the Kubernetes datastore.*leave out --datastore etcdv3/,
     );
-    usageError(['up', '--node', '3'], /up: unknown flag --node \(accepted: --nodes, --mode, --datastore\)/);
+    usageError(
+      ['up', '--node', '3'],
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --images\)/,
+    );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);
     usageError(['pod', 'create', 'web'], /pod "web" must be given as NAMESPACE\/NAME/);

@@ -31,6 +31,8 @@ export type LabCommand =
       readonly nodes: number;
       readonly mode: LabMode;
       readonly datastore: LabDatastore;
+      /** Run calico-node, install-cni and kube-controllers from their images with podman. */
+      readonly images?: true;
     }
   | { readonly kind: 'down' }
   | { readonly kind: 'status'; readonly output: Output }
@@ -82,7 +84,7 @@ etcd (--datastore etcdv3). --mode policy-only: Calico enforces policy only, besi
 network it does not make (no BIRD, no Calico IPAM). Needs root.
 
 Commands:
-  up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
+  up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3] [--images]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -110,6 +112,7 @@ const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DI
 /** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
+                   [--images]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -124,6 +127,12 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    cloud network would. Kubernetes datastore only.
   --datastore D    kubernetes: Calico's data in the API server as CRDs (default);
                    etcdv3: Calico's data under /calico/ in the lab's etcd (not with policy-only)
+  --images         run the container images (\`pnpm images\` builds them) with podman, as the
+                   manifests run them: install-cni (cni image) into each node's CNI directories,
+                   calico-node (node image) with the node's namespace as its host network and the
+                   DaemonSet's mounts, calico-kube-controllers (kube-controllers image). Containers
+                   are named calico-lab-<lab>-<node> and calico-lab-<lab>-kube-controllers; their
+                   logs are where the programs' are, and \`podman logs NAME\`
 `,
   down: `Usage: pnpm lab down
 
@@ -219,10 +228,10 @@ const usage = (message: string): never => {
   throw new LabError('usage', `${message}\nRun \`pnpm lab help\` for the commands.`);
 };
 
-/** Splits flags from positionals; `--` ends flags (the rest is returned as `rest`). */
+/** Splits flags from positionals; `--` ends flags (the rest is returned as `rest`). A `switch` takes no value. */
 function scan(
   args: readonly string[],
-  known: Readonly<Record<string, 'value' | 'list'>>,
+  known: Readonly<Record<string, 'value' | 'list' | 'switch'>>,
   command: string,
 ): { flags: Map<string, string[]>; positionals: string[]; rest: string[] | undefined } {
   const flags = new Map<string, string[]>();
@@ -239,6 +248,11 @@ function scan(
           `${command}: unknown flag ${name}` +
             (accepted.length > 0 ? ` (accepted: ${accepted.join(', ')})` : ' (it takes no flags)'),
         );
+      }
+      if (known[name] === 'switch') {
+        if (eq >= 0) usage(`${command}: ${name} takes no value`);
+        flags.set(name, [...(flags.get(name) ?? []), 'true']);
+        continue;
       }
       const value = eq >= 0 ? a.slice(eq + 1) : args[++i];
       if (value === undefined) usage(`${command}: ${name} needs a value`);
@@ -327,7 +341,7 @@ export function parseLabArgs(
     case 'up': {
       const { flags, positionals } = scan(
         rest,
-        { '--nodes': 'value', '--mode': 'value', '--datastore': 'value' },
+        { '--nodes': 'value', '--mode': 'value', '--datastore': 'value', '--images': 'switch' },
         'up',
       );
       noPositionals('up', positionals);
@@ -343,7 +357,13 @@ export function parseLabArgs(
             'another CNI; leave out --datastore etcdv3',
         );
       const nodes = int(one(flags, '--nodes') ?? '3', '--nodes', 1, MAX_NODES);
-      return done({ kind: 'up', nodes, mode: mode as LabMode, datastore: datastore as LabDatastore });
+      return done({
+        kind: 'up',
+        nodes,
+        mode: mode as LabMode,
+        datastore: datastore as LabDatastore,
+        ...(flags.has('--images') ? { images: true as const } : {}),
+      });
     }
     case 'down': {
       const { positionals } = scan(rest, {}, cmd);

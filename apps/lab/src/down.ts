@@ -4,10 +4,15 @@
  * through the pid file calico-node keeps), kube-apiserver (a lab on the Kubernetes datastore), etcd,
  * then the namespaces, then the state directory (certificates and kubeconfig included).
  * Only recorded PIDs whose start time still matches are signalled. Works on a half-made lab too.
+ *
+ * A lab made with `--images` removes its containers (recorded, and any labelled with its state
+ * directory) right after the pod listeners: calico-node's and kube-controllers' containers, and an
+ * install-cni a crash left behind.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
+import { removeLabContainers } from './podman.js';
 import { isAlive, type ProcRecord, recordFromPidFile, stopRecorded } from './processes.js';
 import type { Progress } from './progress.js';
 import { type LabState, readState, stateFile } from './state.js';
@@ -30,6 +35,12 @@ export async function tearDown(state: LabState, stateDir: string, out: Progress)
   await Promise.all(
     state.pods.map((p) => stop(`listener of pod ${p.namespace}/${p.name}`, p.listener, 2000)),
   );
+  if (state.plan.images) {
+    // Their main processes, recorded too, are gone with them and not signalled again below.
+    const removed = await removeLabContainers(state.plan, state.containers ?? []);
+    stopped += removed.length;
+    if (removed.length > 0) out.step(`removed containers ${removed.join(', ')}`);
+  }
   const nodeProcs = Object.entries(state.processes).filter(([k]) => k.startsWith('node/'));
   await Promise.all(nodeProcs.map(([k, rec]) => stop(`calico-node ${k.slice(5)}`, rec, 8000)));
   for (const node of state.plan.nodes) {

@@ -16,23 +16,34 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
+import { kubeControllersContainerName, kubeControllersProbeCommand } from './containers.js';
 import { errorMessage, LabError } from './errors.js';
 import { type KubePlan, kubeControllersEnv, kubePlanOf, type LabPlan } from './plan.js';
+import { execInContainer } from './podman.js';
 import type { Artifacts } from './prereqs.js';
 import { runAsync } from './processes.js';
 
 export { kubeControllersEnv };
 
-/** kube-controllers' own probe (`-r` readiness, `-l` liveness) on the lab's status file. */
+/**
+ * kube-controllers' own probe (`-r` readiness, `-l` liveness) on the lab's status file; with
+ * `--images`, the Deployment's probe (`check-status`) in its container.
+ */
 export async function kubeControllersProbe(
   plan: LabPlan,
   arts: Artifacts,
   flag: '-r' | '-l',
 ): Promise<{ ok: boolean; message: string }> {
-  const r = await runAsync([process.execPath, arts.kubeControllers, flag], {
-    env: kubeControllersEnv(plan, PATH),
-    timeoutMs: 10_000,
-  });
+  const r = plan.images
+    ? await execInContainer(
+        plan.etcdNetns,
+        kubeControllersContainerName(plan),
+        kubeControllersProbeCommand(flag),
+      )
+    : await runAsync([process.execPath, arts.kubeControllers, flag], {
+        env: kubeControllersEnv(plan, PATH),
+        timeoutMs: 10_000,
+      });
   return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() || `exit ${r.status}` };
 }
 

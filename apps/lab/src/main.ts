@@ -8,8 +8,10 @@
  * calicoctl and kubectl are run there the same way.
  */
 import { spawnSync } from 'node:child_process';
+import { imageRef } from '@calico-ts/images/definitions';
 import { labBench, renderBench } from './bench.js';
 import { type LabArgs, type LabCommand, parseLabArgs, usageText } from './cli.js';
+import { labImages } from './containers.js';
 import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
 import { kubectlEnv } from './kube.js';
@@ -107,6 +109,7 @@ async function run(args: LabArgs): Promise<number> {
         mode: cmd.mode,
         datastore: cmd.datastore,
         stateDir,
+        ...(cmd.images ? { images: labImages(imageRef) } : {}),
       });
       await labUp(plan, arts, out);
       return 0;

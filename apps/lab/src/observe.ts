@@ -16,9 +16,9 @@ import {
 } from './bgp-roles.js';
 import { errorMessage } from './errors.js';
 import { kubeControllersProbe, runKubectl } from './kube.js';
-import { calicoNodeEnv, kubeControllersEnv, type LabPlan, type NodePlan } from './plan.js';
+import { kubeControllersEnv, type LabPlan, type NodePlan } from './plan.js';
 import { type Artifacts, kubectlPath } from './prereqs.js';
-import { isAlive, recordFromPidFile, runAsync } from './processes.js';
+import { childNamed, isAlive, type ProcRecord, recordFromPidFile, runAsync } from './processes.js';
 import {
   type ConnectivityReport,
   connectivityReport,
@@ -27,7 +27,7 @@ import {
   table,
 } from './render.js';
 import type { LabState } from './state.js';
-import { nsenter } from './up.js';
+import { nodeReadiness, nsenter } from './up.js';
 
 const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -131,24 +131,32 @@ async function apiServerReady(state: LabState): Promise<{ ready: boolean; readyD
   }
 }
 
+/**
+ * The node's BIRD: through the pid file calico-node keeps, or, in a container (`--images`), where
+ * that pid is the container's own, as the child of the container's calico-node.
+ */
+export function birdRecord(state: LabState, node: NodePlan): ProcRecord | undefined {
+  if (state.plan.images) {
+    const calicoNode = state.processes[`node/${node.name}`];
+    return calicoNode ? childNamed(calicoNode, 'bird') : undefined;
+  }
+  return recordFromPidFile(join(node.runDir, 'bird.pid'), join(node.runDir, 'bird.ctl'));
+}
+
 async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Promise<NodeStatus> {
   const plan: LabPlan = state.plan;
   const proc = state.processes[`node/${node.name}`];
-  const probes = plan.mode === 'bgp' ? ['-felix-ready', '-bird-ready'] : ['-felix-ready'];
-  const r = await runAsync([...nsenter(node.netns), arts.calicoNode, ...probes], {
-    env: calicoNodeEnv(plan, node, PATH),
-    timeoutMs: 10_000,
-  });
+  const r = await nodeReadiness(plan, arts, node);
   const base = {
     name: node.name,
     netns: node.netns,
     ip: node.ip,
     calicoNode: { ...(proc ? { pid: proc.pid } : {}), running: isAlive(proc) },
-    ready: r.status === 0,
-    readyDetail: r.status === 0 ? 'ready' : (r.stdout + r.stderr).trim(),
+    ready: r.ok,
+    readyDetail: r.ok ? 'ready' : r.message,
   };
   if (plan.mode !== 'bgp') return base;
-  const bird = recordFromPidFile(join(node.runDir, 'bird.pid'), join(node.runDir, 'bird.ctl'));
+  const bird = birdRecord(state, node);
   try {
     const client = new BirdControlClient(join(node.runDir, 'bird.ctl'));
     const nodeAt = new Map(plan.nodes.map((n) => [n.ip, n.name]));

@@ -83,10 +83,22 @@ export interface KubePlan {
   readonly controllersStatusFile: string;
 }
 
+/**
+ * `lab up --images`: calico-node, install-cni and kube-controllers run from these images with
+ * podman (containers.ts) instead of as the built programs.
+ */
+export interface LabImages {
+  readonly node: string;
+  readonly cni: string;
+  readonly kubeControllers: string;
+}
+
 export interface LabPlan {
   readonly name: string;
   readonly mode: LabMode;
   readonly datastore: LabDatastore;
+  /** Set when the lab runs the container images (`--images`). */
+  readonly images?: LabImages;
   readonly kube: KubePlan;
   readonly stateDir: string;
   readonly fabricNetns: string;
@@ -124,6 +136,7 @@ export function planLab(opts: {
   mode: LabMode;
   datastore?: LabDatastore;
   stateDir: string;
+  images?: LabImages;
 }): LabPlan {
   checkLabName(opts.name);
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
@@ -161,6 +174,7 @@ export function planLab(opts: {
     name: opts.name,
     mode: opts.mode,
     datastore,
+    ...(opts.images ? { images: opts.images } : {}),
     kube: {
       apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
       dir: kubeDir,
@@ -272,6 +286,14 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
     CALICO_VAR_RUN_DIR: node.runDir,
     CALICO_BIRD_CONFIG_DIR: node.birdDir,
   };
+}
+
+/**
+ * Where a node's CNI plugins are: the lab's one directory of links to the built plugin, or, with
+ * `--images`, the node's own directory that install-cni filled from the cni image.
+ */
+export function nodeCniBinDir(plan: LabPlan, node: NodePlan): string {
+  return plan.images ? join(node.dir, 'cni-bin') : plan.cniBinDir;
 }
 
 /**

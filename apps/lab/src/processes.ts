@@ -4,7 +4,7 @@
  * match — a recycled PID is never signalled.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { errorMessage, LabError } from './errors.js';
 
 export interface ProcRecord {
@@ -153,4 +153,40 @@ export function runAsync(
     child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
   });
+}
+
+/**
+ * A child of `parent` whose command name (/proc/<pid>/comm) is `comm`: a process started in a
+ * container, whose PID in its own pid file means nothing on the host. Read from each thread's
+ * `children` list, so a child started from any thread is found.
+ */
+export function childNamed(parent: ProcRecord, comm: string): ProcRecord | undefined {
+  if (!isAlive(parent)) return undefined;
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${parent.pid}/task`);
+  } catch {
+    return undefined;
+  }
+  for (const tid of tasks) {
+    let children: string[] = [];
+    try {
+      children = readFileSync(`/proc/${parent.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/);
+    } catch {
+      continue;
+    }
+    for (const c of children) {
+      const pid = Number(c);
+      if (!Number.isInteger(pid) || pid <= 1) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== comm) continue;
+        const stat = procStat(pid);
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+        if (stat) return { pid, startTime: stat.startTime, cmd };
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  return undefined;
 }

@@ -51,6 +51,11 @@ export interface LabState {
    * `node/<name>`. Pod listeners live on their pod.
    */
   readonly processes: Record<string, ProcRecord>;
+  /**
+   * `--images`: every container the lab started, by name, recorded before it is started (its main
+   * process is in `processes` too, under its role).
+   */
+  readonly containers?: string[];
   readonly k8sNamespaces: Record<string, Record<string, string>>;
   readonly pods: PodRecord[];
   /** Seconds `lab up` took, once it finished. */
@@ -95,6 +100,7 @@ export function newState(plan: LabPlan): LabState {
     plan,
     namespaces: [],
     processes: {},
+    ...(plan.images ? { containers: [] } : {}),
     k8sNamespaces: {},
     pods: [],
   };

@@ -13,6 +13,12 @@
  * policy-only: the v1 Nodes carry their pod ranges, the fabric namespace forwards and routes each
  * range to its node (the cloud's network), and host-local joins the plugins in the CNI bin dir.
  *
+ * With `--images` (containers.ts, podman.ts) the same steps run the images instead of the built
+ * programs: podman, runc and the images are checked first; install-cni runs from the cni image on
+ * each node (while the API server starts) and fills the node's CNI directories, which the lab's
+ * CNI calls then use; calico-node and kube-controllers run as containers in their namespaces,
+ * recorded by name and by main process; the probes are the manifests', run with `podman exec`.
+ *
  * The control plane (kube.ts: kube-apiserver, kube-controllers) runs in the etcd namespace in both
  * datastore modes; on etcd the API server keeps its objects under /registry beside Calico's
  * /calico/ (a real cluster would give it its own etcd; the prefixes never meet).
@@ -20,9 +26,28 @@
  * Each namespace and process is written to the state file as it is made; when a step fails,
  * everything made so far is removed again (tearDown) and the error is reported.
  */
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
+import {
+  CNI_CONF_NAME,
+  calicoNodeContainer,
+  calicoNodeContainerName,
+  calicoNodeReadinessProbe,
+  installCniContainer,
+  kubeControllersContainer,
+  kubeControllersStatusDir,
+  logLineText,
+  nodeHostDirs,
+} from './containers.js';
 import { tearDown } from './down.js';
 import { errorMessage, LabError } from './errors.js';
 import { kubeNode } from './k8s-model.js';
@@ -39,7 +64,15 @@ import {
   kubePlanOf,
   type LabPlan,
   type NodePlan,
+  nodeCniBinDir,
 } from './plan.js';
+import {
+  checkContainerTools,
+  checkImages,
+  execInContainer,
+  runContainerOnce,
+  startContainer,
+} from './podman.js';
 import {
   type Artifacts,
   CALICO_CRDS,
@@ -67,7 +100,7 @@ export function nsenter(netns: string): string[] {
 function logTail(file: string | undefined, n = 8): string {
   const text = file && existsSync(file) ? readFileSync(file, 'utf8').trimEnd() : '';
   if (text === '') return `nothing in its log${file ? ` ${file}` : ''}`;
-  return `its log ends:\n${text.split('\n').slice(-n).join('\n')}`;
+  return `its log ends:\n${text.split('\n').slice(-n).map(logLineText).join('\n')}`;
 }
 
 async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
@@ -303,10 +336,28 @@ export class LabBuilder {
     );
   }
 
+  /** Records a container's name before it is started, so `lab down` removes it whatever happens. */
+  recordContainer(name: string): void {
+    (this.state as { containers?: string[] }).containers ??= [];
+    this.state.containers!.push(name);
+    this.save();
+  }
+
   /** calico-kube-controllers in the etcd namespace, its Deployment's environment pointed at the lab. */
-  startKubeControllers(): void {
+  async startKubeControllers(): Promise<void> {
     const { plan: kube } = this.#kube();
     mkdirSync(dirname(kube.controllersStatusFile), { recursive: true });
+    if (this.plan.images) {
+      const spec = kubeControllersContainer(this.plan);
+      this.recordContainer(spec.name);
+      this.state.processes['kube-controllers'] = await startContainer(spec);
+      this.save();
+      this.out.step(
+        `calico-kube-controllers: container ${spec.name} (${spec.image}) in namespace ${this.plan.etcdNetns} ` +
+          `(pid ${this.state.processes['kube-controllers'].pid}), log ${kube.controllersLog} or \`podman logs ${spec.name}\``,
+      );
+      return;
+    }
     const rec = spawnDetached(
       [...nsenter(this.plan.etcdNetns), process.execPath, this.arts.kubeControllers],
       {
@@ -394,6 +445,10 @@ export class LabBuilder {
 
   files(): void {
     const { plan, arts } = this;
+    if (plan.images) {
+      this.containerHostFiles();
+      return;
+    }
     mkdirSync(plan.cniBinDir, { recursive: true });
     // Both plugin names lead to the one executable (its name picks the plugin), as install-cni
     // lays them out; linked, not copied (the native build is large).
@@ -413,7 +468,67 @@ export class LabBuilder {
     this.out.step(`CNI plugin in ${plan.cniBinDir}, a 10-calico.conflist per node, ${plan.calicoctlConfig}`);
   }
 
-  startNode(node: NodePlan): void {
+  /**
+   * `--images`: each node's host directories the DaemonSet mounts (install-cni fills the CNI ones)
+   * and calicoctl.cfg.
+   */
+  containerHostFiles(): void {
+    const { plan } = this;
+    for (const node of plan.nodes) {
+      const dirs = nodeHostDirs(plan, node);
+      for (const d of [node.libDir, node.runDir, node.birdDir, dirs.log, dirs.cniBin, dirs.cniNet])
+        mkdirSync(d, { recursive: true });
+      closeSync(openSync(dirs.xtablesLock, 'a'));
+    }
+    if (plan.kube) mkdirSync(kubeControllersStatusDir(plan), { recursive: true });
+    writeFileSync(plan.calicoctlConfig, calicoctlConfigText(plan));
+    this.out.step(`host directories per node for the DaemonSet's mounts, ${plan.calicoctlConfig}`);
+  }
+
+  /**
+   * `--images`: the DaemonSet's install-cni init container on every node (at once): the plugins into
+   * the node's CNI bin directory, the network config into its net.d.
+   */
+  async installCni(): Promise<void> {
+    const { plan } = this;
+    await Promise.all(
+      plan.nodes.map(async (node) => {
+        const spec = installCniContainer(plan, node);
+        this.recordContainer(spec.name);
+        const r = await runContainerOnce(spec);
+        const conflist = join(nodeHostDirs(plan, node).cniNet, CNI_CONF_NAME);
+        if (
+          r.status !== 0 ||
+          !existsSync(join(nodeCniBinDir(plan, node), 'calico')) ||
+          !existsSync(conflist)
+        ) {
+          throw new LabError(
+            'setup',
+            `install-cni (${spec.image}) on ${node.name} failed (exit ${r.status}): ` +
+              `${(r.stderr || r.stdout).trim().split('\n').slice(-6).join('\n') || 'no output'}`,
+          );
+        }
+      }),
+    );
+    this.out.step(
+      `install-cni: ${plan.images?.cni} installed the CNI plugins and ${CNI_CONF_NAME} on ` +
+        `${plan.nodes.map((n) => n.name).join(', ')}`,
+    );
+  }
+
+  async startNode(node: NodePlan): Promise<void> {
+    if (this.plan.images) {
+      const spec = calicoNodeContainer(this.plan, node, { libModules: existsSync('/lib/modules') });
+      this.recordContainer(spec.name);
+      const rec = await startContainer(spec);
+      this.state.processes[`node/${node.name}`] = rec;
+      this.save();
+      this.out.step(
+        `calico-node ${node.name}: container ${spec.name} (${spec.image}), namespace ${node.netns}, ` +
+          `${node.ip}/24 (pid ${rec.pid})`,
+      );
+      return;
+    }
     const env = calicoNodeEnv(this.plan, node, PATH);
     const rec = spawnDetached([...nsenter(node.netns), this.arts.calicoNode], { env, log: node.log });
     this.state.processes[`node/${node.name}`] = rec;
@@ -422,14 +537,8 @@ export class LabBuilder {
   }
 
   /** The node's own readiness checks, run inside its namespace with its environment. */
-  async nodeReady(node: NodePlan): Promise<{ ok: boolean; message: string }> {
-    const env = calicoNodeEnv(this.plan, node, PATH);
-    const probes = this.plan.mode === 'bgp' ? ['-felix-ready', '-bird-ready'] : ['-felix-ready'];
-    const r = await runAsync([...nsenter(node.netns), this.arts.calicoNode, ...probes], {
-      env,
-      timeoutMs: 10_000,
-    });
-    return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() };
+  nodeReady(node: NodePlan): Promise<{ ok: boolean; message: string }> {
+    return nodeReadiness(this.plan, this.arts, node);
   }
 
   async waitReady(timeoutMs: number): Promise<void> {
@@ -464,6 +573,24 @@ export class LabBuilder {
   }
 }
 
+/**
+ * The node's readiness probe: `calico-node -felix-ready [-bird-ready]` inside its namespace with
+ * its environment, or, with `--images`, the DaemonSet's probe in its container.
+ */
+export async function nodeReadiness(
+  plan: LabPlan,
+  arts: Artifacts,
+  node: NodePlan,
+): Promise<{ ok: boolean; message: string }> {
+  const r = plan.images
+    ? await execInContainer(node.netns, calicoNodeContainerName(plan, node), calicoNodeReadinessProbe(plan))
+    : await runAsync([...nsenter(node.netns), arts.calicoNode, ...calicoNodeReadinessProbe(plan).slice(1)], {
+        env: calicoNodeEnv(plan, node, PATH),
+        timeoutMs: 10_000,
+      });
+  return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() };
+}
+
 export async function labUp(
   plan: LabPlan,
   arts: Artifacts,
@@ -476,6 +603,10 @@ export async function labUp(
     plan.mode === 'policy-only' ? [...SYSTEM_PROGRAMS, HOST_LOCAL] : SYSTEM_PROGRAMS,
   );
   checkArtifacts(arts);
+  if (plan.images) {
+    checkContainerTools();
+    await checkImages(Object.values(plan.images));
+  }
   const kit = await import('@calico-ts/datastore/testing');
   const b = new LabBuilder(plan, arts, out, { tools: kubeTools(kit.kubeApiServerBinary()), kit });
   await checkNoLab(plan, b.net);
@@ -483,11 +614,12 @@ export async function labUp(
   b.save();
   out.step(
     `lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, datastore ${plan.datastore}, ` +
-      `state in ${plan.stateDir}`,
+      `${plan.images ? `images ${Object.values(plan.images).join(', ')}, ` : ''}state in ${plan.stateDir}`,
   );
   // Certificates are made while the namespaces and etcd come up.
   const credentials = b.kubeCredentials();
   credentials.catch(() => {});
+  let installed: Promise<void> = Promise.resolve();
   try {
     await b.fabric();
     await b.etcd();
@@ -501,10 +633,22 @@ export async function labUp(
     );
     await b.waitEtcd();
     b.files();
+    // install-cni needs nothing of the API server: it runs while the server starts.
+    if (plan.images) {
+      installed = b.installCni();
+      installed.catch(() => {});
+    }
     await b.waitApiServer('/livez');
     await b.kubeObjects();
-    b.startKubeControllers();
-    for (const node of plan.nodes) b.startNode(node);
+    await installed;
+    // Containers take a moment each to start: all at once, and all finished (started or failed)
+    // before a failure is reported and the clean-up removes them.
+    const started = await Promise.allSettled([
+      b.startKubeControllers(),
+      ...plan.nodes.map((node) => b.startNode(node)),
+    ]);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
     await Promise.all([b.waitReady(readyTimeoutMs), b.waitApiServer('/readyz'), b.waitKubeControllers()]);
     b.state.status = 'up';
     b.state.upSeconds = Math.round(out.seconds * 10) / 10;
@@ -515,6 +659,7 @@ export async function labUp(
     out.step('lab up failed; removing what it made');
     // Nothing may still be writing into the state directory when it is removed.
     await credentials.catch(() => {});
+    await installed.catch(() => {});
     await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
       out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
     );

@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import type { WorkloadEndpoint } from '@calico-ts/api';
 import type { Datastore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
+import { CNI_CONF_NAME } from './containers.js';
 import { errorMessage, LabError } from './errors.js';
 import {
   DEFAULT_SERVICE_ACCOUNT,
@@ -39,6 +40,7 @@ import {
   type LabPlan,
   labInterfacePrefix,
   type NodePlan,
+  nodeCniBinDir,
   pluginConfig,
   podNetns,
 } from './plan.js';
@@ -213,7 +215,12 @@ function pickNode(state: LabState, wanted: string | undefined): NodePlan {
   return [...nodes].sort((a, b) => load(a) - load(b))[0]!;
 }
 
-function cniEnv(plan: LabPlan, command: 'ADD' | 'DEL', pod: PodRecord): Record<string, string> {
+function cniEnv(
+  plan: LabPlan,
+  node: NodePlan,
+  command: 'ADD' | 'DEL',
+  pod: PodRecord,
+): Record<string, string> {
   // policy-only: the plugin stands in for the cloud's CNI, which names its interfaces eni…; the
   // calico plugin takes its prefix from FELIX_INTERFACEPREFIX.
   const prefix = labInterfacePrefix(plan);
@@ -224,18 +231,35 @@ function cniEnv(plan: LabPlan, command: 'ADD' | 'DEL', pod: PodRecord): Record<s
     CNI_CONTAINERID: pod.containerId,
     CNI_NETNS: `/run/netns/${pod.netns}`,
     CNI_IFNAME: 'eth0',
-    CNI_PATH: plan.cniBinDir,
+    CNI_PATH: nodeCniBinDir(plan, node),
     CNI_ARGS:
       `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};` +
       `K8S_POD_INFRA_CONTAINER_ID=${pod.containerId}${pod.uid ? `;K8S_POD_UID=${pod.uid}` : ''}`,
   };
 }
 
+/**
+ * The node's network config: what the lab wrote, or, with `--images`, what install-cni installed in
+ * the node's net.d (read as a runtime reads it).
+ */
+function nodeConflist(plan: LabPlan, node: NodePlan): Record<string, unknown> {
+  if (!plan.images) return cniConflist(plan, node);
+  const path = join(node.cniConfDir, CNI_CONF_NAME);
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new LabError(
+      'state',
+      `the network config install-cni wrote, ${path}, cannot be read: ${errorMessage(e)}`,
+    );
+  }
+}
+
 /** Runs the node's CNI plugin inside the node's namespace, as the container runtime there would. */
 function runCni(plan: LabPlan, node: NodePlan, command: 'ADD' | 'DEL', pod: PodRecord) {
-  const conf = pluginConfig(cniConflist(plan, node));
-  return run([...nsenter(node.netns), join(plan.cniBinDir, 'calico')], {
-    env: cniEnv(plan, command, pod),
+  const conf = pluginConfig(nodeConflist(plan, node));
+  return run([...nsenter(node.netns), join(nodeCniBinDir(plan, node), 'calico')], {
+    env: cniEnv(plan, node, command, pod),
     input: conf,
     timeoutMs: 60_000,
   });

@@ -1,0 +1,20 @@
+/** The version every image is tagged with. */
+export const VERSION: string;
+export const REPOSITORY: string;
+/** The repository root. */
+export const ROOT: string;
+export type ImageName = 'node' | 'cni' | 'kube-controllers' | 'ctl';
+export const IMAGES: Readonly<
+  Record<
+    ImageName,
+    {
+      readonly description: string;
+      readonly needs: readonly string[];
+      readonly entrypoint: readonly string[];
+    }
+  >
+>;
+/** `calico-ts/<name>:<version>`, as the images are tagged in local container storage. */
+export function imageRef(name: ImageName | 'base'): string;
+/** Where `pnpm images` leaves the image as an OCI archive. */
+export function archivePath(name: ImageName): string;
