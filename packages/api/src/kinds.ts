@@ -16,6 +16,7 @@ export const KINDS = {
   BGPConfiguration: { kind: 'BGPConfiguration', plural: 'bgpconfigurations', namespaced: false },
   BGPFilter: { kind: 'BGPFilter', plural: 'bgpfilters', namespaced: false },
   BGPPeer: { kind: 'BGPPeer', plural: 'bgppeers', namespaced: false },
+  CalicoNodeStatus: { kind: 'CalicoNodeStatus', plural: 'caliconodestatuses', namespaced: false },
   ClusterInformation: { kind: 'ClusterInformation', plural: 'clusterinformations', namespaced: false },
   FelixConfiguration: { kind: 'FelixConfiguration', plural: 'felixconfigurations', namespaced: false },
   GlobalNetworkPolicy: { kind: 'GlobalNetworkPolicy', plural: 'globalnetworkpolicies', namespaced: false },
@@ -32,6 +33,17 @@ export const KINDS = {
   NetworkSet: { kind: 'NetworkSet', plural: 'networksets', namespaced: true },
   Node: { kind: 'Node', plural: 'nodes', namespaced: false },
   Profile: { kind: 'Profile', plural: 'profiles', namespaced: false },
+  StagedGlobalNetworkPolicy: {
+    kind: 'StagedGlobalNetworkPolicy',
+    plural: 'stagedglobalnetworkpolicies',
+    namespaced: false,
+  },
+  StagedKubernetesNetworkPolicy: {
+    kind: 'StagedKubernetesNetworkPolicy',
+    plural: 'stagedkubernetesnetworkpolicies',
+    namespaced: true,
+  },
+  StagedNetworkPolicy: { kind: 'StagedNetworkPolicy', plural: 'stagednetworkpolicies', namespaced: true },
   Tier: { kind: 'Tier', plural: 'tiers', namespaced: false },
   WorkloadEndpoint: { kind: 'WorkloadEndpoint', plural: 'workloadendpoints', namespaced: true },
 } as const satisfies Record<string, KindInfo>;
@@ -40,7 +52,12 @@ export type Kind = keyof typeof KINDS;
 export const KIND_NAMES = Object.keys(KINDS) as Kind[];
 
 /** Kinds whose policy objects carry the `projectcalico.org/metadata` name annotation in etcd. */
-export const POLICY_KINDS: readonly Kind[] = ['NetworkPolicy', 'GlobalNetworkPolicy'];
+export const POLICY_KINDS: readonly Kind[] = [
+  'NetworkPolicy',
+  'GlobalNetworkPolicy',
+  'StagedNetworkPolicy',
+  'StagedGlobalNetworkPolicy',
+];
 
 export function isKind(value: string): value is Kind {
   return Object.hasOwn(KINDS, value);

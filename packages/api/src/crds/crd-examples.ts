@@ -457,7 +457,7 @@ export function crdExamples(): CrdObject[] {
     v1(
       'StagedNetworkPolicy',
       { name: 'allow-api-next', namespace: ns },
-      { stagedAction: 'Delete', ...networkPolicySpec() },
+      { stagedAction: 'Learn', ...networkPolicySpec() },
     ),
     v1('Tier', { name: 'security' }, { order: 100, defaultAction: 'Deny' }),
   ];

@@ -64,6 +64,23 @@ export {
 } from './registry.js';
 export * from './rule.js';
 export {
+  type CalicoNodeStatus,
+  type CalicoNodeStatusSpec,
+  calicoNodeStatusSpecSchema,
+  NODE_STATUS_CLASSES,
+  STAGED_ACTIONS,
+  type StagedAction,
+  type StagedGlobalNetworkPolicy,
+  type StagedGlobalNetworkPolicySpec,
+  type StagedKubernetesNetworkPolicy,
+  type StagedKubernetesNetworkPolicySpec,
+  type StagedNetworkPolicy,
+  type StagedNetworkPolicySpec,
+  stagedGlobalNetworkPolicySpecSchema,
+  stagedKubernetesNetworkPolicySpecSchema,
+  stagedNetworkPolicySpecSchema,
+} from './staged.js';
+export {
   applyDefaults,
   formatPath,
   type ValidateOptions,

@@ -38,6 +38,22 @@ const cases: Array<[string, string, FieldError[]]> = [
     ],
   ],
   [
+    'staged Delete with more than a tier, unknown staged action',
+    'kind: StagedNetworkPolicy\nmetadata: {name: p, namespace: prod}\nspec: {stagedAction: Delete, tier: default, selector: all(), order: 10}\n',
+    [
+      { path: 'spec.order', rule: 'must not be set when stagedAction is Delete (only stagedAction and tier may be)' },
+      { path: 'spec.selector', rule: 'must not be set when stagedAction is Delete (only stagedAction and tier may be)' },
+    ],
+  ],
+  [
+    'CalicoNodeStatus without a node, a class twice',
+    'kind: CalicoNodeStatus\nmetadata: {name: s}\nspec: {classes: [BGP, BGP]}\n',
+    [
+      { path: 'spec.classes[1]', rule: 'lists BGP more than once' },
+      { path: 'spec.node', rule: 'must name the node that reports' },
+    ],
+  ],
+  [
     'namespace on a cluster-scoped kind, bad name',
     'kind: GlobalNetworkSet\nmetadata: {name: My.Set, namespace: default}\nspec: {nets: [10.0.0.0/8]}\n',
     [

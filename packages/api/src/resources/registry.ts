@@ -77,12 +77,28 @@ import {
   tierNameProblem,
   tierSpecSchema,
 } from './policy.js';
+import {
+  type CalicoNodeStatus,
+  calicoNodeStatusSpecSchema,
+  checkCalicoNodeStatus,
+  checkStagedGlobalNetworkPolicy,
+  checkStagedKubernetesNetworkPolicy,
+  checkStagedNetworkPolicy,
+  defaultStagedPolicy,
+  type StagedGlobalNetworkPolicy,
+  type StagedKubernetesNetworkPolicy,
+  type StagedNetworkPolicy,
+  stagedGlobalNetworkPolicySpecSchema,
+  stagedKubernetesNetworkPolicySpecSchema,
+  stagedNetworkPolicySpecSchema,
+} from './staged.js';
 
 /** Kind → its TypeScript resource type. */
 export interface ResourceMap {
   BGPConfiguration: BGPConfiguration;
   BGPFilter: BGPFilter;
   BGPPeer: BGPPeer;
+  CalicoNodeStatus: CalicoNodeStatus;
   ClusterInformation: ClusterInformation;
   FelixConfiguration: FelixConfiguration;
   GlobalNetworkPolicy: GlobalNetworkPolicy;
@@ -95,6 +111,9 @@ export interface ResourceMap {
   NetworkSet: NetworkSet;
   Node: Node;
   Profile: Profile;
+  StagedGlobalNetworkPolicy: StagedGlobalNetworkPolicy;
+  StagedKubernetesNetworkPolicy: StagedKubernetesNetworkPolicy;
+  StagedNetworkPolicy: StagedNetworkPolicy;
   Tier: Tier;
   WorkloadEndpoint: WorkloadEndpoint;
 }
@@ -124,6 +143,11 @@ export const KIND_DEFINITIONS: { readonly [K in Kind]: KindDefinition<K> } = {
   BGPConfiguration: { spec: bgpConfigurationSpecSchema, check: checkBGPConfiguration },
   BGPFilter: { spec: bgpFilterSpecSchema, check: checkBGPFilter },
   BGPPeer: { spec: bgpPeerSpecSchema, check: checkBGPPeer },
+  CalicoNodeStatus: {
+    spec: calicoNodeStatusSpecSchema,
+    status: { schema: z.unknown(), always: false },
+    check: checkCalicoNodeStatus,
+  },
   ClusterInformation: { spec: clusterInformationSpecSchema, check: checkSingletonName('ClusterInformation') },
   FelixConfiguration: {
     spec: felixConfigurationSpecSchema,
@@ -163,6 +187,24 @@ export const KIND_DEFINITIONS: { readonly [K in Kind]: KindDefinition<K> } = {
   NetworkSet: { spec: networkSetSpecSchema, check: checkNetworkSet },
   Node: { spec: nodeSpecSchema, status: { schema: nodeStatusSchema, always: true }, check: checkNode },
   Profile: { spec: profileSpecSchema, check: checkProfile },
+  StagedGlobalNetworkPolicy: {
+    spec: stagedGlobalNetworkPolicySpecSchema,
+    nameProblem: globalNetworkPolicyNameProblem,
+    check: checkStagedGlobalNetworkPolicy,
+    defaultOnWrite: defaultStagedPolicy,
+    defaultOnRead: defaultStagedPolicy,
+  },
+  StagedKubernetesNetworkPolicy: {
+    spec: stagedKubernetesNetworkPolicySpecSchema,
+    check: checkStagedKubernetesNetworkPolicy,
+  },
+  StagedNetworkPolicy: {
+    spec: stagedNetworkPolicySpecSchema,
+    nameProblem: networkPolicyNameProblem,
+    check: checkStagedNetworkPolicy,
+    defaultOnWrite: defaultStagedPolicy,
+    defaultOnRead: defaultStagedPolicy,
+  },
   Tier: {
     spec: tierSpecSchema,
     nameProblem: tierNameProblem,

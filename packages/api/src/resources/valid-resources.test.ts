@@ -493,6 +493,46 @@ spec: {prometheusMetricsPort: 0, controllers: {node: {syncLabels: Disabled}}}`,
       },
     ],
     [
+      'StagedNetworkPolicy Set (types and tier label as for a policy)',
+      `kind: StagedNetworkPolicy
+metadata: {name: allow-web, namespace: prod}
+spec: {stagedAction: Set, selector: app == 'web', ingress: [{action: Allow}]}`,
+      {
+        metadata: { name: 'allow-web', namespace: 'prod', labels: { 'projectcalico.org/tier': 'default' } },
+        spec: { stagedAction: 'Set', selector: "app == 'web'", ingress: [{ action: 'Allow' }], types: ['Ingress'] },
+      },
+    ],
+    [
+      'StagedGlobalNetworkPolicy Delete (no types)',
+      `kind: StagedGlobalNetworkPolicy
+metadata: {name: security.block-all}
+spec: {stagedAction: Delete, tier: security}`,
+      {
+        metadata: { name: 'security.block-all', labels: { 'projectcalico.org/tier': 'security' } },
+        spec: { stagedAction: 'Delete', tier: 'security' },
+      },
+    ],
+    [
+      'StagedKubernetesNetworkPolicy',
+      `kind: StagedKubernetesNetworkPolicy
+metadata: {name: deny-all, namespace: prod}
+spec: {stagedAction: Set, podSelector: {matchLabels: {app: db}}, policyTypes: [Ingress]}`,
+      {
+        metadata: { name: 'deny-all', namespace: 'prod' },
+        spec: { stagedAction: 'Set', podSelector: { matchLabels: { app: 'db' } }, policyTypes: ['Ingress'] },
+      },
+    ],
+    [
+      'CalicoNodeStatus',
+      `kind: CalicoNodeStatus
+metadata: {name: n1-status}
+spec: {node: n1, classes: [Agent, BGP, Routes], updatePeriodSeconds: 10}`,
+      {
+        metadata: { name: 'n1-status' },
+        spec: { node: 'n1', classes: ['Agent', 'BGP', 'Routes'], updatePeriodSeconds: 10 },
+      },
+    ],
+    [
       'Tier kube-admin (fixed order and Pass filled in)',
       `kind: Tier
 metadata: {name: kube-admin}`,
