@@ -51,9 +51,18 @@ export {
   unenforcedRuleFields,
   WORKLOAD_ENDPOINT_SPEC_FIELDS,
 } from './enforcement.js';
+export { type FoldedField, foldFieldCase } from './field-case.js';
 export * from './go-encoding.js';
 export * from './ippool.js';
 export { objectMetaSchema } from './metadata.js';
+export {
+  type CalicoNodeStatus,
+  type CalicoNodeStatusSpec,
+  type CalicoNodeStatusStatus,
+  calicoNodeStatusSpecSchema,
+  calicoNodeStatusStatusSchema,
+  NODE_STATUS_CLASSES,
+} from './node-status.js';
 export * from './policy.js';
 export {
   KIND_DEFINITIONS,
@@ -64,10 +73,6 @@ export {
 } from './registry.js';
 export * from './rule.js';
 export {
-  type CalicoNodeStatus,
-  type CalicoNodeStatusSpec,
-  calicoNodeStatusSpecSchema,
-  NODE_STATUS_CLASSES,
   STAGED_ACTIONS,
   type StagedAction,
   type StagedGlobalNetworkPolicy,

@@ -41,16 +41,31 @@ const cases: Array<[string, string, FieldError[]]> = [
     'staged Delete with more than a tier, unknown staged action',
     'kind: StagedNetworkPolicy\nmetadata: {name: p, namespace: prod}\nspec: {stagedAction: Delete, tier: default, selector: all(), order: 10}\n',
     [
-      { path: 'spec.order', rule: 'must not be set when stagedAction is Delete (only stagedAction and tier may be)' },
-      { path: 'spec.selector', rule: 'must not be set when stagedAction is Delete (only stagedAction and tier may be)' },
+      {
+        path: 'spec.order',
+        rule: 'must not be set when stagedAction is Delete (only stagedAction and tier may be)',
+      },
+      {
+        path: 'spec.selector',
+        rule: 'must not be set when stagedAction is Delete (only stagedAction and tier may be)',
+      },
     ],
   ],
   [
-    'CalicoNodeStatus without a node, a class twice',
+    'CalicoNodeStatus without a node or a period, a class twice',
     'kind: CalicoNodeStatus\nmetadata: {name: s}\nspec: {classes: [BGP, BGP]}\n',
     [
       { path: 'spec.classes[1]', rule: 'lists BGP more than once' },
       { path: 'spec.node', rule: 'must name the node that reports' },
+      { path: 'spec.updatePeriodSeconds', rule: 'is required: seconds between reports, 0 (never) to 86400' },
+    ],
+  ],
+  [
+    'CalicoNodeStatus with no classes and a period over a day',
+    'kind: CalicoNodeStatus\nmetadata: {name: s}\nspec: {node: n1, updatePeriodSeconds: 86401}\n',
+    [
+      { path: 'spec.classes', rule: 'is required: any of Agent, BGP, Routes' },
+      { path: 'spec.updatePeriodSeconds', rule: 'must be at most 86400' },
     ],
   ],
   [

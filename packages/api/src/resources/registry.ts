@@ -59,6 +59,12 @@ import {
   ipReservationSpecSchema,
 } from './ippool.js';
 import {
+  type CalicoNodeStatus,
+  calicoNodeStatusSpecSchema,
+  calicoNodeStatusStatusSchema,
+  checkCalicoNodeStatus,
+} from './node-status.js';
+import {
   checkGlobalNetworkPolicy,
   checkNetworkPolicy,
   checkProfile,
@@ -78,9 +84,6 @@ import {
   tierSpecSchema,
 } from './policy.js';
 import {
-  type CalicoNodeStatus,
-  calicoNodeStatusSpecSchema,
-  checkCalicoNodeStatus,
   checkStagedGlobalNetworkPolicy,
   checkStagedKubernetesNetworkPolicy,
   checkStagedNetworkPolicy,
@@ -145,7 +148,8 @@ export const KIND_DEFINITIONS: { readonly [K in Kind]: KindDefinition<K> } = {
   BGPPeer: { spec: bgpPeerSpecSchema, check: checkBGPPeer },
   CalicoNodeStatus: {
     spec: calicoNodeStatusSpecSchema,
-    status: { schema: z.unknown(), always: false },
+    // A Go struct value: stored (zeroed) even before calico-node first reports.
+    status: { schema: calicoNodeStatusStatusSchema, always: true },
     check: checkCalicoNodeStatus,
   },
   ClusterInformation: { spec: clusterInformationSpecSchema, check: checkSingletonName('ClusterInformation') },

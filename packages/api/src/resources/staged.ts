@@ -1,12 +1,13 @@
 /**
  * Staged policies (`StagedNetworkPolicy`, `StagedGlobalNetworkPolicy`,
- * `StagedKubernetesNetworkPolicy`) and `CalicoNodeStatus`: stored and served as upstream stores
- * them. A staged policy is what a policy would be if committed (`stagedAction: Set`), or that it
+ * `StagedKubernetesNetworkPolicy`): stored and served as upstream stores them. A staged policy is what a policy would be if committed (`stagedAction: Set`), or that it
  * would be removed (`Delete`); it never changes traffic in this dataplane (upstream's open-source
  * dataplane does not enforce or preview them either).
  */
 import * as z from 'zod';
+import type { ResourceObject } from '../meta.js';
 import { asObj, type CheckContext, oneOf } from './common.js';
+import { goAlways } from './go-encoding.js';
 import { lazySchema } from './lazy-schema.js';
 import {
   checkGlobalNetworkPolicy,
@@ -17,7 +18,6 @@ import {
   networkPolicySpecSchema,
   TIER_LABEL,
 } from './policy.js';
-import type { ResourceObject } from '../meta.js';
 
 export const STAGED_ACTIONS = ['Set', 'Delete', 'Learn', 'Ignore'] as const;
 export type StagedAction = (typeof STAGED_ACTIONS)[number];
@@ -33,7 +33,10 @@ export const stagedGlobalNetworkPolicySpecSchema = lazySchema(() =>
   z.strictObject({ stagedAction: oneOf(STAGED_ACTIONS).optional(), ...globalNetworkPolicySpecSchema.shape }),
 );
 export type StagedGlobalNetworkPolicySpec = z.infer<typeof stagedGlobalNetworkPolicySpecSchema>;
-export type StagedGlobalNetworkPolicy = ResourceObject<'StagedGlobalNetworkPolicy', StagedGlobalNetworkPolicySpec>;
+export type StagedGlobalNetworkPolicy = ResourceObject<
+  'StagedGlobalNetworkPolicy',
+  StagedGlobalNetworkPolicySpec
+>;
 
 const k8sLabelSelector = () =>
   z.strictObject({
@@ -41,8 +44,8 @@ const k8sLabelSelector = () =>
     matchExpressions: z
       .array(
         z.strictObject({
-          key: z.string(),
-          operator: oneOf(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+          key: goAlways(z.string()),
+          operator: goAlways(oneOf(['In', 'NotIn', 'Exists', 'DoesNotExist'])),
           values: z.array(z.string()).optional(),
         }),
       )
@@ -53,7 +56,9 @@ const k8sPeer = () =>
   z.strictObject({
     podSelector: k8sLabelSelector().optional(),
     namespaceSelector: k8sLabelSelector().optional(),
-    ipBlock: z.strictObject({ cidr: z.string(), except: z.array(z.string()).optional() }).optional(),
+    ipBlock: z
+      .strictObject({ cidr: goAlways(z.string()), except: z.array(z.string()).optional() })
+      .optional(),
   });
 
 const k8sPort = () =>
@@ -67,7 +72,8 @@ const k8sPort = () =>
 export const stagedKubernetesNetworkPolicySpecSchema = lazySchema(() =>
   z.strictObject({
     stagedAction: oneOf(STAGED_ACTIONS).optional(),
-    podSelector: k8sLabelSelector().optional(),
+    // A Go struct value: `omitempty` does not drop it, so it is stored as {} when unset.
+    podSelector: goAlways(k8sLabelSelector().optional()),
     ingress: z
       .array(z.strictObject({ ports: z.array(k8sPort()).optional(), from: z.array(k8sPeer()).optional() }))
       .optional(),
@@ -93,7 +99,10 @@ function checkDeleteIsEmpty(s: Record<string, unknown>, ctx: CheckContext, keep:
     if (k === 'stagedAction' || keep.includes(k) || v === undefined) continue;
     if (Array.isArray(v) && v.length === 0) continue;
     if (v === false || v === '') continue;
-    ctx.add(`spec.${k}`, `must not be set when stagedAction is Delete (only ${['stagedAction', ...keep].join(' and ')} may be)`);
+    ctx.add(
+      `spec.${k}`,
+      `must not be set when stagedAction is Delete (only ${['stagedAction', ...keep].join(' and ')} may be)`,
+    );
   }
   return true;
 }
@@ -132,31 +141,9 @@ export function defaultStagedPolicy<P extends StagedNetworkPolicy | StagedGlobal
     spec = { ...spec, types: defaultPolicyTypes(spec.ingress, spec.egress) };
   }
   if (spec === p.spec && p.metadata.labels?.[TIER_LABEL] === tier) return p;
-  return { ...p, metadata: { ...p.metadata, labels: { ...(p.metadata.labels ?? {}), [TIER_LABEL]: tier } }, spec };
-}
-
-// ---- CalicoNodeStatus (v3 nodestatus.go) ---------------------------------------------------
-
-export const NODE_STATUS_CLASSES = ['Agent', 'BGP', 'Routes'] as const;
-
-/** Which node reports what, how often; calico-node fills `status`. */
-export const calicoNodeStatusSpecSchema = lazySchema(() =>
-  z.strictObject({
-    node: z.string().optional(),
-    classes: z.array(oneOf(NODE_STATUS_CLASSES)).optional(),
-    updatePeriodSeconds: z.number().int().min(0).optional(),
-  }),
-);
-export type CalicoNodeStatusSpec = z.infer<typeof calicoNodeStatusSpecSchema>;
-export type CalicoNodeStatus = ResourceObject<'CalicoNodeStatus', CalicoNodeStatusSpec>;
-
-export function checkCalicoNodeStatus(spec: unknown, ctx: CheckContext): void {
-  const s = asObj(spec);
-  if (!s) return;
-  if (typeof s.node !== 'string' || s.node === '') ctx.add('spec.node', 'must name the node that reports');
-  const seen = new Set<unknown>();
-  (Array.isArray(s.classes) ? s.classes : []).forEach((c, i) => {
-    if (seen.has(c)) ctx.add(`spec.classes[${i}]`, `lists ${String(c)} more than once`);
-    seen.add(c);
-  });
+  return {
+    ...p,
+    metadata: { ...p.metadata, labels: { ...(p.metadata.labels ?? {}), [TIER_LABEL]: tier } },
+    spec,
+  };
 }

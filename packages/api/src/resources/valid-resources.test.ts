@@ -499,7 +499,12 @@ metadata: {name: allow-web, namespace: prod}
 spec: {stagedAction: Set, selector: app == 'web', ingress: [{action: Allow}]}`,
       {
         metadata: { name: 'allow-web', namespace: 'prod', labels: { 'projectcalico.org/tier': 'default' } },
-        spec: { stagedAction: 'Set', selector: "app == 'web'", ingress: [{ action: 'Allow' }], types: ['Ingress'] },
+        spec: {
+          stagedAction: 'Set',
+          selector: "app == 'web'",
+          ingress: [{ action: 'Allow' }],
+          types: ['Ingress'],
+        },
       },
     ],
     [
