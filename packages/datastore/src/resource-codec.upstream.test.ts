@@ -284,6 +284,121 @@ describe('stored value of every kind, in upstream Go field order and form', () =
       },
     ],
     [
+      'StagedNetworkPolicy',
+      () => {
+        const text = stored(
+          'StagedNetworkPolicy',
+          { namespace: 'prod', name: 'allow-6379' },
+          {
+            types: ['Ingress'],
+            ingress: [{ destination: { ports: ['6379'] }, protocol: 'TCP', action: 'Allow' }],
+            selector: "role == 'db'",
+            tier: 'security',
+            stagedAction: 'Set',
+          },
+        );
+        // stagedAction first, then the NetworkPolicy fields in their order; named like a policy.
+        expect(text).toBe(
+          `${head(
+            'StagedNetworkPolicy',
+            `"name":"allow-6379","namespace":"prod",${META},"labels":{"projectcalico.org/tier":"security"},` +
+              '"annotations":{"projectcalico.org/metadata":"{\\"name\\":\\"allow-6379\\"}"}',
+          )},"spec":{"stagedAction":"Set","tier":"security","ingress":[{"action":"Allow","protocol":"TCP",` +
+            `"destination":{"ports":[6379]}}],"selector":"role == 'db'","types":["Ingress"]}}`,
+        );
+        // A staged removal names only the tier: no types are stored.
+        expect(
+          stored('StagedNetworkPolicy', { namespace: 'prod', name: 'old' }, { stagedAction: 'Delete' }),
+        ).toBe(
+          `${head(
+            'StagedNetworkPolicy',
+            `"name":"old","namespace":"prod",${META},"labels":{"projectcalico.org/tier":"default"},` +
+              '"annotations":{"projectcalico.org/metadata":"{\\"name\\":\\"old\\"}"}',
+          )},"spec":{"stagedAction":"Delete"}}`,
+        );
+      },
+    ],
+    [
+      'StagedGlobalNetworkPolicy',
+      () => {
+        const text = stored(
+          'StagedGlobalNetworkPolicy',
+          { name: 'deny-egress' },
+          { namespaceSelector: 'has(env)', egress: [{ action: 'Deny' }], applyOnForward: true, order: 5 },
+        );
+        expect(text).toBe(
+          `${head(
+            'StagedGlobalNetworkPolicy',
+            `"name":"deny-egress",${META},"labels":{"projectcalico.org/tier":"default"},` +
+              '"annotations":{"projectcalico.org/metadata":"{\\"name\\":\\"deny-egress\\"}"}',
+          )},"spec":{"order":5,"egress":[{"action":"Deny"}],"types":["Egress"],"applyOnForward":true,` +
+            '"namespaceSelector":"has(env)"}}',
+        );
+      },
+    ],
+    [
+      'StagedKubernetesNetworkPolicy',
+      () => {
+        const text = stored(
+          'StagedKubernetesNetworkPolicy',
+          { namespace: 'prod', name: 'db' },
+          {
+            policyTypes: ['Ingress'],
+            ingress: [
+              {
+                from: [{ ipBlock: { except: ['172.17.1.0/24'], cidr: '172.17.0.0/16' } }],
+                ports: [{ port: 6379, protocol: 'TCP' }],
+              },
+            ],
+          },
+        );
+        // podSelector is a Go struct value: stored as {} even when unset; no policy-name annotation.
+        expect(text).toBe(
+          `${head('StagedKubernetesNetworkPolicy', `"name":"db","namespace":"prod",${META}`)},"spec":{` +
+            '"podSelector":{},"ingress":[{"ports":[{"protocol":"TCP","port":6379}],"from":[{"ipBlock":' +
+            '{"cidr":"172.17.0.0/16","except":["172.17.1.0/24"]}}]}],"policyTypes":["Ingress"]}}',
+        );
+      },
+    ],
+    [
+      'CalicoNodeStatus',
+      () => {
+        // The status is a Go struct value: stored zeroed before calico-node first reports.
+        expect(
+          stored(
+            'CalicoNodeStatus',
+            { name: 'n1-status' },
+            { updatePeriodSeconds: 10, classes: ['BGP', 'Agent'], node: 'n1' },
+          ),
+        ).toBe(
+          `${head('CalicoNodeStatus', `"name":"n1-status",${META}`)},"spec":{"node":"n1","classes":["BGP","Agent"],` +
+            '"updatePeriodSeconds":10},"status":{"lastUpdated":null,"agent":{"birdV4":{},"birdV6":{}},' +
+            '"bgp":{"numberEstablishedV4":0,"numberNotEstablishedV4":0,"numberEstablishedV6":0,' +
+            '"numberNotEstablishedV6":0},"routes":{}}}',
+        );
+        const reported = stored(
+          'CalicoNodeStatus',
+          { name: 'n1-status' },
+          { node: 'n1', classes: ['Routes'], updatePeriodSeconds: 0 },
+          {
+            status: {
+              routes: {
+                routesV4: [{ destination: '198.19.1.0/26', type: 'FIB', interface: 'vxlan.calico' }],
+              },
+              lastUpdated: '2026-01-02T04:04:05+01:00',
+            },
+          },
+        );
+        expect(reported).toBe(
+          `${head('CalicoNodeStatus', `"name":"n1-status",${META}`)},"spec":{"node":"n1","classes":["Routes"],` +
+            '"updatePeriodSeconds":0},"status":{"lastUpdated":"2026-01-02T03:04:05Z","agent":{"birdV4":{},"birdV6":{}},' +
+            '"bgp":{"numberEstablishedV4":0,"numberNotEstablishedV4":0,"numberEstablishedV6":0,' +
+            '"numberNotEstablishedV6":0},"routes":{"routesV4":[{"type":"FIB","destination":"198.19.1.0/26",' +
+            '"interface":"vxlan.calico","learnedFrom":{}}]}}}',
+        );
+      },
+    ],
+    [
       'Tier',
       () => {
         // clientv3 fills an unset order (1,000,000) and default action (Deny).

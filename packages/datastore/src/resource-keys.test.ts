@@ -16,10 +16,29 @@ describe('resource keys', () => {
     expect(resourcePrefix('NetworkPolicy')).toBe(`${RESOURCE_ROOT}networkpolicies/`);
     expect(resourcePrefix('NetworkPolicy', 'prod')).toBe(`${RESOURCE_ROOT}networkpolicies/prod/`);
     expect(resourcePrefix('IPPool')).toBe(`${RESOURCE_ROOT}ippools/`);
+    expect(resourceKey('StagedNetworkPolicy', 'allow', 'prod')).toBe(
+      `${RESOURCE_ROOT}stagednetworkpolicies/prod/allow`,
+    );
+    expect(resourceKey('StagedGlobalNetworkPolicy', 'deny')).toBe(
+      `${RESOURCE_ROOT}stagedglobalnetworkpolicies/deny`,
+    );
+    expect(resourceKey('StagedKubernetesNetworkPolicy', 'db', 'prod')).toBe(
+      `${RESOURCE_ROOT}stagedkubernetesnetworkpolicies/prod/db`,
+    );
+    expect(resourceKey('CalicoNodeStatus', 'n1')).toBe(`${RESOURCE_ROOT}caliconodestatuses/n1`);
   });
 
   it('parses keys back, rejecting anything else', () => {
     expect(parseResourceKey(`${RESOURCE_ROOT}ippools/pool-1`)).toEqual({ kind: 'IPPool', name: 'pool-1' });
+    expect(parseResourceKey(`${RESOURCE_ROOT}stagedkubernetesnetworkpolicies/ns/x`)).toEqual({
+      kind: 'StagedKubernetesNetworkPolicy',
+      namespace: 'ns',
+      name: 'x',
+    });
+    expect(parseResourceKey(`${RESOURCE_ROOT}caliconodestatuses/n1`)).toEqual({
+      kind: 'CalicoNodeStatus',
+      name: 'n1',
+    });
     expect(parseResourceKey(`${RESOURCE_ROOT}networksets/ns1/set-a`)).toEqual({
       kind: 'NetworkSet',
       namespace: 'ns1',
@@ -29,7 +48,9 @@ describe('resource keys', () => {
       `${RESOURCE_ROOT}ippools/a/b`,
       `${RESOURCE_ROOT}networkpolicies/onlyname`,
       `${RESOURCE_ROOT}ippools/`,
-      `${RESOURCE_ROOT}stagedkubernetesnetworkpolicies/ns/x`,
+      `${RESOURCE_ROOT}stagednetworkpolicies/only-name`,
+      `${RESOURCE_ROOT}stagedglobalnetworkpolicies/ns/x`,
+      `${RESOURCE_ROOT}nosuchkinds/x`,
       '/calico/ipam/v2/handle/h',
       '/calico/resources/v3/projectcalico.org/',
     ]) {

@@ -35,6 +35,22 @@ describe('keys', () => {
         '/apis/crd.projectcalico.org/v1/ipamhandles/k8s-pod-network.abc123',
       ],
       ['/calico/ipam/v2/config', '/apis/crd.projectcalico.org/v1/ipamconfigs/default'],
+      [
+        '/calico/resources/v3/projectcalico.org/stagednetworkpolicies/prod/allow',
+        '/apis/crd.projectcalico.org/v1/namespaces/prod/stagednetworkpolicies/allow',
+      ],
+      [
+        '/calico/resources/v3/projectcalico.org/stagedglobalnetworkpolicies/deny',
+        '/apis/crd.projectcalico.org/v1/stagedglobalnetworkpolicies/deny',
+      ],
+      [
+        '/calico/resources/v3/projectcalico.org/stagedkubernetesnetworkpolicies/prod/db',
+        '/apis/crd.projectcalico.org/v1/namespaces/prod/stagedkubernetesnetworkpolicies/db',
+      ],
+      [
+        '/calico/resources/v3/projectcalico.org/caliconodestatuses/n1',
+        '/apis/crd.projectcalico.org/v1/caliconodestatuses/n1',
+      ],
     ];
     for (const [key, path] of cases) {
       const loc = locateKey(key);
@@ -129,6 +145,53 @@ describe('values', () => {
     });
     expect(back?.key).toBe(key);
     expect(parseJsonExact(goJson(back!.data))).toEqual(parseJsonExact(value));
+  });
+
+  it('keep a staged policy as a policy (name in the annotation) and a staged Kubernetes policy as it is', () => {
+    const snpKey = '/calico/resources/v3/projectcalico.org/stagednetworkpolicies/prod/allow';
+    const snp = goJson({
+      kind: 'StagedNetworkPolicy',
+      apiVersion: 'projectcalico.org/v3',
+      metadata: {
+        name: 'allow',
+        namespace: 'prod',
+        uid: '0b0c3a4e-1111-2222-3333-444455556666',
+        creationTimestamp: '2026-11-26T10:00:00Z',
+        labels: { 'projectcalico.org/tier': 'default' },
+        annotations: { [METADATA_ANNOTATION]: '{"name":"allow"}' },
+      },
+      spec: { stagedAction: 'Set', selector: "app == 'web'", types: ['Ingress'] },
+    });
+    const snpObj = locateKey(snpKey).collection.toObject(snpKey, snp);
+    expect(snpObj.kind).toBe('StagedNetworkPolicy');
+    expect(
+      (snpObj.metadata as { annotations: Record<string, string> }).annotations[METADATA_ANNOTATION],
+    ).toBe(
+      '{"name":"allow","uid":"0b0c3a4e-1111-2222-3333-444455556666","creationTimestamp":"2026-11-26T10:00:00Z"}',
+    );
+    const snpBack = locateKey(snpKey).collection.toKV(snpObj);
+    expect(parseJsonExact(goJson(snpBack!.data))).toEqual(parseJsonExact(snp));
+
+    const sknpKey = '/calico/resources/v3/projectcalico.org/stagedkubernetesnetworkpolicies/prod/db';
+    const sknp = goJson({
+      kind: 'StagedKubernetesNetworkPolicy',
+      apiVersion: 'projectcalico.org/v3',
+      metadata: { name: 'db', namespace: 'prod', uid: 'u-1', creationTimestamp: '2026-11-26T10:00:00Z' },
+      spec: { podSelector: { matchLabels: { role: 'db' } }, policyTypes: ['Ingress'] },
+    });
+    const sknpObj = locateKey(sknpKey).collection.toObject(sknpKey, sknp);
+    expect(sknpObj).toEqual({
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'StagedKubernetesNetworkPolicy',
+      metadata: {
+        name: 'db',
+        namespace: 'prod',
+        annotations: { [METADATA_ANNOTATION]: '{"uid":"u-1","creationTimestamp":"2026-11-26T10:00:00Z"}' },
+      },
+      spec: { podSelector: { matchLabels: { role: 'db' } }, policyTypes: ['Ingress'] },
+    });
+    const sknpBack = locateKey(sknpKey).collection.toKV(sknpObj);
+    expect(parseJsonExact(goJson(sknpBack!.data))).toEqual(parseJsonExact(sknp));
   });
 
   it('turn an upstream block into the CRD shape and back, byte for byte, sequence numbers exact', () => {

@@ -18,7 +18,7 @@
  *
  * Pure calculation: no I/O.
  */
-import { formatCidr, KINDS, type Kind, parseCidr } from '@calico-ts/api';
+import { POLICY_KINDS as API_POLICY_KINDS, formatCidr, KINDS, type Kind, parseCidr } from '@calico-ts/api';
 import { DatastoreError } from '../errors.js';
 import { parseJsonExact } from '../go-json.js';
 import { KNP_PREFIX, type MappingContext, NATIVE_COLLECTIONS, type WriteMode } from './native-mapping.js';
@@ -54,15 +54,10 @@ export const CRD_KINDS: readonly Kind[] = [
   'StagedKubernetesNetworkPolicy',
   'StagedNetworkPolicy',
   'Tier',
-].filter((k) => k in KINDS) as Kind[];
+];
 
-const POLICY_KINDS: ReadonlySet<string> = new Set([
-  'NetworkPolicy',
-  'GlobalNetworkPolicy',
-  'StagedNetworkPolicy',
-  'StagedGlobalNetworkPolicy',
-  'StagedKubernetesNetworkPolicy',
-]);
+/** The kinds whose v3 name travels in the metadata annotation, as in etcd (see resource-codec). */
+const POLICY_KINDS: ReadonlySet<string> = new Set(API_POLICY_KINDS);
 
 export type Obj = Record<string, unknown>;
 
