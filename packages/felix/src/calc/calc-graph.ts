@@ -14,6 +14,7 @@
  *                                 all endpoints + network sets × active IP set selectors
  *                                               ──► ipSetIndex ──► IP set members
  *  Service, EndpointSlice ──► serviceIndex ──► members of active service IP sets (`services`)
+ *  Staged(Global|Kubernetes)NetworkPolicy ──► nothing: a preview is never enforced
  *
  * API: `onUpdate(update)` records a change and marks what it affects dirty; `flush()` computes
  * the dirty items' desired state, compares it with what was last emitted and returns the
@@ -294,6 +295,13 @@ export class CalcGraph {
         else this.upsertPolicy(this.policyInfo(r as NetworkPolicy | GlobalNetworkPolicy, id));
         return;
       }
+      case 'StagedNetworkPolicy':
+      case 'StagedGlobalNetworkPolicy':
+      case 'StagedKubernetesNetworkPolicy':
+        // Staged policies preview a change and never decide a packet (fail closed: they neither
+        // allow nor deny). Kept out of every index, they select no endpoint, so a tier holding
+        // only staged policies is not applied and ends in no drop, as upstream's dataplane does.
+        return;
       case 'Tier':
         this.updateTier(name, del ? undefined : (r as Tier));
         return;

@@ -13,6 +13,9 @@ import type {
   NetworkPolicy,
   NetworkSet,
   Profile,
+  StagedGlobalNetworkPolicy,
+  StagedKubernetesNetworkPolicy,
+  StagedNetworkPolicy,
   Tier,
   WorkloadEndpoint,
 } from '@calico-ts/api';
@@ -23,6 +26,9 @@ export type CalcResource =
   | HostEndpoint
   | NetworkPolicy
   | GlobalNetworkPolicy
+  | StagedNetworkPolicy
+  | StagedGlobalNetworkPolicy
+  | StagedKubernetesNetworkPolicy
   | Tier
   | Profile
   | NetworkSet

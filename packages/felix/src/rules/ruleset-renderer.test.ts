@@ -2,7 +2,18 @@
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { makeUniqueID } from '../calc/hash.js';
-import { gnp, hep, np, pool, profile, tier, wep } from '../calc/testing-internal/resources.js';
+import {
+  gnp,
+  hep,
+  np,
+  pool,
+  profile,
+  sgnp,
+  sknp,
+  snp,
+  tier,
+  wep,
+} from '../calc/testing-internal/resources.js';
 import type { CalcResource, DataplaneState } from '../calc/types.js';
 import { allocateMarks, DEFAULT_RULES_CONFIG, type RulesConfig, rulesConfigFromFelix } from './config.js';
 import { ipSetName } from './names.js';
@@ -816,5 +827,60 @@ describe('VXLAN packets to the host', () => {
     const [ip] = renderRuleset(state, DEFAULT_RULES_CONFIG).tables;
     expect(ip!.sets['cali40all-vxlan-net']).toBeUndefined();
     expect(JSON.stringify(ip!.chains['filter-cali-INPUT'])).not.toContain('4789');
+  });
+});
+
+describe('staged policies', () => {
+  // Deny rules that would drop everything to and from the web pod, were they enforced.
+  const staged: CalcResource[] = [
+    snp('app', 'deny-web', {
+      stagedAction: 'Set',
+      order: 1,
+      selector: "app == 'web'",
+      types: ['Ingress', 'Egress'],
+      ingress: [{ action: 'Deny' }],
+      egress: [{ action: 'Deny' }],
+    }),
+    sgnp('security.deny-all', { tier: 'security', selector: 'all()', ingress: [{ action: 'Deny' }] }),
+    sknp('app', 'isolate-web', { podSelector: { matchLabels: { app: 'web' } }, policyTypes: ['Ingress'] }),
+  ];
+  const withTier = [...small, tier('security', 100)];
+
+  it('leave the rendered ruleset exactly as it is: they neither allow nor deny', () => {
+    const without = renderRuleset(stateOf(withTier), DEFAULT_RULES_CONFIG);
+    const withStaged = renderRuleset(stateOf([...withTier, ...staged]), DEFAULT_RULES_CONFIG);
+    expect(withStaged).toEqual(without);
+    // The enforced policy is still the one the web pod's chains jump to, and nothing drops in the
+    // tier that holds only a staged policy.
+    const chains = Object.keys(withStaged.tables[0]!.chains);
+    expect(chains.filter((c) => c.includes('cali-pi-') || c.includes('cali-po-'))).toEqual([
+      'filter-cali-pi-np/app/web',
+      'filter-cali-po-np/app/web',
+    ]);
+    expect(JSON.stringify(withStaged)).not.toContain('deny-web');
+    expect(JSON.stringify(withStaged)).not.toContain('security');
+  });
+
+  it('arriving, changing and leaving cause no dataplane change', () => {
+    const g = new CalcGraph({ hostname: 'node1' });
+    for (const r of withTier) g.onUpdate({ kind: 'set', resource: r });
+    g.flush();
+    const before = g.state();
+    for (const r of staged) g.onUpdate({ kind: 'set', resource: r });
+    const added = g.flush();
+    g.onUpdate({
+      kind: 'set',
+      resource: snp('app', 'deny-web', { selector: 'all()', ingress: [{ action: 'Deny' }] }),
+    });
+    const changed = g.flush();
+    for (const r of staged) g.onUpdate({ kind: 'delete', resource: r });
+    const removed = g.flush();
+    expect(g.state()).toEqual(before);
+    for (const diff of [added, changed, removed]) {
+      expect(renderRuleset(g.state(), DEFAULT_RULES_CONFIG)).toEqual(
+        renderRuleset(before, DEFAULT_RULES_CONFIG),
+      );
+      expect(JSON.stringify(diff)).not.toMatch(/deny-web|security|isolate-web/);
+    }
   });
 });

@@ -8,6 +8,9 @@ import type {
   NetworkSet,
   Profile,
   Rule,
+  StagedGlobalNetworkPolicy,
+  StagedKubernetesNetworkPolicy,
+  StagedNetworkPolicy,
   Tier,
   WorkloadEndpoint,
 } from '@calico-ts/api';
@@ -78,6 +81,29 @@ export function np(
   spec: Partial<NetworkPolicy['spec']> & { selector?: string },
 ): NetworkPolicy {
   return { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name, namespace }, spec: { ...spec } };
+}
+
+export function snp(
+  namespace: string,
+  name: string,
+  spec: Partial<StagedNetworkPolicy['spec']> & { selector?: string },
+): StagedNetworkPolicy {
+  return { apiVersion: V3, kind: 'StagedNetworkPolicy', metadata: { name, namespace }, spec: { ...spec } };
+}
+
+export function sgnp(
+  name: string,
+  spec: Partial<StagedGlobalNetworkPolicy['spec']> & { selector?: string },
+): StagedGlobalNetworkPolicy {
+  return { apiVersion: V3, kind: 'StagedGlobalNetworkPolicy', metadata: { name }, spec: { ...spec } };
+}
+
+export function sknp(
+  namespace: string,
+  name: string,
+  spec: StagedKubernetesNetworkPolicy['spec'],
+): StagedKubernetesNetworkPolicy {
+  return { apiVersion: V3, kind: 'StagedKubernetesNetworkPolicy', metadata: { name, namespace }, spec };
 }
 
 export function tier(name: string, order: number | undefined, defaultAction?: 'Deny' | 'Pass'): Tier {
