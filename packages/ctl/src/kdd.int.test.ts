@@ -264,6 +264,66 @@ spec:
     );
   });
 
+  test("upstream's staged-policy and KubeControllersConfiguration examples: applied, stored as their CRDs, read back, deleted", async () => {
+    const example = (name: string) =>
+      readFile(join(REPO, 'packages/ctl/src/testing-internal/upstream-examples', `${name}.yaml`), 'utf8');
+    await kubectl(api, ['create', 'namespace', 'production']);
+    const tier =
+      'apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: internal-access}\nspec: {order: 100}\n';
+    expect((await ctlIn(tier, 'apply', '-f', '-')).code).toBe(0);
+    const staged: [string, string, string, string[]][] = [
+      ['stagednetworkpolicy', 'StagedNetworkPolicy', 'stagednetworkpolicies', ['-n', 'production']],
+      ['stagedglobalnetworkpolicy', 'StagedGlobalNetworkPolicy', 'stagedglobalnetworkpolicies', []],
+      [
+        'stagedkubernetesnetworkpolicy',
+        'StagedKubernetesNetworkPolicy',
+        'stagedkubernetesnetworkpolicies',
+        ['-n', 'default'],
+      ],
+    ];
+    for (const [file, kind, plural, ns] of staged) {
+      const doc = await example(file);
+      expect(await ctlIn(doc, 'apply', '-f', '-')).toEqual({
+        code: 0,
+        stdout: `Successfully applied 1 '${kind}' resource(s)\n`,
+        stderr: '',
+      });
+      const name = (parseYaml(doc) as { metadata: { name: string } }).metadata.name;
+      const got = await ctl('get', kind, name, ...ns, '-o', 'yaml');
+      expect(got.code).toBe(0);
+      // Read back: the example's spec whole (its ports and selectors as written).
+      const back = parseYaml(got.stdout) as { kind: string; spec: Obj };
+      expect(back.kind).toBe(kind);
+      expect(back.spec).toEqual((parseYaml(doc) as { spec: Obj }).spec);
+      // What Kubernetes holds: the CRD object of the same name, with the same spec.
+      const crd = JSON.parse(
+        await kubectl(api, ['get', `${plural}.crd.projectcalico.org`, name, ...ns, '-o', 'json']),
+      );
+      expect(crd.spec).toEqual(back.spec);
+      expect((await ctlIn(doc, 'delete', '-f', '-')).code).toBe(0);
+      expect(await kubectl(api, ['get', `${plural}.crd.projectcalico.org`, '-A', '-o', 'name'])).toBe('');
+    }
+    const kcc = await ctlIn(await example('kubecontrollersconfiguration'), 'apply', '-f', '-');
+    expect(kcc).toEqual({
+      code: 0,
+      stdout: "Successfully applied 1 'KubeControllersConfiguration' resource(s)\n",
+      stderr:
+        'document 1 of stdin: warning: spec.controllers.loadbalancer is read as spec.controllers.loadBalancer, its canonical spelling in projectcalico.org/v3\n',
+    });
+    const kccBack = parseYaml(
+      (await ctl('get', 'kubecontrollersconfiguration', 'default', '-o', 'yaml')).stdout,
+    ) as {
+      spec: { controllers: Obj };
+    };
+    expect(kccBack.spec.controllers.loadBalancer).toEqual({ assignIPs: 'AllServices' });
+    expect(kccBack.spec.controllers.node).toMatchObject({
+      reconcilerPeriod: '5m0s',
+      leakGracePeriod: '15m0s',
+      hostEndpoint: { templates: [{ generateName: 'custom-host-endpoint', interfacePattern: 'eth0|eth1' }] },
+    });
+    expect((await ctl('delete', 'tier', 'internal-access')).code).toBe(0);
+  });
+
   test('nodes are the Kubernetes Nodes: get -o wide and -o yaml, label and patch; never created or deleted', async () => {
     await kubectl(
       api,

@@ -47,10 +47,13 @@ export const EXPORT_KINDS: readonly Kind[] = [
   'BGPPeer',
   'Tier',
   'GlobalNetworkPolicy',
+  'StagedGlobalNetworkPolicy',
   'GlobalNetworkSet',
   'HostEndpoint',
   'KubeControllersConfiguration',
   'NetworkPolicy',
+  'StagedNetworkPolicy',
+  'StagedKubernetesNetworkPolicy',
   'NetworkSet',
   'Node',
   'BGPConfiguration',
@@ -59,6 +62,7 @@ export const EXPORT_KINDS: readonly Kind[] = [
   'BGPFilter',
   'Profile',
   'WorkloadEndpoint',
+  'CalicoNodeStatus',
 ];
 
 const BUILT_IN_PROFILE = 'projectcalico-default-allow';

@@ -46,6 +46,10 @@ export const KDD_CRD_KINDS: readonly Kind[] = [
   'FelixConfiguration',
   'IPReservation',
   'BGPFilter',
+  'StagedGlobalNetworkPolicy',
+  'StagedNetworkPolicy',
+  'StagedKubernetesNetworkPolicy',
+  'CalicoNodeStatus',
   'ClusterInformation',
 ];
 

@@ -81,6 +81,31 @@ const count =
       fields.reduce((n, f) => n + (Array.isArray(at(r, 'spec', f)) ? (at(r, 'spec', f) as []).length : 0), 0),
     );
 
+/**
+ * A Kubernetes LabelSelector as Go's template prints it: through the String() method the
+ * Kubernetes types generate (`&LabelSelector{MatchLabels:map[string]string{role: db,},…}`).
+ */
+const labelSelector =
+  (...path: string[]): Cell =>
+  (r) => {
+    const sel = atPath(r, path);
+    const o = sel !== null && typeof sel === 'object' && !Array.isArray(sel) ? (sel as Obj) : {};
+    const labels = (o.matchLabels ?? {}) as Record<string, unknown>;
+    const exprs = Array.isArray(o.matchExpressions) ? (o.matchExpressions as Obj[]) : [];
+    const labelText = Object.keys(labels)
+      .sort()
+      .map((k) => `${k}: ${goValue(labels[k])},`)
+      .join('');
+    const exprText = exprs
+      .map(
+        (e) =>
+          `LabelSelectorRequirement{Key:${goValue(e.key ?? '')},Operator:${goValue(e.operator ?? '')},` +
+          `Values:${goValue(Array.isArray(e.values) ? e.values : [])},},`,
+      )
+      .join('');
+    return `&LabelSelector{MatchLabels:map[string]string{${labelText}},MatchExpressions:[]LabelSelectorRequirement{${exprText}},}`;
+  };
+
 const NAME: Cell = str('metadata', 'name');
 const NAMESPACE: Cell = str('metadata', 'namespace');
 
@@ -117,6 +142,11 @@ export const KIND_TABLES: Record<Kind, KindTable> = {
         return v === undefined || v === null ? '0' : goValue(v);
       },
     },
+  },
+  CalicoNodeStatus: {
+    ps: ['NAME', 'NODE'],
+    wide: ['NAME', 'NODE', 'CLASSES'],
+    cells: { NAME, NODE: str('spec', 'node'), CLASSES: joined(0, 'spec', 'classes') },
   },
   ClusterInformation: {
     ps: ['NAME', 'CLUSTERGUID', 'CLUSTERTYPE', 'CALICOVERSION', 'DATASTOREREADY'],
@@ -206,6 +236,33 @@ export const KIND_TABLES: Record<Kind, KindTable> = {
     ps: ['NAME'],
     wide: ['NAME', 'LABELS'],
     cells: { NAME, LABELS: joined(0, 'spec', 'labelsToApply') },
+  },
+  // Staged policies print their tier as stored: empty when unset.
+  StagedGlobalNetworkPolicy: {
+    ps: ['NAME', 'TIER'],
+    wide: ['NAME', 'TIER', 'ORDER', 'SELECTOR'],
+    cells: {
+      NAME,
+      TIER: str('spec', 'tier'),
+      ORDER: ptr('spec', 'order'),
+      SELECTOR: str('spec', 'selector'),
+    },
+  },
+  StagedKubernetesNetworkPolicy: {
+    ps: ['NAME'],
+    wide: ['NAME', 'PODSELECTOR'],
+    cells: { NAME, NAMESPACE, PODSELECTOR: labelSelector('spec', 'podSelector') },
+  },
+  StagedNetworkPolicy: {
+    ps: ['NAME', 'TIER'],
+    wide: ['NAME', 'TIER', 'ORDER', 'SELECTOR'],
+    cells: {
+      NAME,
+      NAMESPACE,
+      TIER: str('spec', 'tier'),
+      ORDER: ptr('spec', 'order'),
+      SELECTOR: str('spec', 'selector'),
+    },
   },
   Tier: {
     ps: ['NAME', 'ORDER'],

@@ -10,9 +10,11 @@
  * first two written; here a command writes nothing unless every document is good.
  */
 import {
+  API_VERSION,
   ApiError,
   convertV1ToV3,
   type FieldError,
+  foldFieldCase,
   formatFieldError,
   isKind,
   isV1Document,
@@ -150,7 +152,17 @@ export function prepareDocuments(docs: readonly SourceDocument[], opts: PrepareO
   for (const d of docs) {
     const origin = `document ${d.index} of ${d.source}`;
     for (const raw of expand(d, out.notes, out.problems)) {
-      const doc = structuredClone(raw);
+      let doc = structuredClone(raw);
+      if (full) {
+        // Upstream's decoder matches field names without regard to case; say which is canonical.
+        const f = foldFieldCase(doc);
+        doc = f.doc;
+        for (const x of f.folded) {
+          out.notes.push(
+            `${origin}: warning: ${x.path} is read as ${x.canonical}, its canonical spelling in ${API_VERSION}`,
+          );
+        }
+      }
       const o = asObj(doc);
       const errors: FieldError[] = [];
       const kindText = typeof o?.kind === 'string' ? o.kind : undefined;

@@ -67,6 +67,39 @@ spec:
     destination: {ports: [80, '8000:8080']}
 ---
 apiVersion: projectcalico.org/v3
+kind: StagedNetworkPolicy
+metadata: {name: web-next, namespace: prod}
+spec:
+  stagedAction: Set
+  tier: security
+  order: 20
+  selector: app == 'web'
+  ingress:
+  - action: Deny
+    protocol: TCP
+    destination: {ports: [22]}
+---
+apiVersion: projectcalico.org/v3
+kind: StagedGlobalNetworkPolicy
+metadata: {name: retire-dns}
+spec: {stagedAction: Delete, tier: security}
+---
+apiVersion: projectcalico.org/v3
+kind: StagedKubernetesNetworkPolicy
+metadata: {name: db, namespace: prod}
+spec:
+  podSelector: {matchLabels: {role: db}, matchExpressions: [{key: tier, operator: In, values: [data]}]}
+  policyTypes: [Ingress]
+  ingress:
+  - from: [{namespaceSelector: {matchLabels: {team: a}}}]
+    ports: [{protocol: TCP, port: 5432}, {port: metrics}]
+---
+apiVersion: projectcalico.org/v3
+kind: CalicoNodeStatus
+metadata: {name: node-1-status}
+spec: {node: node-1, classes: [Agent, BGP], updatePeriodSeconds: 30}
+---
+apiVersion: projectcalico.org/v3
 kind: GlobalNetworkSet
 metadata: {name: partners, labels: {role: partner}}
 spec: {nets: [198.18.10.0/24, 198.18.11.0/24]}
@@ -120,6 +153,10 @@ export const SAMPLE_RESOURCES: readonly { kind: string; name: string; namespace?
   { kind: 'Tier', name: 'security' },
   { kind: 'GlobalNetworkPolicy', name: 'allow-dns' },
   { kind: 'NetworkPolicy', name: 'web', namespace: 'prod' },
+  { kind: 'StagedNetworkPolicy', name: 'web-next', namespace: 'prod' },
+  { kind: 'StagedGlobalNetworkPolicy', name: 'retire-dns' },
+  { kind: 'StagedKubernetesNetworkPolicy', name: 'db', namespace: 'prod' },
+  { kind: 'CalicoNodeStatus', name: 'node-1-status' },
   { kind: 'GlobalNetworkSet', name: 'partners' },
   { kind: 'NetworkSet', name: 'office', namespace: 'prod' },
   { kind: 'HostEndpoint', name: 'node-1-eth0' },
