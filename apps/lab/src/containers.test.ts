@@ -84,16 +84,18 @@ describe('lab containers (--images)', () => {
     );
   });
 
-  it('calico-node on etcd: the etcd endpoints, no kubeconfig', () => {
+  it('calico-node on etcd: the etcd endpoints, and the kubeconfig only for BGP password Secrets', () => {
     const p = plan('vxlan', 'etcdv3');
     const spec = calicoNodeContainer(p, p.nodes[1]!);
     expect(envOf(spec.flags)).toMatchObject({
       DATASTORE_TYPE: 'etcdv3',
       ETCD_ENDPOINTS: 'http://198.18.0.2:2379',
       CALICO_NETWORKING_BACKEND: 'vxlan',
+      // On etcd the Kubernetes API serves calico-node only the Secrets BGP passwords name.
+      KUBECONFIG: KUBECONFIG_IN_CONTAINER,
+      NAMESPACE: 'kube-system',
     });
-    expect(envOf(spec.flags).KUBECONFIG).toBeUndefined();
-    expect(mountsOf(spec.flags).some((m) => m.includes('kubeconfig'))).toBe(false);
+    expect(mountsOf(spec.flags)).toContain(`${p.kube.kubeconfig}:${KUBECONFIG_IN_CONTAINER}:ro`);
   });
 
   it("install-cni: once, no network, the node's CNI directories, a template that renders to the lab's conflist", () => {
