@@ -13,7 +13,14 @@ import { join } from 'node:path';
 import { etcdAvailable, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net, runIn } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile, VARIANT, VIA_SERVICE } from './plugin-executable.js';
+import {
+  buildPlugins,
+  pluginDir,
+  pluginFile,
+  removePlugins,
+  VARIANT,
+  VIA_SERVICE,
+} from './plugin-executable.js';
 
 const bin = pluginDir;
 const CALICO = join(bin, 'calico');
@@ -56,6 +63,7 @@ describe.skipIf(missing.length > 0)(`CNI plugin integration (${VARIANT})`, () =>
   afterAll(async () => {
     await services?.stop();
     await lab.close();
+    await removePlugins();
   }, 60_000);
 
   /**

@@ -16,7 +16,14 @@ import type { Resource } from '@calico-ts/api';
 import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile, VARIANT, VIA_SERVICE } from './plugin-executable.js';
+import {
+  buildPlugins,
+  pluginDir,
+  pluginFile,
+  removePlugins,
+  VARIANT,
+  VIA_SERVICE,
+} from './plugin-executable.js';
 
 const CALICO = join(pluginDir, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
@@ -96,6 +103,7 @@ describe.skipIf(missing.length > 0)(`CNI plugin in Kubernetes mode (etcd datasto
   afterAll(async () => {
     await services?.stop();
     await lab.close();
+    await removePlugins();
   }, 60_000);
 
   /** The seed 10-calico.conf (etcd, policy k8s) pointed at this lab, with the kubeconfig of its API server. */

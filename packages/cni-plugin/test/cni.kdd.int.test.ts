@@ -16,7 +16,14 @@ import { join } from 'node:path';
 import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRDS, Lab, type NodeNs, net } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile, VARIANT, VIA_SERVICE } from './plugin-executable.js';
+import {
+  buildPlugins,
+  pluginDir,
+  pluginFile,
+  removePlugins,
+  VARIANT,
+  VIA_SERVICE,
+} from './plugin-executable.js';
 
 const CALICO = join(pluginDir, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
@@ -84,6 +91,7 @@ describe.skipIf(missing.length > 0)(`CNI plugin on the Kubernetes datastore (${V
     }
     await services?.stop();
     await lab.close();
+    await removePlugins();
   }, 60_000);
 
   /**

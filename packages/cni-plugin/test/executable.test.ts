@@ -7,14 +7,16 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { buildPlugins, pluginDir } from './plugin-executable.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildPlugins, pluginDir, removePlugins } from './plugin-executable.js';
 
 const bin = pluginDir;
 
 beforeAll(async () => {
   await buildPlugins();
 }, 60_000);
+
+afterAll(removePlugins);
 
 const base = {
   CNI_CONTAINERID: 'abc123',

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answers, Lab, type NodeNs, runIn } from './lab.js';
-import { buildPlugins, pluginDir, pluginFile } from './plugin-executable.js';
+import { buildPlugins, pluginDir, pluginFile, removePlugins } from './plugin-executable.js';
 
 const CALICO = join(pluginDir, 'calico');
 const missing =
@@ -31,6 +31,7 @@ describe.skipIf(missing)('CNI plugin service', () => {
 
   afterAll(async () => {
     await lab.close();
+    await removePlugins();
   }, 60_000);
 
   // No policy plugin: the service's mechanics do not depend on it, and `policy.type: k8s` would
