@@ -20,8 +20,16 @@ export function rulesConfigOf(c: FelixConfig): RulesConfig {
     vxlanPort: c.VXLANPort,
     allowVXLANPacketsFromWorkloads: c.AllowVXLANPacketsFromWorkloads,
     allowIPIPPacketsFromWorkloads: c.AllowIPIPPacketsFromWorkloads,
+    natOutgoingExclusions: c.NATOutgoingExclusions,
   };
-  return c.NATOutgoingAddress !== '' ? { ...cfg, natOutgoingAddress: c.NATOutgoingAddress } : cfg;
+  return {
+    ...cfg,
+    ...(c.NATOutgoingAddress !== '' ? { natOutgoingAddress: c.NATOutgoingAddress } : {}),
+    ...(c.NATPortRange ? { natPortRange: c.NATPortRange } : {}),
+    ...(c.IptablesNATOutgoingInterfaceFilter !== ''
+      ? { natOutgoingInterfaceFilter: c.IptablesNATOutgoingInterfaceFilter }
+      : {}),
+  };
 }
 
 /** The datastore client config upstream Felix builds from its Etcd* parameters. */

@@ -144,6 +144,45 @@ describe('resolveFelixConfig', () => {
     ).toBe('ignored: "198.18.7.0/33" is not an IPv4 address or CIDR');
   });
 
+  it('reads the NAT outgoing options: natPortRange (int or N:M), exclusions, interface filter', () => {
+    const none = resolveFelixConfig({}).config;
+    expect([none.NATPortRange, none.NATOutgoingExclusions, none.IptablesNATOutgoingInterfaceFilter]).toEqual([
+      undefined,
+      'IPPoolsOnly',
+      '',
+    ]);
+    const { config, problems } = resolveFelixConfig({
+      env: { FELIX_NATPORTRANGE: '40000' },
+      global: {
+        natPortRange: '32768:65535',
+        natOutgoingExclusions: 'IPPoolsAndHostIPs',
+        iptablesNATOutgoingInterfaceFilter: 'eth+',
+      } as Parameters<typeof resolveFelixConfig>[0]['global'],
+    });
+    expect(problems).toEqual([]);
+    expect(config.NATPortRange).toEqual({ min: 40000, max: 40000 });
+    expect(config.NATOutgoingExclusions).toBe('IPPoolsAndHostIPs');
+    expect(config.IptablesNATOutgoingInterfaceFilter).toBe('eth+');
+    expect(rulesConfigOf(config)).toMatchObject({
+      natPortRange: { min: 40000, max: 40000 },
+      natOutgoingExclusions: 'IPPoolsAndHostIPs',
+      natOutgoingInterfaceFilter: 'eth+',
+    });
+    expect(resolveFelixConfig({ env: { FELIX_NATPORTRANGE: '0:0' } }).config.NATPortRange).toBeUndefined();
+    for (const [raw, message] of [
+      ['70000', 'ignored: "70000" is not a port or a port range N:M'],
+      ['2000:1000', 'ignored: "2000:1000": the range\'s first port is greater than its last'],
+      ['1-2', 'ignored: "1-2" is not a port or a port range N:M'],
+    ]) {
+      const r = resolveFelixConfig({ env: { FELIX_NATPORTRANGE: raw } });
+      expect(r.problems).toEqual([{ param: 'NATPortRange', source: 'env', message }]);
+      expect(r.config.NATPortRange).toBeUndefined();
+    }
+    expect(
+      resolveFelixConfig({ env: { FELIX_NATOUTGOINGEXCLUSIONS: 'HostsOnly' } }).problems[0]?.message,
+    ).toBe('ignored: "HostsOnly" is not one of IPPoolsOnly, IPPoolsAndHostIPs');
+  });
+
   it('accepts `none` for no failsafe ports and lists changed parameters', () => {
     const a = resolveFelixConfig({}).config;
     const b = resolveFelixConfig({

@@ -18,12 +18,14 @@ import {
   parseHostAddress,
   parseHostname,
   parseIfaceList,
+  parseIfaceName,
   parseInt10,
   parseIPv4,
   parseIPv4NetList,
   parseMarkMask,
   parseOneOf,
   parsePortList,
+  parsePortRange,
   parseRegexp,
 } from './values.js';
 
@@ -85,6 +87,10 @@ export function parseParam(kind: ParamKind, raw: string): unknown {
       return parseMarkMask(raw);
     case 'ipv4':
       return parseIPv4(raw);
+    case 'portrange':
+      return parsePortRange(raw);
+    case 'iface':
+      return parseIfaceName(raw);
     case 'ipv4nets':
       return parseIPv4NetList(raw);
     case 'regexp':
@@ -204,6 +210,7 @@ function emptyValue(kind: ParamKind): unknown {
     case 'ipv4nets':
       return [];
     case 'optbool':
+    case 'portrange':
       return undefined;
     default:
       return '';

@@ -4,7 +4,7 @@
  * (`updateprocessors/configurationprocessor.go`: the v1 name is the field name capitalised, or its
  * `confignamev1` tag), and which are "local" (only env and config file may set them). Pure data.
  */
-import type { ProtoPort } from './values.js';
+import type { PortRange, ProtoPort } from './values.js';
 
 export type ParamKind =
   | { readonly t: 'bool' }
@@ -18,6 +18,8 @@ export type ParamKind =
   | { readonly t: 'endpoints' }
   | { readonly t: 'mark' }
   | { readonly t: 'ipv4' }
+  | { readonly t: 'portrange' }
+  | { readonly t: 'iface' }
   | { readonly t: 'ipv4nets' }
   | { readonly t: 'regexp' }
   | { readonly t: 'authority' }
@@ -77,6 +79,13 @@ export interface FelixConfig {
   WireguardMTU: number;
   MTUIfacePattern: RegExp;
   NATOutgoingAddress: string;
+  /** `Enabled`: Felix turns on IP forwarding in the host (IPv4, and IPv6 with Ipv6Support). */
+  IPForwarding: 'Enabled' | 'Disabled';
+  /** The source ports NAT outgoing picks from for TCP and UDP; undefined: the kernel's choice. */
+  NATPortRange: PortRange | undefined;
+  NATOutgoingExclusions: 'IPPoolsOnly' | 'IPPoolsAndHostIPs';
+  /** NAT outgoing only for traffic leaving through this interface ('' = any). */
+  IptablesNATOutgoingInterfaceFilter: string;
   NftablesMarkMask: number;
   DeviceRouteProtocol: number;
   AllowVXLANPacketsFromWorkloads: boolean;
@@ -187,6 +196,27 @@ export const PARAMS: readonly ParamDef[] = [
     field: 'mtuIfacePattern',
   },
   { name: 'NATOutgoingAddress', kind: { t: 'ipv4' }, default: '', field: 'natOutgoingAddress' },
+  {
+    name: 'IPForwarding',
+    kind: { t: 'oneof', options: ['Enabled', 'Disabled'] },
+    default: 'Enabled',
+    nonZero: true,
+    field: 'ipForwarding',
+  },
+  { name: 'NATPortRange', kind: { t: 'portrange' }, default: '', field: 'natPortRange' },
+  {
+    name: 'NATOutgoingExclusions',
+    kind: { t: 'oneof', options: ['IPPoolsOnly', 'IPPoolsAndHostIPs'] },
+    default: 'IPPoolsOnly',
+    nonZero: true,
+    field: 'natOutgoingExclusions',
+  },
+  {
+    name: 'IptablesNATOutgoingInterfaceFilter',
+    kind: { t: 'iface' },
+    default: '',
+    field: 'iptablesNATOutgoingInterfaceFilter',
+  },
   {
     name: 'NftablesMarkMask',
     kind: { t: 'mark' },

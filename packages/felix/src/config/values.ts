@@ -109,6 +109,35 @@ export function parseIfaceList(raw: string): string[] {
   return parts;
 }
 
+/**
+ * One interface name (`eth0`), or a prefix ending in `+` (`eth+`, iptables' wildcard); '' is
+ * none.
+ */
+export function parseIfaceName(raw: string): string {
+  const v = raw.trim();
+  if (v === '') return '';
+  if (!/^[a-zA-Z0-9:._+-]{1,15}$/.test(v)) throw new RangeError(`"${raw}" is not an interface name`);
+  return v;
+}
+
+export interface PortRange {
+  readonly min: number;
+  readonly max: number;
+}
+
+/** A port `N` or a range `N:M` (upstream's numorstring.Port); '' is none. */
+export function parsePortRange(raw: string): PortRange | undefined {
+  const v = raw.trim();
+  if (v === '') return undefined;
+  const m = /^(\d{1,5})(?::(\d{1,5}))?$/.exec(v);
+  const min = m ? Number(m[1]) : Number.NaN;
+  const max = m ? Number(m[2] ?? m[1]) : Number.NaN;
+  if (!m || min > 65535 || max > 65535) throw new RangeError(`"${raw}" is not a port or a port range N:M`);
+  if (min > max) throw new RangeError(`"${raw}": the range's first port is greater than its last`);
+  // Upstream: a range whose last port is 0 is no range.
+  return max === 0 ? undefined : { min, max };
+}
+
 export function parseEndpointList(raw: string): string[] {
   const parts = raw
     .split(',')

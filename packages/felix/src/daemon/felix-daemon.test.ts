@@ -4,9 +4,9 @@
  * the status keys and the MTU file; readiness follows in-sync, the first apply and datastore
  * reachability, and stopping leaves the rules in place.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
@@ -63,6 +63,10 @@ describe('FelixDaemon on fakes', () => {
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'felix-daemon-'));
+    for (const key of ['net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding']) {
+      await mkdir(join(dir, 'proc-sys', dirname(key)), { recursive: true });
+      await writeFile(join(dir, 'proc-sys', key), '0\n');
+    }
     kv = new MemoryKVStore();
     ds = new KVDatastore(kv, { backend: 'memory' });
     nft = new FakeNft();
@@ -120,7 +124,8 @@ describe('FelixDaemon on fakes', () => {
       probeIntervalMs: 50,
       probeTimeoutMs: 100,
       nft,
-      net: new Netlinux({ runner }),
+      // Sysctls written outside a namespace go to this directory, never to the host's /proc/sys.
+      net: new Netlinux({ runner, procSys: join(dir, 'proc-sys') }),
       log: {
         ...NOOP_LOGGER,
         warn: (obj, msg) => warnings.push({ obj, ...(msg !== undefined ? { msg } : {}) }),
@@ -195,6 +200,13 @@ describe('FelixDaemon on fakes', () => {
     await until('route', () =>
       runner.commandLines().some((l) => l === 'ip route replace 198.19.0.1/32 dev calia scope link proto 3'),
     );
+  });
+
+  it('turns IP forwarding on at start (upstream IPForwarding Enabled), IPv4 and IPv6', async () => {
+    await daemon.start();
+    for (const key of ['net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding']) {
+      expect((await readFile(join(dir, 'proc-sys', key), 'utf8')).trim(), key).toBe('1');
+    }
   });
 
   it('applies a new policy without restart', async () => {

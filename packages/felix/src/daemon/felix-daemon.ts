@@ -104,6 +104,9 @@ const LIVE_PARAMS: ReadonlySet<string> = new Set([
   'AllowVXLANPacketsFromWorkloads',
   'AllowIPIPPacketsFromWorkloads',
   'NATOutgoingAddress',
+  'NATPortRange',
+  'NATOutgoingExclusions',
+  'IptablesNATOutgoingInterfaceFilter',
   'VXLANEnabled',
   'VXLANMTU',
   'VXLANVNI',
@@ -243,6 +246,28 @@ export class FelixDaemon {
     return this.#metricsServer ? boundPort(this.#metricsServer) : undefined;
   }
 
+  /**
+   * Upstream's IPForwarding: pods' traffic is routed through the host, and replies from outside
+   * the node come in on its uplink, whose forwarding flag decides; so Felix turns forwarding on
+   * (IPv4, and IPv6 when supported) unless told not to. A failure is logged, not fatal, as
+   * upstream does.
+   */
+  async #configureForwarding(cfg: FelixConfig): Promise<void> {
+    if (cfg.IPForwarding !== 'Enabled') {
+      this.#log.info({}, 'IP forwarding disabled by config, leaving the sysctls untouched');
+      return;
+    }
+    const entries: [string, string][] = [['net.ipv4.ip_forward', '1']];
+    if (cfg.Ipv6Support) entries.push(['net.ipv6.conf.all.forwarding', '1']);
+    for (const entry of entries) {
+      try {
+        await this.#o.net.writeSysctls([entry], this.#o.netns);
+      } catch (e) {
+        this.#log.error({ sysctl: entry[0], err: errorMessage(e) }, 'enabling IP forwarding failed');
+      }
+    }
+  }
+
   async start(): Promise<void> {
     await this.#loadDatastoreConfig();
     const cfg = this.config;
@@ -272,6 +297,7 @@ export class FelixDaemon {
       onError: (what, e) =>
         this.#log.warn({ what, err: errorMessage(e) }, 'dataplane background step failed'),
     });
+    await this.#configureForwarding(cfg);
     if (cfg.HealthEnabled) {
       this.#healthServer = await startHealthServer(this.health, cfg.HealthHost, cfg.HealthPort);
       this.#log.info(
@@ -649,8 +675,10 @@ export class FelixDaemon {
     );
     // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
     const ipipOn = ipipEnabled({ pools }, { enabled: cfg.IpInIpEnabled });
+    const allHosts = [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList];
     const tunnelRules: TunnelRules = {
-      ...(ipipOn ? { ipipSources: [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList] } : {}),
+      ...(ipipOn ? { ipipSources: allHosts } : {}),
+      ...(cfg.NATOutgoingExclusions === 'IPPoolsAndHostIPs' ? { natExcludedHosts: allHosts } : {}),
       ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] } : {}),
     };
     const tunnelRulesKey = JSON.stringify(tunnelRules);

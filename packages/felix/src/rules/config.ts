@@ -4,6 +4,7 @@
  * (`felix/dataplane/driver.go`: allocated lowest bit first).
  */
 import type { FelixConfigurationSpec } from '@calico-ts/api';
+import { parsePortRange } from '../config/values.js';
 
 export interface ProtoPort {
   readonly protocol: 'tcp' | 'udp' | 'sctp';
@@ -28,6 +29,12 @@ export interface RulesConfig {
   readonly allowIPIPPacketsFromWorkloads: boolean;
   /** SNAT to this address instead of MASQUERADE for NAT outgoing. */
   readonly natOutgoingAddress?: string;
+  /** NAT outgoing picks TCP and UDP source ports from this range (upstream `natPortRange`). */
+  readonly natPortRange?: { readonly min: number; readonly max: number };
+  /** What NAT outgoing leaves alone: traffic to IP pools, or to pools and every node's address. */
+  readonly natOutgoingExclusions: 'IPPoolsOnly' | 'IPPoolsAndHostIPs';
+  /** NAT outgoing only through this output interface (`eth+` is a prefix); unset: any. */
+  readonly natOutgoingInterfaceFilter?: string;
 }
 
 const tcp = (port: number): ProtoPort => ({ protocol: 'tcp', port });
@@ -64,6 +71,7 @@ export const DEFAULT_RULES_CONFIG: RulesConfig = {
   vxlanPort: 4789,
   allowVXLANPacketsFromWorkloads: false,
   allowIPIPPacketsFromWorkloads: false,
+  natOutgoingExclusions: 'IPPoolsOnly',
 };
 
 function protoPorts(list: readonly { protocol?: string; port: number; net?: string }[]): ProtoPort[] {
@@ -101,10 +109,19 @@ export function rulesConfigFromFelix(spec: FelixConfigurationSpec): RulesConfig 
     vxlanPort: typeof s.vxlanPort === 'number' ? s.vxlanPort : DEFAULT_RULES_CONFIG.vxlanPort,
     allowVXLANPacketsFromWorkloads: s.allowVXLANPacketsFromWorkloads === true,
     allowIPIPPacketsFromWorkloads: s.allowIPIPPacketsFromWorkloads === true,
+    natOutgoingExclusions:
+      s.natOutgoingExclusions === 'IPPoolsAndHostIPs' ? 'IPPoolsAndHostIPs' : 'IPPoolsOnly',
   };
-  return typeof s.natOutgoingAddress === 'string' && s.natOutgoingAddress !== ''
-    ? { ...cfg, natOutgoingAddress: s.natOutgoingAddress }
-    : cfg;
+  const natPortRange = s.natPortRange === undefined ? undefined : parsePortRange(String(s.natPortRange));
+  const iface = s.iptablesNATOutgoingInterfaceFilter;
+  return {
+    ...cfg,
+    ...(typeof s.natOutgoingAddress === 'string' && s.natOutgoingAddress !== ''
+      ? { natOutgoingAddress: s.natOutgoingAddress }
+      : {}),
+    ...(natPortRange ? { natPortRange } : {}),
+    ...(typeof iface === 'string' && iface !== '' ? { natOutgoingInterfaceFilter: iface } : {}),
+  };
 }
 
 export interface MarkBits {

@@ -101,6 +101,9 @@ export type NftVerdict =
   | { readonly jump: { readonly target: string } }
   | { readonly goto: { readonly target: string } };
 
+/** The source port (or range) a nat statement picks from. */
+export type NftNatPort = number | { readonly range: readonly [number, number] };
+
 export type NftMatchOp = '==' | '!=' | 'in';
 
 export type NftStatement =
@@ -115,7 +118,7 @@ export type NftStatement =
   | { readonly mangle: { readonly key: NftExpression; readonly value: NftExpression } }
   | { readonly vmap: { readonly key: NftExpression; readonly data: NftExpression } }
   | { readonly log: { readonly prefix?: string; readonly level?: string } }
-  | { readonly masquerade: null }
-  | { readonly snat: { readonly addr: string } }
+  | { readonly masquerade: null | { readonly port: NftNatPort } }
+  | { readonly snat: { readonly addr: string; readonly port?: NftNatPort } }
   | { readonly counter: null }
   | { readonly notrack: null };

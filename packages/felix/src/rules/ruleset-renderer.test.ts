@@ -884,3 +884,101 @@ describe('staged policies', () => {
     }
   });
 });
+
+describe('NAT outgoing options (upstream cali-nat-outgoing)', () => {
+  const state = stateOf(small);
+  const saddrMasq = {
+    match: {
+      op: '==',
+      left: { payload: { protocol: 'ip', field: 'saddr' } },
+      right: '@cali40masq-ipam-pools',
+    },
+  };
+  const daddrNotPools = {
+    match: {
+      op: '!=',
+      left: { payload: { protocol: 'ip', field: 'daddr' } },
+      right: '@cali40network-ip-pools',
+    },
+  };
+  const l4 = (p: string) => ({ match: { op: '==', left: { meta: { key: 'l4proto' } }, right: p } });
+  const natRules = (cfg: Partial<RulesConfig>, tunnels = {}) =>
+    renderRuleset(state, { ...DEFAULT_RULES_CONFIG, ...cfg }, tunnels).tables[0]!.chains[
+      'nat-cali-nat-outgoing'
+    ]!.rules;
+
+  it('natPortRange: TCP and UDP masquerade to the range and return, everything else plain', () => {
+    const range = { port: { range: [32768, 32800] } };
+    expect(natRules({ natPortRange: { min: 32768, max: 32800 } })).toEqual([
+      { expr: [saddrMasq, daddrNotPools, l4('tcp'), { masquerade: range }] },
+      { expr: [saddrMasq, daddrNotPools, l4('tcp'), { return: null }] },
+      { expr: [saddrMasq, daddrNotPools, l4('udp'), { masquerade: range }] },
+      { expr: [saddrMasq, daddrNotPools, l4('udp'), { return: null }] },
+      { expr: [saddrMasq, daddrNotPools, { masquerade: null }] },
+    ]);
+  });
+
+  it('natOutgoingAddress with natPortRange: SNAT to that address and those ports', () => {
+    const rules = natRules({ natOutgoingAddress: '198.18.0.9', natPortRange: { min: 40000, max: 40000 } });
+    expect(rules.map((r) => r.expr.at(-1))).toEqual([
+      { snat: { addr: '198.18.0.9', port: 40000 } },
+      { return: null },
+      { snat: { addr: '198.18.0.9', port: 40000 } },
+      { return: null },
+      { snat: { addr: '198.18.0.9' } },
+    ]);
+  });
+
+  it('exclusions IPPoolsAndHostIPs: nothing to a node’s address is translated', () => {
+    const hosts = { natExcludedHosts: ['198.18.0.2', '198.18.0.3'] };
+    const [ip] = renderRuleset(
+      state,
+      { ...DEFAULT_RULES_CONFIG, natOutgoingExclusions: 'IPPoolsAndHostIPs' },
+      hosts,
+    ).tables;
+    expect(ip!.sets['cali40all-hosts-net']!.elements).toEqual(['198.18.0.2', '198.18.0.3']);
+    expect(ip!.chains['nat-cali-nat-outgoing']!.rules).toEqual([
+      {
+        expr: [
+          saddrMasq,
+          daddrNotPools,
+          {
+            match: {
+              op: '!=',
+              left: { payload: { protocol: 'ip', field: 'daddr' } },
+              right: '@cali40all-hosts-net',
+            },
+          },
+          { masquerade: null },
+        ],
+      },
+    ]);
+    // The set alone opens no IPIP: without an IPIP pool, INPUT has no IPIP rules.
+    expect(JSON.stringify(ip!.chains['filter-cali-INPUT']!.rules)).not.toContain('all-hosts');
+  });
+
+  it('the interface filter limits NAT to traffic leaving through it (eth+ is a prefix)', () => {
+    const rules = natRules({ natOutgoingInterfaceFilter: 'eth+' });
+    expect(rules).toEqual([
+      {
+        expr: [
+          saddrMasq,
+          daddrNotPools,
+          { match: { op: '==', left: { meta: { key: 'oifname' } }, right: 'eth*' } },
+          { masquerade: null },
+        ],
+      },
+    ]);
+  });
+
+  it('reads the three from a FelixConfiguration spec, upstream field names', () => {
+    const cfg = rulesConfigFromFelix({
+      natPortRange: '32768:65535',
+      natOutgoingExclusions: 'IPPoolsAndHostIPs',
+      iptablesNATOutgoingInterfaceFilter: 'eth0',
+    } as Parameters<typeof rulesConfigFromFelix>[0]);
+    expect(cfg.natPortRange).toEqual({ min: 32768, max: 65535 });
+    expect(cfg.natOutgoingExclusions).toBe('IPPoolsAndHostIPs');
+    expect(cfg.natOutgoingInterfaceFilter).toBe('eth0');
+  });
+});

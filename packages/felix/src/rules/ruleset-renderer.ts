@@ -105,6 +105,7 @@ import type {
   NftExpression,
   NftFamily,
   NftHook,
+  NftNatPort,
   NftStatement,
   NftVerdict,
 } from './nft-json.js';
@@ -228,6 +229,11 @@ export interface TunnelRules {
    * accepted from; IPIP from anywhere else is dropped. Absent: IPIP is off.
    */
   readonly ipipSources?: readonly string[];
+  /**
+   * With NAT outgoing exclusions `IPPoolsAndHostIPs`: every Calico host's IPv4 address and the
+   * external nodes, which NAT outgoing leaves alone (the same set as `ipipSources`).
+   */
+  readonly natExcludedHosts?: readonly string[];
 }
 
 /**
@@ -563,9 +569,10 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   // (upstream's cali-OUTPUT), so that no host policy can cut the pod network.
   const tunnelInput: NftRuleDesired[] = [];
   const tunnelOutput: NftRuleDesired[] = [];
+  const allHosts = tunnels.ipipSources ?? tunnels.natExcludedHosts;
+  if (allHosts !== undefined && family === 'ip') t.netSet(ipSetName(family, IPSET_ID_ALL_HOSTS), allHosts);
   if (tunnels.ipipSources !== undefined && family === 'ip') {
     const hosts = `@${ipSetName(family, IPSET_ID_ALL_HOSTS)}`;
-    t.netSet(ipSetName(family, IPSET_ID_ALL_HOSTS), tunnels.ipipSources);
     const ipip = match(meta('l4proto'), l4protoExpr(4));
     tunnelInput.push(
       {
@@ -621,18 +628,47 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
     { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
   ]);
 
-  // NAT outgoing: masquerade traffic from a NAT pool to anywhere outside all pools.
+  // NAT outgoing (upstream's cali-nat-outgoing): traffic from a NAT pool to anywhere outside all
+  // pools (and, with exclusions IPPoolsAndHostIPs, outside every node's address) leaves with the
+  // node's address, or natOutgoingAddress; with natPortRange, TCP and UDP source ports come from
+  // that range (a port needs a transport protocol in nat statements, hence one rule per protocol).
   const natRules: NftRuleDesired[] = [];
   if (masqPools.length > 0) {
-    natRules.push({
-      expr: [
-        match(payload(family, 'saddr'), `@${ipSetName(family, IPSET_ID_MASQ_POOLS)}`),
-        match(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_POOLS)}`, '!='),
-        config.natOutgoingAddress && familyOfAddr(config.natOutgoingAddress) === family
-          ? { snat: { addr: config.natOutgoingAddress } }
-          : { masquerade: null },
-      ],
-    });
+    const natMatch = (protocol?: 'tcp' | 'udp'): NftStatement[] => [
+      match(payload(family, 'saddr'), `@${ipSetName(family, IPSET_ID_MASQ_POOLS)}`),
+      match(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_POOLS)}`, '!='),
+      ...(config.natOutgoingExclusions === 'IPPoolsAndHostIPs' && allHosts !== undefined && family === 'ip'
+        ? [match(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_HOSTS)}`, '!=')]
+        : []),
+      ...(protocol ? [match(meta('l4proto'), protocol)] : []),
+      ...(config.natOutgoingInterfaceFilter
+        ? [match(meta('oifname'), config.natOutgoingInterfaceFilter.replace(/\+$/, '*'))]
+        : []),
+    ];
+    const snatAddr =
+      config.natOutgoingAddress && familyOfAddr(config.natOutgoingAddress) === family
+        ? config.natOutgoingAddress
+        : undefined;
+    const translate = (range?: { min: number; max: number }): NftStatement => {
+      const port: NftNatPort | undefined =
+        range === undefined
+          ? undefined
+          : range.min === range.max
+            ? range.min
+            : { range: [range.min, range.max] };
+      if (snatAddr) return { snat: { addr: snatAddr, ...(port !== undefined ? { port } : {}) } };
+      return { masquerade: port !== undefined ? { port } : null };
+    };
+    const range = config.natPortRange;
+    if (range) {
+      for (const protocol of ['tcp', 'udp'] as const) {
+        natRules.push(
+          { expr: [...natMatch(protocol), translate(range)] },
+          { expr: [...natMatch(protocol), ret] },
+        );
+      }
+    }
+    natRules.push({ expr: [...natMatch(), translate()] });
   }
   t.chain(NAT + CHAIN.natOutgoing, natRules);
   t.chain(NAT + CHAIN.postrouting, [{ expr: [jump(NAT + CHAIN.natOutgoing)] }]);

@@ -176,7 +176,12 @@ export class FelixLab {
   }
 
   /** A pod made by the real CNI plugin (ADD) run in the node namespace, as a runtime would. */
-  async addPod(cniBin: string, namespace: string, name: string): Promise<Pod> {
+  async addPod(
+    cniBin: string,
+    namespace: string,
+    name: string,
+    opts: { ipv4Pools?: string[] } = {},
+  ): Promise<Pod> {
     const netns = `${this.id}-p${++this.#seq}`;
     this.#netns(netns);
     const cid = randomBytes(16).toString('hex');
@@ -185,7 +190,7 @@ export class FelixLab {
       name: 'k8s-pod-network',
       type: 'calico',
       log_level: 'warning',
-      ipam: { type: 'calico-ipam' },
+      ipam: { type: 'calico-ipam', ...(opts.ipv4Pools ? { ipv4_pools: opts.ipv4Pools } : {}) },
       // No policy.type k8s: that makes the plugin read the Pod from a Kubernetes API, and this lab
       // has none. The namespace's profile is set below, as the plugin would from the Pod.
       nodename_file: join(this.tmp, 'nodename'),
@@ -385,7 +390,8 @@ export function logFile(path: string): WriteStream {
   return createWriteStream(path, { flags: 'a' });
 }
 
-function firstLine(child: ChildProcess, want: string): Promise<void> {
+/** Resolves when the child prints the line `want`; rejects when it exits first. */
+export function firstLine(child: ChildProcess, want: string): Promise<void> {
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
