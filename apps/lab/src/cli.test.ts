@@ -17,13 +17,14 @@ describe('pnpm lab command line', () => {
   it('up: defaults 3 nodes, bgp, the Kubernetes datastore; flags in both forms', () => {
     expect(parseLabArgs(['up'])).toEqual({
       name: 'lab',
-      command: { kind: 'up', nodes: 3, mode: 'bgp', datastore: 'kubernetes' },
+      command: { kind: 'up', nodes: 3, mode: 'bgp', datastore: 'kubernetes', topology: 'flat' },
     });
     expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan', '--datastore=etcdv3']).command).toEqual({
       kind: 'up',
       nodes: 5,
       mode: 'vxlan',
       datastore: 'etcdv3',
+      topology: 'flat',
     });
   });
   it('up --images: a switch, no value', () => {
@@ -32,6 +33,7 @@ describe('pnpm lab command line', () => {
       nodes: 3,
       mode: 'vxlan',
       datastore: 'kubernetes',
+      topology: 'flat',
       images: true,
     });
     usageError(['up', '--images=yes'], /--images takes no value/);
@@ -127,12 +129,21 @@ describe('pnpm lab command line', () => {
       output: 'json',
     });
   });
+  it('up --topology two-subnets: a value, flat or two-subnets', () => {
+    expect(parseLabArgs(['up', '--mode', 'vxlan', '--topology', 'two-subnets']).command).toMatchObject({
+      mode: 'vxlan',
+      topology: 'two-subnets',
+    });
+    usageError(['up', '--topology', 'ring'], /--topology must be flat or two-subnets, got "ring"/);
+    expect(usageText('up')).toMatch(/two-subnets: the first half of the nodes on 198.18.0.0\/24/);
+  });
   it('up --mode policy-only: on the Kubernetes datastore', () => {
     expect(parseLabArgs(['up', '--mode', 'policy-only', '--nodes', '2']).command).toEqual({
       kind: 'up',
       nodes: 2,
       mode: 'policy-only',
       datastore: 'kubernetes',
+      topology: 'flat',
     });
     expect(usageText('up')).toMatch(/policy-only: Calico polices only/);
   });
@@ -146,7 +157,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--node', '3'],
-      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --images\)/,
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --images\)/,
     );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

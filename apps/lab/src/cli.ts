@@ -17,8 +17,10 @@ import {
   DEFAULT_LAB_NAME,
   LAB_DATASTORES,
   LAB_MODES,
+  LAB_TOPOLOGIES,
   type LabDatastore,
   type LabMode,
+  type LabTopology,
   MAX_NODES,
 } from './plan.js';
 
@@ -31,6 +33,7 @@ export type LabCommand =
       readonly nodes: number;
       readonly mode: LabMode;
       readonly datastore: LabDatastore;
+      readonly topology: LabTopology;
       /** Run calico-node, install-cni and kube-controllers from their images with podman. */
       readonly images?: true;
     }
@@ -84,7 +87,8 @@ etcd (--datastore etcdv3). --mode policy-only: Calico enforces policy only, besi
 network it does not make (no BIRD, no Calico IPAM). Needs root.
 
 Commands:
-  up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3] [--images]
+  up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
+     [--topology flat|two-subnets] [--images]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -112,7 +116,7 @@ const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DI
 /** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
-                   [--images]
+                   [--topology flat|two-subnets] [--images]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -127,6 +131,11 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    cloud network would. Kubernetes datastore only.
   --datastore D    kubernetes: Calico's data in the API server as CRDs (default);
                    etcdv3: Calico's data under /calico/ in the lab's etcd (not with policy-only)
+  --topology T     flat: every node on one fabric subnet, 198.18.0.0/24 (default);
+                   two-subnets: the first half of the nodes on 198.18.0.0/24, the rest on
+                   198.18.1.0/24 (198.18.1.(10+N)), the fabric namespace routing between them;
+                   with --mode vxlan only, and the pool's VXLAN mode CrossSubnet: pods on nodes of
+                   one subnet talk unencapsulated, across the router through vxlan.calico
   --images         run the container images (\`pnpm images\` builds them) with podman, as the
                    manifests run them: install-cni (cni image) into each node's CNI directories,
                    calico-node (node image) with the node's namespace as its host network and the
@@ -341,7 +350,13 @@ export function parseLabArgs(
     case 'up': {
       const { flags, positionals } = scan(
         rest,
-        { '--nodes': 'value', '--mode': 'value', '--datastore': 'value', '--images': 'switch' },
+        {
+          '--nodes': 'value',
+          '--mode': 'value',
+          '--datastore': 'value',
+          '--topology': 'value',
+          '--images': 'switch',
+        },
         'up',
       );
       noPositionals('up', positionals);
@@ -357,11 +372,15 @@ export function parseLabArgs(
             'another CNI; leave out --datastore etcdv3',
         );
       const nodes = int(one(flags, '--nodes') ?? '3', '--nodes', 1, MAX_NODES);
+      const topology = one(flags, '--topology') ?? 'flat';
+      if (!(LAB_TOPOLOGIES as readonly string[]).includes(topology))
+        usage(`--topology must be flat or two-subnets, got "${topology}"`);
       return done({
         kind: 'up',
         nodes,
         mode: mode as LabMode,
         datastore: datastore as LabDatastore,
+        topology: topology as LabTopology,
         ...(flags.has('--images') ? { images: true as const } : {}),
       });
     }

@@ -108,6 +108,7 @@ async function run(args: LabArgs): Promise<number> {
         nodes: cmd.nodes,
         mode: cmd.mode,
         datastore: cmd.datastore,
+        topology: cmd.topology,
         stateDir,
         ...(cmd.images ? { images: labImages(imageRef) } : {}),
       });

@@ -181,6 +181,30 @@ describe('lab plan', () => {
     expect(bgp.nodes[0]!.podCidr).toBeUndefined();
     expect(calicoNodeEnv(bgp, bgp.nodes[0]!, '/usr/bin').FELIX_INTERFACEPREFIX).toBeUndefined();
   });
+  it('two subnets: the first half of the nodes on br0, the rest on br1 behind 198.18.1.1; CrossSubnet VXLAN', () => {
+    const p = planLab({ name: 'lab', nodes: 3, mode: 'vxlan', topology: 'two-subnets', stateDir: '/s' });
+    expect(p.nodes.map((n) => [n.name, n.ip, n.subnet?.bridge, n.subnet?.gateway])).toEqual([
+      ['n1', '198.18.0.11', 'br0', '198.18.0.1'],
+      ['n2', '198.18.0.12', 'br0', '198.18.0.1'],
+      ['n3', '198.18.1.13', 'br1', '198.18.1.1'],
+    ]);
+    expect(calicoNodeEnv(p, p.nodes[2]!, '/bin')).toMatchObject({
+      CALICO_IPV4POOL_VXLAN: 'CrossSubnet',
+      IP: 'autodetect',
+    });
+    const flat = planLab({ name: 'lab', nodes: 3, mode: 'vxlan', stateDir: '/s' });
+    expect(calicoNodeEnv(flat, flat.nodes[0]!, '/bin').CALICO_IPV4POOL_VXLAN).toBe('Always');
+  });
+  it('refuses two subnets without VXLAN, or with one node', () => {
+    expect(() =>
+      planLab({ name: 'lab', nodes: 3, mode: 'bgp', topology: 'two-subnets', stateDir: '/s' }),
+    ).toThrow(
+      /--topology two-subnets runs with --mode vxlan .*--mode bgp would leave the pods of one subnet unreachable/,
+    );
+    expect(() =>
+      planLab({ name: 'lab', nodes: 1, mode: 'vxlan', topology: 'two-subnets', stateDir: '/s' }),
+    ).toThrow(/needs at least 2 nodes/);
+  });
   it('refuses policy-only on etcd', () => {
     expect(() =>
       planLab({ name: 'lab', nodes: 1, mode: 'policy-only', datastore: 'etcdv3', stateDir: '/s' }),

@@ -8,6 +8,11 @@
  *   node netns: default via 198.18.0.1 (so proxy ARP on cali* answers), ip_forward=1
  *   pods: 198.19.0.0/16 (pool), one netns per pod, wired by the CNI plugin on its node
  *
+ * `--topology two-subnets`: the fabric namespace is also a router between two subnets, br0
+ * 198.18.0.1/24 (etcd, the first half of the nodes) and br1 198.18.1.1/24 (the rest, 198.18.1.(10+N));
+ * each node's default route is its own subnet's gateway, and the VXLAN pool is CrossSubnet: pods on
+ * nodes of one subnet talk unencapsulated, across the router through vxlan.calico.
+ *
  * `--mode policy-only` (upstream's EKS shape: Calico polices, another CNI networks): each node has
  * its own pod range 198.19.<i>.0/24 (the v1 Node's spec.podCIDR), the calico plugin with host-local
  * IPAM on that range names the pods' host interfaces `eni…` as the Amazon VPC CNI does, and the
@@ -48,6 +53,22 @@ export const FABRIC_GATEWAY = '198.18.0.1';
 export const ETCD_IP = '198.18.0.2';
 export const POD_POOL = '198.19.0.0/16';
 export const BRIDGE = 'br0';
+
+export type LabTopology = 'flat' | 'two-subnets';
+export const LAB_TOPOLOGIES: readonly LabTopology[] = ['flat', 'two-subnets'];
+
+/** A fabric subnet: its bridge in the fabric namespace, and the gateway address on it. */
+export interface FabricSubnet {
+  readonly bridge: string;
+  readonly gateway: string;
+  /** The third octet of its 198.18.X.0/24. */
+  readonly octet: number;
+}
+/** The subnets of each topology; the first holds etcd and the API server. */
+export function fabricSubnets(topology: LabTopology = 'flat'): readonly FabricSubnet[] {
+  const first = { bridge: BRIDGE, gateway: FABRIC_GATEWAY, octet: 0 };
+  return topology === 'two-subnets' ? [first, { bridge: 'br1', gateway: '198.18.1.1', octet: 1 }] : [first];
+}
 export const API_SERVER_PORT = 6443;
 
 export interface NodePlan {
@@ -57,6 +78,8 @@ export interface NodePlan {
   readonly ip: string;
   /** The veth end in the fabric namespace (the node's end is `eth0`). */
   readonly fabricIf: string;
+  /** The fabric subnet the node is on (absent in labs made before topologies: br0). */
+  readonly subnet?: FabricSubnet;
   readonly dir: string;
   readonly libDir: string;
   readonly runDir: string;
@@ -97,6 +120,8 @@ export interface LabPlan {
   readonly name: string;
   readonly mode: LabMode;
   readonly datastore: LabDatastore;
+  /** Absent in labs made before topologies: flat. */
+  readonly topology?: LabTopology;
   /** Set when the lab runs the container images (`--images`). */
   readonly images?: LabImages;
   readonly kube: KubePlan;
@@ -135,6 +160,7 @@ export function planLab(opts: {
   nodes: number;
   mode: LabMode;
   datastore?: LabDatastore;
+  topology?: LabTopology;
   stateDir: string;
   images?: LabImages;
 }): LabPlan {
@@ -150,16 +176,22 @@ export function planLab(opts: {
         'another CNI; leave out --datastore etcdv3',
     );
   }
+  const topology = opts.topology ?? 'flat';
+  checkTopology(topology, opts.mode, opts.nodes);
+  const subnets = fabricSubnets(topology);
   const prefix = nodeNetnsPrefix(opts.name);
   const nodes: NodePlan[] = [];
   for (let i = 1; i <= opts.nodes; i++) {
     const name = `n${i}`;
     const dir = join(opts.stateDir, 'nodes', name);
+    // Two subnets: the first half of the nodes (rounded up) on the first.
+    const subnet = subnets[i <= Math.ceil(opts.nodes / subnets.length) ? 0 : 1]!;
     nodes.push({
       name,
       netns: `${prefix}${name}`,
-      ip: `198.18.0.${10 + i}`,
+      ip: `198.18.${subnet.octet}.${10 + i}`,
       fabricIf: name,
+      subnet,
       dir,
       libDir: join(dir, 'lib'),
       runDir: join(dir, 'run'),
@@ -174,6 +206,7 @@ export function planLab(opts: {
     name: opts.name,
     mode: opts.mode,
     datastore,
+    topology,
     ...(opts.images ? { images: opts.images } : {}),
     kube: {
       apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
@@ -193,6 +226,23 @@ export function planLab(opts: {
     calicoctlConfig: join(opts.stateDir, 'calicoctl.cfg'),
     nodes,
   };
+}
+
+/**
+ * Two subnets need two nodes, and an encapsulation that crosses the router: VXLAN (CrossSubnet).
+ * BGP would need the router as a peer (or multihop sessions), which the lab does not run; policy
+ * only has its own cloud routes on one subnet.
+ */
+function checkTopology(topology: LabTopology, mode: LabMode, nodes: number): void {
+  if (topology === 'flat') return;
+  if (mode !== 'vxlan')
+    throw new LabError(
+      'usage',
+      `--topology two-subnets runs with --mode vxlan (a CrossSubnet pool): the router between the ` +
+        `subnets is no BGP peer, so --mode ${mode} would leave the pods of one subnet unreachable ` +
+        'from the other',
+    );
+  if (nodes < 2) throw new LabError('usage', '--topology two-subnets needs at least 2 nodes, one per subnet');
 }
 
 /** The lab's Kubernetes control plane, or a clear error for a lab made before it had one. */
@@ -256,7 +306,8 @@ function networkingEnv(plan: LabPlan): Record<string, string> {
     CALICO_IPV4POOL_CIDR: POD_POOL,
     CALICO_IPV4POOL_BLOCK_SIZE: '26',
     CALICO_IPV4POOL_IPIP: 'Never',
-    CALICO_IPV4POOL_VXLAN: plan.mode === 'bgp' ? 'Never' : 'Always',
+    CALICO_IPV4POOL_VXLAN:
+      plan.mode === 'bgp' ? 'Never' : plan.topology === 'two-subnets' ? 'CrossSubnet' : 'Always',
     // Nothing in the lab leads outside it; no SNAT needed.
     CALICO_IPV4POOL_NAT_OUTGOING: 'false',
   };

@@ -60,6 +60,8 @@ import {
   cniConflist,
   ETCD_IP,
   FABRIC_GATEWAY,
+  type FabricSubnet,
+  fabricSubnets,
   type KubePlan,
   kubePlanOf,
   type LabPlan,
@@ -168,27 +170,41 @@ export class LabBuilder {
   async fabric(): Promise<void> {
     const { plan, net } = this;
     await this.addNetns(plan.fabricNetns);
-    await net.createBridge({ name: BRIDGE }, plan.fabricNetns);
-    await net.addAddr(BRIDGE, `${FABRIC_GATEWAY}/24`, {}, plan.fabricNetns);
-    await net.setLinkUp(BRIDGE, plan.fabricNetns);
+    const subnets = fabricSubnets(plan.topology);
+    for (const s of subnets) {
+      await net.createBridge({ name: s.bridge }, plan.fabricNetns);
+      await net.addAddr(s.bridge, `${s.gateway}/24`, {}, plan.fabricNetns);
+      await net.setLinkUp(s.bridge, plan.fabricNetns);
+    }
+    // Two subnets: the fabric namespace is the router between them.
+    if (subnets.length > 1) await net.writeSysctl('net.ipv4.ip_forward', 1, plan.fabricNetns);
     this.out.step(
-      `fabric: namespace ${plan.fabricNetns}, bridge ${BRIDGE} ${FABRIC_GATEWAY}/24 (not connected to the host)`,
+      `fabric: namespace ${plan.fabricNetns}, ${subnets.map((s) => `bridge ${s.bridge} ${s.gateway}/24`).join(', ')}` +
+        `${subnets.length > 1 ? ' routed between them' : ''} (not connected to the host)`,
     );
   }
 
-  async attach(netns: string, fabricIf: string, ip: string, defaultRoute: boolean): Promise<void> {
+  /** A veth from the fabric's `subnet` bridge to `netns`'s eth0 at `ip`, with a default route via its gateway. */
+  async attach(
+    netns: string,
+    fabricIf: string,
+    ip: string,
+    defaultRoute: boolean,
+    subnet: FabricSubnet = fabricSubnets()[0]!,
+  ): Promise<void> {
     const { plan, net } = this;
     await net.createVethPair({ name: fabricIf, peerName: 'eth0', peerNetns: netns }, plan.fabricNetns);
-    await net.setLink(fabricIf, { master: BRIDGE, up: true }, plan.fabricNetns);
+    await net.setLink(fabricIf, { master: subnet.bridge, up: true }, plan.fabricNetns);
     await net.addAddr('eth0', `${ip}/24`, {}, netns);
     await net.setLinkUp('eth0', netns);
-    if (defaultRoute) await net.addRoute({ dst: 'default', gateway: FABRIC_GATEWAY, dev: 'eth0' }, netns);
+    if (defaultRoute) await net.addRoute({ dst: 'default', gateway: subnet.gateway, dev: 'eth0' }, netns);
   }
 
   async etcd(): Promise<void> {
     const { plan } = this;
     await this.addNetns(plan.etcdNetns);
-    await this.attach(plan.etcdNetns, 'etcd', ETCD_IP, false);
+    // With two subnets, the nodes of the second reach etcd and the API server through the router.
+    await this.attach(plan.etcdNetns, 'etcd', ETCD_IP, fabricSubnets(plan.topology).length > 1);
     mkdirSync(plan.etcdDataDir, { recursive: true });
     const peer = 'http://127.0.0.1:2380';
     this.state.processes.etcd = spawnDetached(
@@ -394,7 +410,7 @@ export class LabBuilder {
 
   async node(node: NodePlan): Promise<void> {
     await this.addNetns(node.netns);
-    await this.attach(node.netns, node.fabricIf, node.ip, true);
+    await this.attach(node.netns, node.fabricIf, node.ip, true, node.subnet);
     // A Kubernetes host forwards; pods' traffic crosses this namespace.
     await this.net.writeSysctl('net.ipv4.ip_forward', 1, node.netns);
   }
@@ -629,7 +645,7 @@ export async function labUp(
     for (const node of plan.nodes) await b.node(node);
     await b.cloudRoutes();
     out.step(
-      `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${FABRIC_GATEWAY})`,
+      `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${[...new Set(plan.nodes.map((n) => n.subnet?.gateway ?? FABRIC_GATEWAY))].join(' or ')})`,
     );
     await b.waitEtcd();
     b.files();
