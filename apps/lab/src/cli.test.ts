@@ -137,6 +137,10 @@ describe('pnpm lab command line', () => {
     usageError(['up', '--topology', 'ring'], /--topology must be flat or two-subnets, got "ring"/);
     expect(usageText('up')).toMatch(/two-subnets: the first half of the nodes on 198.18.0.0\/24/);
   });
+  it('up --tls: a switch, not with --images', () => {
+    expect(parseLabArgs(['up', '--tls', '--datastore', 'etcdv3']).command).toMatchObject({ tls: true });
+    usageError(['up', '--tls', '--images'], /--tls runs the built programs/);
+  });
   it('up --mode policy-only: on the Kubernetes datastore', () => {
     expect(parseLabArgs(['up', '--mode', 'policy-only', '--nodes', '2']).command).toEqual({
       kind: 'up',
@@ -157,7 +161,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--node', '3'],
-      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --images\)/,
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --tls, --images\)/,
     );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

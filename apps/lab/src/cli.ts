@@ -34,6 +34,8 @@ export type LabCommand =
       readonly mode: LabMode;
       readonly datastore: LabDatastore;
       readonly topology: LabTopology;
+      /** etcd with client-certificate authentication only. */
+      readonly tls?: true;
       /** Run calico-node, install-cni and kube-controllers from their images with podman. */
       readonly images?: true;
     }
@@ -88,7 +90,7 @@ network it does not make (no BIRD, no Calico IPAM). Needs root.
 
 Commands:
   up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
-     [--topology flat|two-subnets] [--images]
+     [--topology flat|two-subnets] [--tls] [--images]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -116,7 +118,7 @@ const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DI
 /** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
-                   [--topology flat|two-subnets] [--images]
+                   [--topology flat|two-subnets] [--tls] [--images]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -136,6 +138,10 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    198.18.1.0/24 (198.18.1.(10+N)), the fabric namespace routing between them;
                    with --mode vxlan only, and the pool's VXLAN mode CrossSubnet: pods on nodes of
                    one subnet talk unencapsulated, across the router through vxlan.calico
+  --tls            etcd over https, accepting only clients with a certificate from a CA made
+                   at lab up (<state>/etcd-tls); kube-apiserver, calico-node, the CNI plugin
+                   (etcd_ca_cert_file, etcd_cert_file, etcd_key_file), calicoctl and
+                   kube-controllers present its client certificate (not with --images)
   --images         run the container images (\`pnpm images\` builds them) with podman, as the
                    manifests run them: install-cni (cni image) into each node's CNI directories,
                    calico-node (node image) with the node's namespace as its host network and the
@@ -355,6 +361,7 @@ export function parseLabArgs(
           '--mode': 'value',
           '--datastore': 'value',
           '--topology': 'value',
+          '--tls': 'switch',
           '--images': 'switch',
         },
         'up',
@@ -375,12 +382,15 @@ export function parseLabArgs(
       const topology = one(flags, '--topology') ?? 'flat';
       if (!(LAB_TOPOLOGIES as readonly string[]).includes(topology))
         usage(`--topology must be flat or two-subnets, got "${topology}"`);
+      if (flags.has('--tls') && flags.has('--images'))
+        usage('--tls runs the built programs: the containers of --images are not given the certificates yet');
       return done({
         kind: 'up',
         nodes,
         mode: mode as LabMode,
         datastore: datastore as LabDatastore,
         topology: topology as LabTopology,
+        ...(flags.has('--tls') ? { tls: true as const } : {}),
         ...(flags.has('--images') ? { images: true as const } : {}),
       });
     }

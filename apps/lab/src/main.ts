@@ -109,6 +109,7 @@ async function run(args: LabArgs): Promise<number> {
         mode: cmd.mode,
         datastore: cmd.datastore,
         topology: cmd.topology,
+        ...(cmd.tls ? { tls: true } : {}),
         stateDir,
         ...(cmd.images ? { images: labImages(imageRef) } : {}),
       });

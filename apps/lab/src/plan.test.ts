@@ -205,6 +205,32 @@ describe('lab plan', () => {
       planLab({ name: 'lab', nodes: 1, mode: 'vxlan', topology: 'two-subnets', stateDir: '/s' }),
     ).toThrow(/needs at least 2 nodes/);
   });
+  it('--tls: etcd over https; every etcd client names the CA, client certificate and key', () => {
+    const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', datastore: 'etcdv3', tls: true, stateDir: '/s' });
+    expect(p.etcdUrl).toBe('https://198.18.0.2:2379');
+    const files = {
+      ca: '/s/etcd-tls/ca.pem',
+      cert: '/s/etcd-tls/client.pem',
+      key: '/s/etcd-tls/client-key.pem',
+    };
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/bin')).toMatchObject({
+      ETCD_ENDPOINTS: 'https://198.18.0.2:2379',
+      ETCD_CA_CERT_FILE: files.ca,
+      ETCD_CERT_FILE: files.cert,
+      ETCD_KEY_FILE: files.key,
+    });
+    expect(kubeControllersEnv(p, '/bin')).toMatchObject({ ETCD_CERT_FILE: files.cert });
+    expect(JSON.parse(pluginConfig(cniConflist(p, p.nodes[0]!)))).toMatchObject({
+      etcd_endpoints: 'https://198.18.0.2:2379',
+      etcd_ca_cert_file: files.ca,
+      etcd_cert_file: files.cert,
+      etcd_key_file: files.key,
+    });
+    expect(calicoctlConfigText(p)).toContain(`  etcdKeyFile: ${files.key}\n`);
+    const plain = planLab({ name: 'lab', nodes: 1, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });
+    expect(plain.etcdUrl).toBe('http://198.18.0.2:2379');
+    expect(JSON.stringify(calicoNodeEnv(plain, plain.nodes[0]!, '/bin'))).not.toContain('CERT_FILE');
+  });
   it('refuses policy-only on etcd', () => {
     expect(() =>
       planLab({ name: 'lab', nodes: 1, mode: 'policy-only', datastore: 'etcdv3', stateDir: '/s' }),

@@ -13,6 +13,11 @@
  * each node's default route is its own subnet's gateway, and the VXLAN pool is CrossSubnet: pods on
  * nodes of one subnet talk unencapsulated, across the router through vxlan.calico.
  *
+ * `--tls`: etcd serves https and accepts only clients with a certificate from the lab's CA (made at
+ * `lab up` in <state>/etcd-tls); kube-apiserver, calico-node, the CNI plugin, calicoctl,
+ * kube-controllers and the lab's own clients present the client certificate, as upstream's
+ * `etcd_key_file`/`etcd_cert_file`/`etcd_ca_cert_file` and ETCD_*_FILE settings name them.
+ *
  * `--mode policy-only` (upstream's EKS shape: Calico polices, another CNI networks): each node has
  * its own pod range 198.19.<i>.0/24 (the v1 Node's spec.podCIDR), the calico plugin with host-local
  * IPAM on that range names the pods' host interfaces `eni…` as the Amazon VPC CNI does, and the
@@ -106,6 +111,26 @@ export interface KubePlan {
   readonly controllersStatusFile: string;
 }
 
+/** `--tls`: the lab's etcd CA, its serving certificate and the one client certificate. */
+export interface EtcdTlsPlan {
+  readonly dir: string;
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly serverCertFile: string;
+  readonly serverKeyFile: string;
+}
+
+/** The client's etcd TLS settings of a client config (ClientConfig field names). */
+export function etcdTlsClientConfig(plan: LabPlan): {
+  etcdCACertFile?: string;
+  etcdCertFile?: string;
+  etcdKeyFile?: string;
+} {
+  const t = plan.etcdTls;
+  return t ? { etcdCACertFile: t.caFile, etcdCertFile: t.certFile, etcdKeyFile: t.keyFile } : {};
+}
+
 /**
  * `lab up --images`: calico-node, install-cni and kube-controllers run from these images with
  * podman (containers.ts) instead of as the built programs.
@@ -122,6 +147,8 @@ export interface LabPlan {
   readonly datastore: LabDatastore;
   /** Absent in labs made before topologies: flat. */
   readonly topology?: LabTopology;
+  /** `--tls`: etcd over https with client-certificate authentication only. */
+  readonly etcdTls?: EtcdTlsPlan;
   /** Set when the lab runs the container images (`--images`). */
   readonly images?: LabImages;
   readonly kube: KubePlan;
@@ -161,6 +188,7 @@ export function planLab(opts: {
   mode: LabMode;
   datastore?: LabDatastore;
   topology?: LabTopology;
+  tls?: boolean;
   stateDir: string;
   images?: LabImages;
 }): LabPlan {
@@ -202,11 +230,23 @@ export function planLab(opts: {
     });
   }
   const kubeDir = join(opts.stateDir, 'kube');
+  const tlsDir = join(opts.stateDir, 'etcd-tls');
+  const etcdTls: EtcdTlsPlan | undefined = opts.tls
+    ? {
+        dir: tlsDir,
+        caFile: join(tlsDir, 'ca.pem'),
+        certFile: join(tlsDir, 'client.pem'),
+        keyFile: join(tlsDir, 'client-key.pem'),
+        serverCertFile: join(tlsDir, 'server.pem'),
+        serverKeyFile: join(tlsDir, 'server-key.pem'),
+      }
+    : undefined;
   return {
     name: opts.name,
     mode: opts.mode,
     datastore,
     topology,
+    ...(etcdTls ? { etcdTls } : {}),
     ...(opts.images ? { images: opts.images } : {}),
     kube: {
       apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
@@ -220,7 +260,7 @@ export function planLab(opts: {
     stateDir: opts.stateDir,
     fabricNetns: `${opts.name}-fabric`,
     etcdNetns: `${opts.name}-etcd`,
-    etcdUrl: `http://${ETCD_IP}:2379`,
+    etcdUrl: `${etcdTls ? 'https' : 'http'}://${ETCD_IP}:2379`,
     etcdDataDir: join(opts.stateDir, 'etcd'),
     cniBinDir: join(opts.stateDir, 'cni-bin'),
     calicoctlConfig: join(opts.stateDir, 'calicoctl.cfg'),
@@ -261,7 +301,17 @@ export function kubePlanOf(plan: LabPlan, what: string): KubePlan {
 export function datastoreEnv(plan: LabPlan): Record<string, string> {
   return plan.datastore === 'kubernetes'
     ? { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: plan.kube.kubeconfig }
-    : { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: plan.etcdUrl };
+    : {
+        DATASTORE_TYPE: 'etcdv3',
+        ETCD_ENDPOINTS: plan.etcdUrl,
+        ...(plan.etcdTls
+          ? {
+              ETCD_CA_CERT_FILE: plan.etcdTls.caFile,
+              ETCD_CERT_FILE: plan.etcdTls.certFile,
+              ETCD_KEY_FILE: plan.etcdTls.keyFile,
+            }
+          : {}),
+      };
 }
 
 /**
@@ -391,7 +441,17 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         // through this kubeconfig, reachable from every node over the fabric.
         ...(plan.datastore === 'kubernetes'
           ? { datastore_type: 'kubernetes' }
-          : { datastore_type: 'etcdv3', etcd_endpoints: plan.etcdUrl }),
+          : {
+              datastore_type: 'etcdv3',
+              etcd_endpoints: plan.etcdUrl,
+              ...(plan.etcdTls
+                ? {
+                    etcd_ca_cert_file: plan.etcdTls.caFile,
+                    etcd_cert_file: plan.etcdTls.certFile,
+                    etcd_key_file: plan.etcdTls.keyFile,
+                  }
+                : {}),
+            }),
         kubernetes: { kubeconfig: plan.kube.kubeconfig },
         nodename_file: join(node.libDir, 'nodename'),
         ipam_lock_file: join(node.dir, 'ipam.lock'),
@@ -430,7 +490,17 @@ export function calicoctlConfigText(plan: LabPlan): string {
     'spec:',
     ...(plan.datastore === 'kubernetes'
       ? ['  datastoreType: kubernetes', `  kubeconfig: ${plan.kube.kubeconfig}`]
-      : ['  datastoreType: etcdv3', `  etcdEndpoints: ${plan.etcdUrl}`]),
+      : [
+          '  datastoreType: etcdv3',
+          `  etcdEndpoints: ${plan.etcdUrl}`,
+          ...(plan.etcdTls
+            ? [
+                `  etcdCACertFile: ${plan.etcdTls.caFile}`,
+                `  etcdCertFile: ${plan.etcdTls.certFile}`,
+                `  etcdKeyFile: ${plan.etcdTls.keyFile}`,
+              ]
+            : []),
+        ]),
     '',
   ].join('\n');
 }

@@ -222,6 +222,15 @@ export class LabBuilder {
         '--logger=zap',
         '--log-level=warn',
         '--enable-v2=false',
+        // --tls: https, and only clients with a certificate from the lab's CA.
+        ...(plan.etcdTls
+          ? [
+              `--cert-file=${plan.etcdTls.serverCertFile}`,
+              `--key-file=${plan.etcdTls.serverKeyFile}`,
+              `--trusted-ca-file=${plan.etcdTls.caFile}`,
+              '--client-cert-auth',
+            ]
+          : []),
       ],
       { env: { PATH }, log: join(plan.stateDir, 'etcd.log') },
     );
@@ -244,6 +253,21 @@ export class LabBuilder {
     );
   }
 
+  /** `--tls`: the etcd CA, server and client certificates in the state directory (mode 0700). */
+  async etcdCredentials(): Promise<void> {
+    const tls = this.plan.etcdTls;
+    if (!tls) return;
+    const { kit } = this.#kube();
+    mkdirSync(tls.dir, { recursive: true, mode: 0o700 });
+    await kit.makeEtcdCertificates(tls.dir, { serverIPs: [ETCD_IP], validDays: 365 });
+  }
+
+  /** The etcdctl flags of a client of the lab's etcd. */
+  etcdctlTlsFlags(): string[] {
+    const tls = this.plan.etcdTls;
+    return tls ? [`--cacert=${tls.caFile}`, `--cert=${tls.certFile}`, `--key=${tls.keyFile}`] : [];
+  }
+
   startApiServer(): void {
     const { plan: kube, tools, kit } = this.#kube();
     const args = kit.kubeApiServerArgs({
@@ -251,7 +275,16 @@ export class LabBuilder {
       etcdServers: this.plan.etcdUrl,
       address: ETCD_IP,
       port: API_SERVER_PORT,
-      extraArgs: [`--etcd-prefix=${kube.etcdPrefix}`],
+      extraArgs: [
+        `--etcd-prefix=${kube.etcdPrefix}`,
+        ...(this.plan.etcdTls
+          ? [
+              `--etcd-cafile=${this.plan.etcdTls.caFile}`,
+              `--etcd-certfile=${this.plan.etcdTls.certFile}`,
+              `--etcd-keyfile=${this.plan.etcdTls.keyFile}`,
+            ]
+          : []),
+      ],
     });
     this.state.processes['kube-apiserver'] = spawnDetached(
       [...nsenter(this.plan.etcdNetns), tools.kubeApiServer, ...args],
@@ -443,6 +476,7 @@ export class LabBuilder {
           ...nsenter(plan.etcdNetns),
           programPath('etcdctl'),
           `--endpoints=${plan.etcdUrl}`,
+          ...this.etcdctlTlsFlags(),
           'endpoint',
           'health',
         ],
@@ -633,14 +667,15 @@ export async function labUp(
       `${plan.images ? `images ${Object.values(plan.images).join(', ')}, ` : ''}state in ${plan.stateDir}`,
   );
   // Certificates are made while the namespaces and etcd come up.
-  const credentials = b.kubeCredentials();
+  const credentials = Promise.all([b.kubeCredentials(), b.etcdCredentials()]);
   credentials.catch(() => {});
   let installed: Promise<void> = Promise.resolve();
   try {
     await b.fabric();
+    // etcd's own certificates first, with --tls.
+    await credentials;
     await b.etcd();
     // Started with etcd still coming up: it waits for its storage itself.
-    await credentials;
     b.startApiServer();
     for (const node of plan.nodes) await b.node(node);
     await b.cloudRoutes();

@@ -37,6 +37,7 @@ import {
 import { type KubeApi, KubeApiError, withKubeApi } from './kube.js';
 import {
   cniConflist,
+  etcdTlsClientConfig,
   type LabPlan,
   labInterfacePrefix,
   type NodePlan,
@@ -65,7 +66,7 @@ export async function withDatastore<T>(plan: LabPlan, fn: (ds: Datastore) => Pro
   const ds = await createDatastore(
     plan.datastore === 'kubernetes'
       ? { datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: plan.kube.kubeconfig }
-      : { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl] },
+      : { datastoreType: 'etcdv3', etcdEndpoints: [plan.etcdUrl], ...etcdTlsClientConfig(plan) },
     { transport: 'http2', ...(prefix !== undefined ? { interfacePrefix: prefix } : {}) },
   );
   try {

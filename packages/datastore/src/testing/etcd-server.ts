@@ -100,7 +100,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdSer
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const dir = await mkdtemp(join(base, 'calico-ts-etcd-'));
   try {
-    const tls = options.tls ? await makeCertificates(dir) : undefined;
+    const tls = options.tls ? await makeEtcdCertificates(dir) : undefined;
     // Ports are picked free, then bound by etcd; another process can take one in between, so a
     // start that fails is retried on new ports.
     let lastError: unknown;
@@ -297,8 +297,24 @@ async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-/** A CA, a server certificate for 127.0.0.1/localhost and a client certificate, made with openssl. */
-async function makeCertificates(dir: string): Promise<EtcdTlsFiles> {
+export interface MakeEtcdCertificatesOptions {
+  /** Addresses the server certificate is valid for besides 127.0.0.1 and localhost. */
+  readonly serverIPs?: readonly string[];
+  /** Default 2. */
+  readonly validDays?: number;
+}
+
+/**
+ * With openssl into `dir`: a CA (`ca.pem`), a server certificate (`server.pem`, `server-key.pem`)
+ * for 127.0.0.1, localhost and `serverIPs`, and a client certificate (`client.pem`,
+ * `client-key.pem`); EC P-256, so it takes milliseconds. Returns the client's files and contents.
+ */
+export async function makeEtcdCertificates(
+  dir: string,
+  options: MakeEtcdCertificatesOptions = {},
+): Promise<EtcdTlsFiles> {
+  const days = String(options.validDays ?? 2);
+  const sans = ['IP:127.0.0.1', 'DNS:localhost', ...(options.serverIPs ?? []).map((ip) => `IP:${ip}`)];
   const p = (name: string) => join(dir, name);
   const openssl = async (...args: string[]) => {
     const r = await run('openssl', args, process.env);
@@ -316,13 +332,13 @@ async function makeCertificates(dir: string): Promise<EtcdTlsFiles> {
     '-subj',
     '/CN=calico-ts test CA',
     '-days',
-    '2',
+    days,
     '-out',
     p('ca.pem'),
   );
   await writeFile(
     p('server.ext'),
-    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
+    `subjectAltName=${sans.join(',')}\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
   );
   await writeFile(
     p('client.ext'),
@@ -350,7 +366,7 @@ async function makeCertificates(dir: string): Promise<EtcdTlsFiles> {
       p('ca-key.pem'),
       '-CAcreateserial',
       '-days',
-      '2',
+      days,
       '-extfile',
       p(`${who}.ext`),
       '-out',

@@ -4,6 +4,8 @@ export {
   type EtcdServer,
   type EtcdTlsFiles,
   etcdAvailable,
+  type MakeEtcdCertificatesOptions,
+  makeEtcdCertificates,
   type StartEtcdOptions,
   startEtcd,
 } from './etcd-server.js';
