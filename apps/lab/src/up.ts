@@ -65,6 +65,7 @@ import {
   type LabPlan,
   type NodePlan,
   nodeCniBinDir,
+  usesBird,
 } from './plan.js';
 import {
   checkContainerTools,
@@ -77,6 +78,7 @@ import {
   type Artifacts,
   CALICO_CRDS,
   checkArtifacts,
+  checkKernelIpip,
   checkRoot,
   checkSystemPrograms,
   HOST_LOCAL,
@@ -556,7 +558,7 @@ export class LabBuilder {
           if (r.ok) {
             pending.delete(node.name);
             this.out.step(
-              `${node.name}: ready (Felix in sync${this.plan.mode === 'bgp' ? ', BGP sessions Established' : ''})`,
+              `${node.name}: ready (Felix in sync${usesBird(this.plan.mode) ? ', BGP sessions Established' : ''})`,
             );
           } else {
             last.set(node.name, r.message);
@@ -602,6 +604,7 @@ export async function labUp(
     existsSync,
     plan.mode === 'policy-only' ? [...SYSTEM_PROGRAMS, HOST_LOCAL] : SYSTEM_PROGRAMS,
   );
+  if (plan.mode === 'ipip') checkKernelIpip();
   checkArtifacts(arts);
   if (plan.images) {
     checkContainerTools();
