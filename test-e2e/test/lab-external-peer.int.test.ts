@@ -398,10 +398,14 @@ describe.each(missing.length > 0 ? [] : DATASTORES)(
       await until('every session Established again', established, 60_000);
       console.log(`Secret corrected → every external session Established in ${Date.now() - t1} ms`);
 
-      // No Secret at all: no password rendered (logged by calico-node), and GoBGP refuses the sessions.
+      // No Secret at all: the sessions are kept down (`disabled on`, logged by calico-node), never
+      // brought up without a password.
       await setSecret(undefined);
       for (const n of nodes)
-        await until(`${n.name}: no password`, () => birdPasswords(n.runDir).length === 0);
+        await until(`${n.name}: sessions disabled, no password`, () => {
+          const lines = birdPasswords(n.runDir);
+          return lines.length > 0 && lines.every((l) => l.startsWith('disabled on;'));
+        });
       await until('every external session down without the Secret', noneEstablished, 30_000);
       await setSecret(password);
       await until('every session Established once the Secret is back', established, 60_000);

@@ -319,7 +319,8 @@ export async function kubeSecretProviderFor(
   if (source === 'none') {
     log.info(
       {},
-      'no Kubernetes API configured (kubeconfig, K8S_API_ENDPOINT or in-cluster): BGP passwords from Secrets are unavailable',
+      'no Kubernetes API configured (kubeconfig, K8S_API_ENDPOINT or in-cluster) and no CALICO_BGP_SECRETS_DIR: ' +
+        'BGP passwords from Secrets are unavailable, and sessions that need one are kept down',
     );
     return undefined;
   }

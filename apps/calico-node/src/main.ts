@@ -21,8 +21,8 @@ import pino from 'pino';
 import { parseArgs, USAGE } from './cli.js';
 import { parseNodeEnv } from './env.js';
 import { errorMessage, isNodeError } from './errors.js';
+import { bgpSecretProviderFor } from './file-secrets.js';
 import { listHostInterfaces, reachSource } from './host-network.js';
-import { kubeSecretProviderFor } from './kube-secrets.js';
 import { CalicoNode, felixEnv } from './node-daemon.js';
 import { CALICO_VERSION } from './node-resource.js';
 import { runProbes } from './probes.js';
@@ -102,7 +102,7 @@ async function main(): Promise<number> {
   const nft = await NftContext.open();
   const secretProvider =
     env.networkingBackend === 'bird'
-      ? await kubeSecretProviderFor(client.config, process.env, log.child({ component: 'bgp-secrets' }))
+      ? await bgpSecretProviderFor(client.config, process.env, log.child({ component: 'bgp-secrets' }))
       : undefined;
   const node = new CalicoNode({
     env,

@@ -59,7 +59,7 @@ export interface CalicoNodeOptions {
   /** IPAM for the VXLAN tunnel address, re-checked every `tunnelCheckMs` (pools may change). */
   readonly ipam?: TunnelIpam;
   readonly tunnelCheckMs?: number;
-  /** Where BGP password values come from (Secrets in the Kubernetes API); none: no passwords. */
+  /** Where BGP password values come from (Secrets in the Kubernetes API, or files); none: sessions needing one stay down. */
   readonly secretProvider?: SecretProvider;
 }
 

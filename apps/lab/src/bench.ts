@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import type { Output } from './cli.js';
 import { measureConnectivity } from './observe.js';
+import { usesBird } from './plan.js';
 import type { Artifacts } from './prereqs.js';
 import { Progress } from './progress.js';
 import { table } from './render.js';
@@ -77,7 +78,7 @@ export async function labBench(
       createMs.push(performance.now() - t0);
       made.push(pod);
       out.step(`pod ${NAMESPACE}/${pod.name} on ${node.name}: ${Math.round(createMs.at(-1)!)} ms`);
-      if (state.mode === 'bgp' && !(node.name in convergence) && nodes.length > 1) {
+      if (usesBird(state.mode) && !(node.name in convergence) && nodes.length > 1) {
         const others = nodes.filter((n) => n.name !== node.name);
         const block = blockOf(pod.ip!);
         const end = t0 + 30_000;

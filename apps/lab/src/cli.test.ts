@@ -151,10 +151,14 @@ describe('pnpm lab command line', () => {
     });
     expect(usageText('up')).toMatch(/policy-only: Calico polices only/);
   });
+  it('up --mode ipip', () => {
+    expect(parseLabArgs(['up', '--mode', 'ipip']).command).toMatchObject({ kind: 'up', mode: 'ipip' });
+    expect(usageText('up')).toMatch(/ipip: the same with the pool in\s+ipipMode Always/);
+  });
   it('says what is wrong and what is accepted', () => {
     usageError(['up', '--nodes', 'three'], /--nodes must be a whole number from 1 to 50, got "three"/);
     usageError(['up', '--nodes', '0'], /--nodes must be a whole number/);
-    usageError(['up', '--mode', 'ipip'], /--mode must be bgp, vxlan or policy-only, got "ipip"/);
+    usageError(['up', '--mode', 'gre'], /--mode must be bgp, ipip, vxlan or policy-only, got "gre"/);
     usageError(
       ['up', '--mode', 'policy-only', '--datastore', 'etcdv3'],
       /--mode policy-only runs on the Kubernetes datastore.*leave out --datastore etcdv3/,

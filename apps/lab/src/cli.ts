@@ -89,7 +89,7 @@ etcd (--datastore etcdv3). --mode policy-only: Calico enforces policy only, besi
 network it does not make (no BIRD, no Calico IPAM). Needs root.
 
 Commands:
-  up [--nodes 3] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
+  up [--nodes 3] [--mode bgp|ipip|vxlan|policy-only] [--datastore kubernetes|etcdv3]
      [--topology flat|two-subnets] [--tls] [--images]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
@@ -117,14 +117,18 @@ const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DI
 
 /** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
-  up: `Usage: pnpm lab up [--nodes N] [--mode bgp|vxlan|policy-only] [--datastore kubernetes|etcdv3]
-                   [--topology flat|two-subnets] [--tls] [--images]
+  up: `Usage: pnpm lab up [--nodes N] [--mode bgp|ipip|vxlan|policy-only]
+                   [--datastore kubernetes|etcdv3] [--topology flat|two-subnets] [--tls]
+                   [--images]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
 
   --nodes N        how many nodes, 1 to ${MAX_NODES} (default 3)
-  --mode M         bgp: BIRD with a full mesh (default); vxlan: VXLAN tunnels, no BIRD;
+  --mode M         bgp: BIRD with a full mesh (default); ipip: the same with the pool in
+                   ipipMode Always, pods' traffic in IPIP over tunl0 (needs the kernel's ipip
+                   module: refused where \`ip link add type ipip\` fails); vxlan: VXLAN
+                   tunnels, no BIRD;
                    policy-only: Calico polices only, as installed beside a cloud's CNI (EKS):
                    calico-node with CALICO_NETWORKING_BACKEND=none and FELIX_INTERFACEPREFIX=eni,
                    no BIRD, no pool, no Calico IPAM. Node nX gets the pod range 198.19.X.0/24
@@ -369,7 +373,7 @@ export function parseLabArgs(
       noPositionals('up', positionals);
       const mode = one(flags, '--mode') ?? 'bgp';
       if (!(LAB_MODES as readonly string[]).includes(mode))
-        usage(`--mode must be bgp, vxlan or policy-only, got "${mode}"`);
+        usage(`--mode must be bgp, ipip, vxlan or policy-only, got "${mode}"`);
       const datastore = one(flags, '--datastore') ?? DEFAULT_DATASTORE;
       if (!(LAB_DATASTORES as readonly string[]).includes(datastore))
         usage(`--datastore must be etcdv3 or kubernetes, got "${datastore}"`);

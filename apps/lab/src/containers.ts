@@ -30,6 +30,7 @@ import {
   type LabPlan,
   type NodePlan,
   nodeCniBinDir,
+  usesBird,
 } from './plan.js';
 
 export const LAB_LABEL = 'org.calico-ts.lab';
@@ -253,7 +254,7 @@ export function podmanRunArgs(spec: ContainerSpec, hostRunFlags: readonly string
 
 /** The readiness probe the DaemonSet runs in calico-node's container. */
 export function calicoNodeReadinessProbe(plan: LabPlan): string[] {
-  return ['/usr/bin/calico-node', '-felix-ready', ...(plan.mode === 'bgp' ? ['-bird-ready'] : [])];
+  return ['/usr/bin/calico-node', '-felix-ready', ...(usesBird(plan.mode) ? ['-bird-ready'] : [])];
 }
 
 /** The probes the Deployment runs in kube-controllers' container. */

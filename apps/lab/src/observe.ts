@@ -16,7 +16,7 @@ import {
 } from './bgp-roles.js';
 import { errorMessage } from './errors.js';
 import { kubeControllersProbe, runKubectl } from './kube.js';
-import { kubeControllersEnv, type LabPlan, type NodePlan } from './plan.js';
+import { kubeControllersEnv, type LabPlan, type NodePlan, usesBird } from './plan.js';
 import { type Artifacts, kubectlPath } from './prereqs.js';
 import { childNamed, isAlive, type ProcRecord, recordFromPidFile, runAsync } from './processes.js';
 import {
@@ -155,7 +155,7 @@ async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Pro
     ready: r.ok,
     readyDetail: r.ok ? 'ready' : r.message,
   };
-  if (plan.mode !== 'bgp') return base;
+  if (!usesBird(plan.mode)) return base;
   const bird = birdRecord(state, node);
   try {
     const client = new BirdControlClient(join(node.runDir, 'bird.ctl'));

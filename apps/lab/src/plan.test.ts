@@ -57,6 +57,15 @@ describe('lab plan', () => {
       CALICO_NETWORKING_BACKEND: 'vxlan',
       CALICO_IPV4POOL_VXLAN: 'Always',
     });
+    const ipip = planLab({ name: 'lab', nodes: 1, mode: 'ipip', stateDir: '/s' });
+    expect(calicoNodeEnv(ipip, ipip.nodes[0]!, '/usr/bin')).toMatchObject({
+      CALICO_NETWORKING_BACKEND: 'bird',
+      CLUSTER_TYPE: 'k8s,bgp',
+      CALICO_IPV4POOL_IPIP: 'Always',
+      CALICO_IPV4POOL_VXLAN: 'Never',
+    });
+    // The pods' MTU leaves room for the 20-byte IPIP header.
+    expect(JSON.parse(pluginConfig(cniConflist(ipip, ipip.nodes[0]!))).mtu).toBe(1480);
   });
   it("each node's CNI config reads that node's nodename file, the lab's etcd and the API server", () => {
     const p = planLab({ name: 'lab', nodes: 2, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });

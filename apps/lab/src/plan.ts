@@ -18,6 +18,10 @@
  * kube-controllers and the lab's own clients present the client certificate, as upstream's
  * `etcd_key_file`/`etcd_cert_file`/`etcd_ca_cert_file` and ETCD_*_FILE settings name them.
  *
+ * `--mode ipip` is bgp with the pool in `ipipMode: Always` (upstream's manifests' default): Felix
+ * makes tunl0 from the kernel's `ipip` module and BIRD routes the other nodes' blocks over it. The
+ * lab refuses the mode on a kernel without that module (`checkKernelIpip`).
+ *
  * `--mode policy-only` (upstream's EKS shape: Calico polices, another CNI networks): each node has
  * its own pod range 198.19.<i>.0/24 (the v1 Node's spec.podCIDR), the calico plugin with host-local
  * IPAM on that range names the pods' host interfaces `eni…` as the Amazon VPC CNI does, and the
@@ -38,8 +42,13 @@
 import { join } from 'node:path';
 import { LabError } from './errors.js';
 
-export type LabMode = 'bgp' | 'vxlan' | 'policy-only';
-export const LAB_MODES: readonly LabMode[] = ['bgp', 'vxlan', 'policy-only'];
+export type LabMode = 'bgp' | 'ipip' | 'vxlan' | 'policy-only';
+export const LAB_MODES: readonly LabMode[] = ['bgp', 'ipip', 'vxlan', 'policy-only'];
+
+/** Whether calico-node runs BIRD in this mode (bgp, and ipip, whose routes BIRD spreads). */
+export function usesBird(mode: LabMode): boolean {
+  return mode === 'bgp' || mode === 'ipip';
+}
 /**
  * policy-only: the host-side interface prefix of the pods' CNI (the Amazon VPC CNI's, as in the
  * EKS guide), which Felix polices.
@@ -349,15 +358,15 @@ function networkingEnv(plan: LabPlan): Record<string, string> {
     };
   }
   return {
-    CALICO_NETWORKING_BACKEND: plan.mode === 'bgp' ? 'bird' : 'vxlan',
-    CLUSTER_TYPE: plan.mode === 'bgp' ? 'k8s,bgp' : 'k8s,vxlan',
+    CALICO_NETWORKING_BACKEND: usesBird(plan.mode) ? 'bird' : 'vxlan',
+    CLUSTER_TYPE: usesBird(plan.mode) ? 'k8s,bgp' : 'k8s,vxlan',
     IP: 'autodetect',
     IP_AUTODETECTION_METHOD: 'interface=eth0',
     CALICO_IPV4POOL_CIDR: POD_POOL,
     CALICO_IPV4POOL_BLOCK_SIZE: '26',
-    CALICO_IPV4POOL_IPIP: 'Never',
+    CALICO_IPV4POOL_IPIP: plan.mode === 'ipip' ? 'Always' : 'Never',
     CALICO_IPV4POOL_VXLAN:
-      plan.mode === 'bgp' ? 'Never' : plan.topology === 'two-subnets' ? 'CrossSubnet' : 'Always',
+      plan.mode === 'vxlan' ? (plan.topology === 'two-subnets' ? 'CrossSubnet' : 'Always') : 'Never',
     // Nothing in the lab leads outside it; no SNAT needed.
     CALICO_IPV4POOL_NAT_OUTGOING: 'false',
   };
@@ -457,9 +466,9 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         ipam_lock_file: join(node.dir, 'ipam.lock'),
         // The node's calico-node serves the plugin here (its CALICO_VAR_RUN_DIR).
         service_socket: join(node.runDir, 'cni-plugin.sock'),
-        // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header). Named here
+        // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header, 20 for IPIP's). Named here
         // because the plugin's fallback, /var/lib/calico/mtu, is the host's, shared by every lab node.
-        mtu: plan.mode === 'vxlan' ? 1450 : 1500,
+        mtu: plan.mode === 'vxlan' ? 1450 : plan.mode === 'ipip' ? 1480 : 1500,
         ipam: { type: 'calico-ipam' },
         policy: { type: 'k8s' },
       },

@@ -4,7 +4,9 @@ import {
   artifacts,
   CALICO_CRDS,
   checkArtifacts,
+  checkKernelIpip,
   checkSystemPrograms,
+  type IpRunner,
   kubectlPath,
   kubeTools,
   missingPrograms,
@@ -81,5 +83,33 @@ describe('prerequisites', () => {
       /the lab's Kubernetes API server needs: kube-apiserver \(\/cache\/kube-apiserver; .\/scripts\/setup.sh builds it\); kubectl \(on PATH, or CALICO_LAB_KUBECTL_BIN; any recent release\); openssl/,
     );
     expect(() => kubectlPath(env, () => false)).toThrow(/missing: kubectl/);
+  });
+
+  it('--mode ipip: a kernel without the ipip module is refused with a message naming it; the probe namespace is removed', () => {
+    const calls: string[] = [];
+    const noModule: IpRunner = (args) => {
+      calls.push(args.join(' '));
+      return args.includes('type')
+        ? { status: 2, stderr: 'Error: Unknown device type.\n' }
+        : { status: 0, stderr: '' };
+    };
+    try {
+      checkKernelIpip(noModule, 'probe-ns');
+      throw new Error('expected an error');
+    } catch (e) {
+      expect(isLabError(e, 'prerequisite')).toBe(true);
+      expect((e as Error).message).toBe(
+        "--mode ipip needs the kernel's ipip module, and this kernel has none: `ip link add type ipip` fails " +
+          'with "Error: Unknown device type.". Load it (`modprobe ipip`) on a kernel that ships it, or use ' +
+          '--mode bgp or --mode vxlan here',
+      );
+    }
+    expect(calls).toEqual([
+      'netns add probe-ns',
+      '-n probe-ns link add ipipprobe0 type ipip',
+      'netns del probe-ns',
+    ]);
+    const withModule: IpRunner = () => ({ status: 0, stderr: '' });
+    expect(() => checkKernelIpip(withModule, 'probe-ns')).not.toThrow();
   });
 });

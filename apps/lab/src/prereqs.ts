@@ -2,6 +2,7 @@
  * What the lab needs before it makes anything: root, the system programs (and which Debian package
  * brings each), and calico-ts's own built executables. Each miss is reported with what to do.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -118,6 +119,50 @@ export function checkSystemPrograms(
     'prerequisite',
     `missing: ${missing.map((m) => m.name).join(', ')}. Install them with ` +
       `\`apt-get install ${pkgs.join(' ')}\` or run ./scripts/setup.sh`,
+  );
+}
+
+/** One `ip` command's outcome, for {@link checkKernelIpip}. */
+export type IpRunner = (args: readonly string[]) => {
+  readonly status: number | null;
+  readonly stderr: string;
+};
+
+const runIp: IpRunner = (args) => {
+  const r = spawnSync('ip', args, { encoding: 'utf8', env: { ...process.env, LC_ALL: 'C' } });
+  return { status: r.status, stderr: r.stderr ?? '' };
+};
+
+/**
+ * `--mode ipip` needs the kernel's `ipip` module (Felix's tunl0 is the module's fallback device).
+ * Tried the way Felix will ask for it, `ip link add … type ipip`, in a namespace made for the test
+ * and deleted whatever happens, so nothing of the host changes (a module the kernel can load is
+ * loaded, as Felix would load it).
+ */
+export function checkKernelIpip(
+  run: IpRunner = runIp,
+  probeNetns = `calico-lab-ipip-probe-${process.pid}`,
+): void {
+  const made = run(['netns', 'add', probeNetns]);
+  if (made.status !== 0) {
+    throw new LabError(
+      'setup',
+      `could not make the namespace ${probeNetns} to check for IPIP support: ${made.stderr.trim()}`,
+    );
+  }
+  let tried: { status: number | null; stderr: string };
+  try {
+    tried = run(['-n', probeNetns, 'link', 'add', 'ipipprobe0', 'type', 'ipip']);
+  } finally {
+    run(['netns', 'del', probeNetns]);
+  }
+  if (tried.status === 0) return;
+  const why = tried.stderr.trim() || `ip exited with ${tried.status}`;
+  throw new LabError(
+    'prerequisite',
+    `--mode ipip needs the kernel's ipip module, and this kernel has none: \`ip link add type ipip\` ` +
+      `fails with "${why}". Load it (\`modprobe ipip\`) on a kernel that ships it, or use --mode bgp or ` +
+      '--mode vxlan here',
   );
 }
 

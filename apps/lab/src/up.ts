@@ -67,6 +67,7 @@ import {
   type LabPlan,
   type NodePlan,
   nodeCniBinDir,
+  usesBird,
 } from './plan.js';
 import {
   checkContainerTools,
@@ -79,6 +80,7 @@ import {
   type Artifacts,
   CALICO_CRDS,
   checkArtifacts,
+  checkKernelIpip,
   checkRoot,
   checkSystemPrograms,
   HOST_LOCAL,
@@ -606,7 +608,7 @@ export class LabBuilder {
           if (r.ok) {
             pending.delete(node.name);
             this.out.step(
-              `${node.name}: ready (Felix in sync${this.plan.mode === 'bgp' ? ', BGP sessions Established' : ''})`,
+              `${node.name}: ready (Felix in sync${usesBird(this.plan.mode) ? ', BGP sessions Established' : ''})`,
             );
           } else {
             last.set(node.name, r.message);
@@ -652,6 +654,7 @@ export async function labUp(
     existsSync,
     plan.mode === 'policy-only' ? [...SYSTEM_PROGRAMS, HOST_LOCAL] : SYSTEM_PROGRAMS,
   );
+  if (plan.mode === 'ipip') checkKernelIpip();
   checkArtifacts(arts);
   if (plan.images) {
     checkContainerTools();

@@ -130,7 +130,13 @@ describe('BirdBridge', () => {
     );
     await bridge.start();
     await bridge.resync();
-    expect(logs.filter((l) => l === 'warn BGPPeer tor: password secret s/k not available').length).toBe(1);
+    expect(
+      logs.filter(
+        (l) =>
+          l ===
+          'warn BGPPeer tor: password secret s/k not available; its BGP sessions are kept down until it is usable',
+      ).length,
+    ).toBe(1);
   });
 
   describe('passwords from a secret provider', () => {
@@ -140,7 +146,13 @@ describe('BirdBridge', () => {
         asNumber: 64600,
         password: { secretKeyRef: { name: 'bgp-secrets', key } },
       });
-    const passwordLines = (text: string) => text.split('\n').filter((l) => l.includes('password'));
+    const passwordLines = (text: string) => text.split('\n').filter((l) => /^\s*password /.test(l));
+    /** A protocol's first two lines. */
+    const protocolBlock = (text: string, name: string) => {
+      const lines = text.split('\n');
+      const i = lines.indexOf(`protocol bgp ${name} from bgp_template {`);
+      return lines.slice(i, i + 2);
+    };
 
     test('the first apply already holds the password; the provider follows exactly the referenced secrets', async () => {
       const secrets = new MemorySecretProvider({ 'bgp-secrets': { tor: 'pw-1' }, other: { x: 'y' } });
@@ -160,12 +172,18 @@ describe('BirdBridge', () => {
       secrets.set('bgp-secrets', { tor: 'pw-2' });
       await until('new password', () => passwordLines(target.current)[0] === '  password "pw-2";', 2000);
       secrets.set('bgp-secrets', { other: 'x' });
-      await until('no password', () => passwordLines(target.current).length === 0, 2000);
-      // The session itself stays configured, without a password; the reason is logged.
-      expect(target.current).toContain('protocol bgp Global_198_18_1_1');
-      expect(logs).toContain('warn BGPPeer tor: password secret bgp-secrets/tor not available');
+      await until('session kept down', () => target.current.includes('disabled on;'), 2000);
+      // Never up without its password: the session is disabled, and the log names peer and secret.
+      expect(protocolBlock(target.current, 'Global_198_18_1_1')).toEqual([
+        'protocol bgp Global_198_18_1_1 from bgp_template {',
+        '  disabled on;        # password secret bgp-secrets/tor not available: kept down rather than unauthenticated',
+      ]);
+      expect(logs).toContain(
+        'warn BGPPeer tor: password secret bgp-secrets/tor not available; its BGP sessions are kept down until it is usable',
+      );
       secrets.set('bgp-secrets', { tor: 'pw-3' });
       await until('restored', () => passwordLines(target.current)[0] === '  password "pw-3";', 2000);
+      expect(target.current).not.toContain('disabled on;');
       // No value ever reaches a log line.
       expect(logs.filter((l) => /pw-\d/.test(l))).toEqual([]);
     });

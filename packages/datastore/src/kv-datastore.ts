@@ -12,7 +12,8 @@
  * Design: every write is validated first and nothing is written when any rule is broken; the
  * `DatastoreError('invalid')` carries the api's `ValidationError` (every field error) as `cause`.
  * Rules that compare with stored state (IPPool: no CIDR overlap with another pool on create; CIDR,
- * block size and a LoadBalancer use immutable on update; see ippool-checks.ts) run after the
+ * block size and a LoadBalancer use immutable on update, see ippool-checks.ts; a policy's tier
+ * must exist when the policy is created, `default` always does) run after the
  * resource is valid on its own and report the same way. The overlap check is not atomic with the
  * write: two racing creates of overlapping pools can both succeed, as upstream's can.
  * Conflicts are the store's CAS failures. `apply` re-reads and retries on conflict.
@@ -20,6 +21,7 @@
  */
 import {
   API_VERSION,
+  DEFAULT_TIER,
   type FieldError,
   formatFieldError,
   type IPPool,
@@ -277,13 +279,24 @@ export class KVDatastore implements Datastore {
   }
 
   /**
-   * Rules of a create that depend on other stored objects (an IPPool's CIDR must not overlap another
-   * pool's): one list of the kind, only for kinds that have such rules. Throws `invalid`.
+   * Rules of a create that depend on other stored objects: an IPPool's CIDR must not overlap another
+   * pool's (one list of the pools); a policy's tier must exist (upstream clientv3's policy Create
+   * gets the tier first). The `default` tier always exists (client initialisation makes it and it
+   * cannot be deleted), so it is not looked up. Throws `invalid`.
    */
   private async checkCreate(v: Resource): Promise<void> {
-    if (v.kind !== 'IPPool') return;
-    const pools = await this.list('IPPool');
-    throwIfProblems(v, ipPoolCreateProblems(v, pools.items));
+    if (v.kind === 'IPPool') {
+      const pools = await this.list('IPPool');
+      throwIfProblems(v, ipPoolCreateProblems(v, pools.items));
+      return;
+    }
+    if (!TIERED_KINDS.has(v.kind)) return;
+    const tier = (v.spec as { tier?: string }).tier || DEFAULT_TIER;
+    if (tier === DEFAULT_TIER) return;
+    if (await this.find('Tier', tier, undefined)) return;
+    throwIfProblems(v, [
+      { path: 'spec.tier', rule: `tier "${tier}" does not exist; create the Tier before policies in it` },
+    ]);
   }
 
   /**
@@ -354,6 +367,14 @@ function invalid(subject: string, errors: readonly FieldError[]): DatastoreError
 }
 
 /** Kinds whose updates are checked against the stored version. */
+/** The kinds whose objects name a tier (`spec.tier`, default `default`), which must exist on create. */
+const TIERED_KINDS: ReadonlySet<Kind> = new Set([
+  'NetworkPolicy',
+  'GlobalNetworkPolicy',
+  'StagedNetworkPolicy',
+  'StagedGlobalNetworkPolicy',
+]);
+
 function hasStoredStateRules(v: Resource): v is IPPool {
   return v.kind === 'IPPool';
 }

@@ -82,6 +82,12 @@ export { FelixMetrics } from './daemon/metrics.js';
 export { StatusReporter, type StatusStore } from './daemon/status-reporter.js';
 export { InterfaceMonitor, type InterfaceState } from './dataplane/interface-monitor.js';
 export {
+  type IpipApplyResult,
+  IpipManager,
+  type IpipManagerOptions,
+  type IpipNetOps,
+} from './dataplane/ipip-manager.js';
+export {
   type DataplaneNetOps,
   LinuxDataplane,
   type LinuxDataplaneOptions,

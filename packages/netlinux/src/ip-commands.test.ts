@@ -6,6 +6,7 @@ import {
   bridgeAddArgs,
   failedBatchIndex,
   fdbArgs,
+  ipipAddArgs,
   linkDelArgs,
   linkSetArgs,
   neighDelArgs,
@@ -19,6 +20,12 @@ import {
 const line = (args: string[]) => args.join(' ');
 
 describe('link commands', () => {
+  it('asks for an IPIP device by type, which loads the module (and with it tunl0)', () => {
+    expect(line(ipipAddArgs({ name: 'tunl0' }))).toBe('link add tunl0 type ipip');
+    expect(line(ipipAddArgs({ name: 'tunl0', mtu: 1480 }))).toBe('link add tunl0 mtu 1480 type ipip');
+    expect(() => ipipAddArgs({ name: 'bad name' })).toThrow();
+  });
+
   it('builds a Calico workload veth with the peer created in the pod namespace', () => {
     expect(
       line(

@@ -12,6 +12,7 @@ import type {
   BridgeSpec,
   FdbSpec,
   IpFamily,
+  IpipSpec,
   LinkOp,
   NeighbourSpec,
   RouteSpec,
@@ -106,6 +107,10 @@ export function vxlanAddArgs(spec: VxlanSpec): string[] {
     ...(spec.dev === undefined ? [] : ['dev', checkIfName(spec.dev)]),
     spec.learning ? 'learning' : 'nolearning',
   ];
+}
+
+export function ipipAddArgs(spec: IpipSpec): string[] {
+  return ['link', 'add', checkIfName(spec.name), ...mtuArgs(spec.mtu), 'type', 'ipip'];
 }
 
 export interface LinkChanges {

@@ -19,6 +19,7 @@ import {
   bridgeAddArgs,
   failedBatchIndex,
   fdbArgs,
+  ipipAddArgs,
   type LinkChanges,
   linkDelArgs,
   linkOpArgs,
@@ -52,6 +53,7 @@ import type {
   FdbSpec,
   IgnoreMissing,
   IpFamily,
+  IpipSpec,
   Link,
   LinkOp,
   Neighbour,
@@ -286,6 +288,14 @@ export class Netlinux {
   /** A VXLAN device; learning is off unless asked for. */
   async createVxlan(spec: VxlanSpec, ns?: string): Promise<void> {
     await this.#ip(vxlanAddArgs(spec), ns);
+  }
+
+  /**
+   * An IPIP tunnel device. Asking for `tunl0` where the module was not loaded yet loads it, which
+   * makes `tunl0`, and then fails `exists`: callers wanting `tunl0` treat `exists` as success.
+   */
+  async createIpip(spec: IpipSpec, ns?: string): Promise<void> {
+    await this.#ip(ipipAddArgs(spec), ns);
   }
 
   /** Several changes to one device in one request (`ip link set dev <name> …`). */

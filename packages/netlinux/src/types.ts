@@ -80,6 +80,17 @@ export interface VxlanSpec {
   mac?: string;
 }
 
+/**
+ * An IPv4-in-IPv4 tunnel device (`ip link add <name> type ipip`). Creating one loads the kernel's
+ * `ipip` module if needed, and loading it makes the fallback device `tunl0` in every namespace: a
+ * request for `tunl0` itself then fails `exists`, and the device is there (what Calico relies on).
+ * Without the module the kernel answers "Unknown device type" (`invalid`).
+ */
+export interface IpipSpec {
+  name: string;
+  mtu?: number;
+}
+
 /** One address as `ip -json addr show` reports it. */
 export interface Addr {
   /** Device name. */

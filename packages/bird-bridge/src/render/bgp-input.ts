@@ -33,8 +33,8 @@ export interface BgpInput {
   routerId?: string;
   /**
    * Secret values for `password.secretKeyRef` of BGPPeers and `nodeMeshPassword`, keyed
-   * `<secret name>/<key>`. A reference with no value here renders no password (as upstream does
-   * when a secret cannot be read).
+   * `<secret name>/<key>`. A reference with no value here keeps the sessions that need it down
+   * (upstream renders them without a password when a secret cannot be read).
    */
   secrets?: Readonly<Record<string, string>>;
 }

@@ -100,7 +100,7 @@ describe('BGPPeers', () => {
       'BGPPeer to-b: BGPFilter f1 does not exist; the session imports and exports nothing until it does',
     );
   });
-  test('a password BIRD cannot quote is not used, and says why', () => {
+  test('a password BIRD cannot quote is not used: the session is kept down, and the warning says why', () => {
     const m = deriveBirdModel(
       input({
         peers: [
@@ -114,8 +114,12 @@ describe('BGPPeers', () => {
       }),
       4,
     );
-    expect(m.peers.find((p) => p.kind === 'global')?.password).toBeUndefined();
-    expect(m.warnings).toContain('BGPPeer g: password secret s/k holds a quote or line break; not used');
+    const g = m.peers.find((p) => p.kind === 'global');
+    expect(g?.password).toBeUndefined();
+    expect(g?.passwordMissing).toBe('secret s/k holds a quote or line break');
+    expect(m.warnings).toContain(
+      'BGPPeer g: password secret s/k holds a quote or line break; its BGP sessions are kept down until it is usable',
+    );
   });
   test('a route reflector makes iBGP peers without its cluster id clients', () => {
     const peers = [peer('all', { peerSelector: 'all()' })];

@@ -66,6 +66,11 @@ export interface BirdPeer {
   gracefulRestartTime?: number;
   keepaliveTime?: number;
   password?: string;
+  /**
+   * The password secret this session needs and cannot have (`<name>/<key>`, and why): the session
+   * is kept down (`disabled on`) rather than connecting without it.
+   */
+  passwordMissing?: string;
   /** This node is a route reflector and the peer its client: the cluster id to announce. */
   rrClusterId?: string;
   nextHop?: 'self' | 'keep';
@@ -239,16 +244,24 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
     const m = selectorCache.get(text);
     return m ? nodes.filter((n) => m(n.labels)) : [];
   };
-  const secret = (ref: { name?: string; key?: string } | undefined, owner: string) => {
-    if (!ref?.name || !ref.key) return undefined;
+  /**
+   * The password a session references: its value, or why it cannot be had. A session whose
+   * password is missing is kept down, never brought up without one (upstream renders it without).
+   */
+  const secret = (
+    ref: { name?: string; key?: string } | undefined,
+    owner: string,
+  ): Pick<BirdPeer, 'password' | 'passwordMissing'> => {
+    if (!ref?.name || !ref.key) return {};
     const v = input.secrets?.[`${ref.name}/${ref.key}`];
-    if (v === undefined) warnings.push(`${owner}: password secret ${ref.name}/${ref.key} not available`);
-    else if (/["\n\r\0]/.test(v)) {
-      // BIRD strings have no escapes: a double quote or line break cannot be written.
-      warnings.push(`${owner}: password secret ${ref.name}/${ref.key} holds a quote or line break; not used`);
-      return undefined;
-    }
-    return v;
+    let why: string | undefined;
+    if (v === undefined) why = 'not available';
+    // BIRD strings have no escapes: a double quote or line break cannot be written.
+    else if (/["\n\r\0]/.test(v)) why = 'holds a quote or line break';
+    if (why === undefined) return { password: v };
+    const missing = `secret ${ref.name}/${ref.key} ${why}`;
+    warnings.push(`${owner}: password ${missing}; its BGP sessions are kept down until it is usable`);
+    return { passwordMissing: missing };
   };
 
   // ---- peerings (global pass, node pass, reverse pass) --------------------------------------
@@ -375,7 +388,7 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
         sourceAddress: myIP,
         passive: n.ip > myIP,
         gracefulRestartTime: restart,
-        password,
+        ...password,
         internalPeer: true,
         origin: n.name,
         importFilters: [],
@@ -423,7 +436,7 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
       ttlSecurity: s.ttlSecurity ?? 0,
       gracefulRestartTime: roundedSeconds(s.maxRestartTime),
       keepaliveTime: roundedSeconds(s.keepaliveTime),
-      password: secret(s.password?.secretKeyRef, owner),
+      ...secret(s.password?.secretKeyRef, owner),
       rrClusterId: rr,
       nextHop,
       allowLocalAs: s.numAllowedLocalASNumbers || undefined,

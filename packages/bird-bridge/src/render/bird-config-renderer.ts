@@ -144,6 +144,9 @@ function renderMain(m: BirdModel, names: { aggr: string; ipam: string }): string
 
 function renderPeer(m: BirdModel, p: BirdPeer, from: string): string[] {
   const L = [`# From ${from}.`, `protocol bgp ${p.name} from bgp_template {`];
+  if (p.passwordMissing !== undefined) {
+    L.push(`  disabled on;        # password ${p.passwordMissing}: kept down rather than unauthenticated`);
+  }
   L.push(`  neighbor ${p.ip}${p.port ? ` port ${p.port}` : ''} as ${p.asNumber};`);
   if (p.localAsNumber !== undefined) L.push(`  local as ${p.localAsNumber};`);
   if (p.sourceAddress) L.push(`  source address ${p.sourceAddress};`);

@@ -70,6 +70,29 @@ describe('resolveIpip', () => {
     });
   });
 
+  it('without its own tunnel address the node has no device to route through: only same-subnet and blackhole routes', () => {
+    const i = input('CrossSubnet');
+    const nodes = i.nodes.map((n) => (n.metadata.name === 'node-a' ? node('node-a', '198.18.0.2/24') : n));
+    expect(resolveIpip({ ...i, nodes }, CFG)).toEqual({
+      enabled: true,
+      device: { name: 'tunl0', mtu: 1480 },
+      routes: [
+        { kind: 'blackhole', dst: '198.19.0.0/26' },
+        { kind: 'same-subnet', dst: '198.19.0.64/26', gateway: '198.18.0.3' },
+      ],
+      waiting: ['this node has no IPIP tunnel address (ipv4IPIPTunnelAddr) yet'],
+    });
+  });
+
+  it('routes left to BIRD (programClusterRoutes not Enabled): the device only', () => {
+    expect(resolveIpip(input('Always'), { ...CFG, programRoutes: false })).toEqual({
+      enabled: true,
+      device: { name: 'tunl0', mtu: 1480, tunnelAddress: '198.19.0.1' },
+      routes: [],
+      waiting: [],
+    });
+  });
+
   it('does not touch VXLAN pools', () => {
     const i = input('Always');
     const s = resolveIpip(

@@ -11,6 +11,12 @@
  *
  * IPIP is on when FelixConfiguration says so (`ipipEnabled`), else when any pool uses it. Unlike
  * VXLAN there is no neighbour or FDB state: the outer destination is the route's gateway.
+ *
+ * Who programs the routes: as in upstream v3.32, BIRD does (its kernel filter sends IPIP pool
+ * routes via the peer over tunl0) unless FelixConfiguration `programClusterRoutes: Enabled` hands
+ * them to Felix (`programRoutes`); the device is Felix's either way. Until this node has a tunnel
+ * address (calico-node allocates it from an IPIP pool into `ipv4IPIPTunnelAddr`), there is no
+ * device and no tunnel route, as upstream's `ipipManager.device` refuses to configure one.
  */
 import {
   type BlockRoute,
@@ -30,6 +36,8 @@ export interface IpipConfig {
   /** IpInIpMtu (`ipipMTU`); 0 means the host MTU less 20. */
   readonly mtu: number;
   readonly hostMtu: number;
+  /** Felix programs the IPIP pools' routes (ProgramClusterRoutes Enabled); default true. */
+  readonly programRoutes?: boolean;
 }
 
 export interface IpipDevice {
@@ -74,6 +82,9 @@ export function resolveIpip(input: EncapInput, cfg: IpipConfig): IpipState {
     ...(tunnelAddress !== undefined ? { tunnelAddress } : {}),
   };
   const waiting: string[] = [];
+  if (tunnelAddress === undefined)
+    waiting.push(`this node has no IPIP tunnel address (ipv4IPIPTunnelAddr) yet`);
+  if (cfg.programRoutes === false) return { enabled: true, device, routes: [], waiting };
   const route = (r: BlockRoute): EncapRoute | undefined => {
     if (r.local) return r.block && !r.dst.endsWith('/32') ? { kind: 'blackhole', dst: r.dst } : undefined;
     if (r.nodeIP === undefined) {
@@ -81,6 +92,7 @@ export function resolveIpip(input: EncapInput, cfg: IpipConfig): IpipState {
       return undefined;
     }
     if (r.sameSubnet) return { kind: 'same-subnet', dst: r.dst, gateway: r.nodeIP };
+    if (tunnelAddress === undefined) return undefined;
     return { kind: 'tunnel', dst: r.dst, gateway: r.nodeIP, dev: IPIP_DEVICE };
   };
   const routes: EncapRoute[] = [];

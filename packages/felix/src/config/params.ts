@@ -75,6 +75,8 @@ export interface FelixConfig {
   VXLANMTUV6: number;
   IpInIpEnabled: boolean | undefined;
   IpInIpMtu: number;
+  /** `Enabled`: Felix programs the IPIP (and unencapsulated) pools' routes; `Disabled`: BIRD does. */
+  ProgramClusterRoutes: 'Enabled' | 'Disabled';
   WireguardEnabled: boolean;
   WireguardMTU: number;
   MTUIfacePattern: RegExp;
@@ -187,6 +189,12 @@ export const PARAMS: readonly ParamDef[] = [
   { name: 'VXLANMTUV6', kind: { t: 'int', min: 0 }, default: '0', field: 'vxlanMTUV6' },
   { name: 'IpInIpEnabled', kind: { t: 'optbool' }, default: '', field: 'ipipEnabled' },
   { name: 'IpInIpMtu', kind: { t: 'int', min: 0 }, default: '0', field: 'ipipMTU' },
+  {
+    name: 'ProgramClusterRoutes',
+    kind: { t: 'oneof', options: ['Enabled', 'Disabled'] },
+    default: 'Disabled',
+    field: 'programClusterRoutes',
+  },
   { name: 'WireguardEnabled', kind: { t: 'bool' }, default: 'false', field: 'wireguardEnabled' },
   { name: 'WireguardMTU', kind: { t: 'int', min: 0 }, default: '0', field: 'wireguardMTU' },
   {

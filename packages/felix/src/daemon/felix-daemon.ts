@@ -7,6 +7,7 @@
  *   probe (raw KV revision) ─┴► datastore reachable? ──► health: async_calc_graph         │ transaction,
  *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status            │ routes
  *   Node + IPPool + IPAM blocks (syncer) ──► resolveVxlan ──(changed?)──► setVxlanState
+ *                                        ──► resolveIpip  ──(changed?)──► setIpipState
  *                                                      └─ IPIP/VXLAN sources changed? ──► setTunnelRules, apply
  *   health server /liveness /readiness ◄── HealthAggregator ◄── InternalDataplaneMainLoop ◄┘
  *   metrics server /metrics ◄── FelixMetrics
@@ -53,7 +54,7 @@ import {
 import type { NftClient } from '@calico-ts/nftables';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { isEmptyDiff } from '../calc/dataplane-state.js';
-import { hostAddresses, ipipEnabled } from '../calc/ipip-resolver.js';
+import { hostAddresses, type IpipState, resolveIpip } from '../calc/ipip-resolver.js';
 import {
   type BlockRecord,
   type BlockRoutes,
@@ -111,6 +112,8 @@ const LIVE_PARAMS: ReadonlySet<string> = new Set([
   'VXLANMTU',
   'VXLANVNI',
   'IpInIpEnabled',
+  'IpInIpMtu',
+  'ProgramClusterRoutes',
   'ExternalNodesCIDRList',
 ]);
 /** Consecutive failed applies after which the dataplane reports itself not live. */
@@ -206,6 +209,7 @@ export class FelixDaemon {
   readonly #blockMap = new Map<string, BlockRoutes>();
   #encapTimer: NodeJS.Timeout | undefined;
   #vxlanKey = '';
+  #ipipKey = '';
   #tunnelRulesKey = JSON.stringify({});
   #poolsChanged = true;
   /** ClusterInformation says `datastoreReady: false`: apply nothing until it says true. */
@@ -652,12 +656,12 @@ export class FelixDaemon {
     this.#encapTimer = setTimeout(() => {
       this.#encapTimer = undefined;
       this.#computeEncap().catch((e: unknown) =>
-        this.#log.warn({ err: errorMessage(e) }, 'computing the VXLAN state failed'),
+        this.#log.warn({ err: errorMessage(e) }, 'computing the tunnel state failed'),
       );
     }, this.#o.debounceMs ?? 50);
   }
 
-  /** The desired VXLAN state from what is known now; handed to the dataplane when it changed. */
+  /** The desired VXLAN and IPIP states from what is known now; each handed to the dataplane when it changed. */
   async #computeEncap(): Promise<void> {
     if (!this.#syncer?.inSync || this.#stopped || this.#datastoreLocked) return;
     const cfg = this.config;
@@ -673,11 +677,19 @@ export class FelixDaemon {
       { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
       { enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, hostMtu },
     );
+    const ipip: IpipState = resolveIpip(
+      { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
+      {
+        enabled: cfg.IpInIpEnabled,
+        mtu: cfg.IpInIpMtu,
+        hostMtu,
+        programRoutes: cfg.ProgramClusterRoutes === 'Enabled',
+      },
+    );
     // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
-    const ipipOn = ipipEnabled({ pools }, { enabled: cfg.IpInIpEnabled });
     const allHosts = [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList];
     const tunnelRules: TunnelRules = {
-      ...(ipipOn ? { ipipSources: allHosts } : {}),
+      ...(ipip.enabled ? { ipipSources: allHosts } : {}),
       ...(cfg.NATOutgoingExclusions === 'IPPoolsAndHostIPs' ? { natExcludedHosts: allHosts } : {}),
       ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] } : {}),
     };
@@ -687,6 +699,23 @@ export class FelixDaemon {
       this.#dataplane.setTunnelRules(tunnelRules);
       this.#forceApply = true;
       this.#scheduleFlush();
+    }
+    const ipipKey = JSON.stringify(ipip);
+    if (ipipKey !== this.#ipipKey) {
+      this.#ipipKey = ipipKey;
+      if (ipip.enabled) {
+        this.#log.info(
+          {
+            device: ipip.device?.name,
+            mtu: ipip.device?.mtu,
+            tunnelAddress: ipip.device?.tunnelAddress,
+            routes: ipip.routes.length,
+            ...(ipip.waiting.length > 0 ? { waiting: ipip.waiting } : {}),
+          },
+          'IPIP state changed',
+        );
+      }
+      this.#dataplane.setIpipState(ipip);
     }
     const key = JSON.stringify(state);
     if (key === this.#vxlanKey) return;

@@ -9,14 +9,16 @@
  *   update(state): the same from a whole state (everything compared)
  *   InterfaceMonitor (poll `ip link`) ──► RouteManager.onInterface ──► route apply (soon)
  *   setVxlanState(state) ──► VxlanManager ──► vxlan.calico, its routes, neighbours, FDB (soon)
- *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN resync
+ *   setIpipState(state)  ──► IpipManager  ──► tunl0, the IPIP pools' routes (soon)
+ *        (the two share the tunnel route protocol; each leaves the other's destinations alone)
+ *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN + IPIP resync
  *           (RouteRefreshInterval)
  *
  * API: `onUpdate(diff)` / `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs
  * nftables then routes and resolves with what it did (throws if nftables failed; route failures
  * are retried by the timers and reported through `onError`). `setVxlanState(state)` records the
  * VXLAN state and programs it shortly after, independently of the rules (failures likewise
- * retried). `start()` begins the monitor and timers, `stop()` ends
+ * retried); `setIpipState(state)` the same for IPIP. `start()` begins the monitor and timers, `stop()` ends
  * them and leaves everything programmed in place.
  *
  * Thread-safety: one event loop; kernel operations are serialised on an internal queue.
@@ -24,6 +26,7 @@
 
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
+import type { IpipState } from '../calc/ipip-resolver.js';
 import type { DataplaneDiff, DataplaneState } from '../calc/types.js';
 import type { VxlanState } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
@@ -31,11 +34,12 @@ import type { RulesConfig } from '../rules/config.js';
 import { IncrementalRenderer } from '../rules/incremental-renderer.js';
 import type { TunnelRules } from '../rules/ruleset-renderer.js';
 import { InterfaceMonitor } from './interface-monitor.js';
+import { type IpipApplyResult, IpipManager, type IpipNetOps } from './ipip-manager.js';
 import { type NftApplyResult, NftablesDataplane } from './nftables-dataplane.js';
 import { type RouteApplyResult, RouteManager, type RouteNetOps } from './route-manager.js';
 import { type VxlanApplyResult, VxlanManager, type VxlanNetOps } from './vxlan-manager.js';
 
-export type DataplaneNetOps = RouteNetOps & Pick<Netlinux, 'listLinks'> & VxlanNetOps;
+export type DataplaneNetOps = RouteNetOps & Pick<Netlinux, 'listLinks'> & VxlanNetOps & IpipNetOps;
 
 export interface LinuxDataplaneOptions {
   readonly nft: NftClient;
@@ -69,6 +73,7 @@ export class LinuxDataplane {
   readonly #routes: RouteManager;
   readonly #monitor: InterfaceMonitor;
   readonly #vxlan: VxlanManager;
+  readonly #ipip: IpipManager;
   readonly #renderer: IncrementalRenderer;
   #hasState = false;
   #applied = false;
@@ -77,6 +82,7 @@ export class LinuxDataplane {
   #routeSoon: NodeJS.Timeout | undefined;
   #recheck: NodeJS.Timeout | undefined;
   #vxlanSoon: NodeJS.Timeout | undefined;
+  #ipipSoon: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(opts: LinuxDataplaneOptions) {
@@ -97,6 +103,15 @@ export class LinuxDataplane {
       ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
       protocol: opts.encapRouteProtocol ?? 80,
       workloadPrefixes: opts.rulesConfig.interfacePrefixes,
+      claimedElsewhere: (dst) => this.#ipip.wants(dst),
+      log: this.#log,
+    });
+    this.#ipip = new IpipManager({
+      net: opts.net,
+      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
+      protocol: opts.encapRouteProtocol ?? 80,
+      workloadPrefixes: opts.rulesConfig.interfacePrefixes,
+      claimedElsewhere: (dst) => this.#vxlan.state?.routes.some((r) => r.dst === dst) ?? false,
       log: this.#log,
     });
     this.#monitor = new InterfaceMonitor({
@@ -120,6 +135,10 @@ export class LinuxDataplane {
 
   get vxlanManager(): VxlanManager {
     return this.#vxlan;
+  }
+
+  get ipipManager(): IpipManager {
+    return this.#ipip;
   }
 
   /** True once a whole state has been programmed. */
@@ -173,6 +192,24 @@ export class LinuxDataplane {
   /** Reads the VXLAN device, routes, neighbours and FDB back and makes them right. */
   resyncVxlan(): Promise<VxlanApplyResult | undefined> {
     return this.#serial(() => this.#vxlan.apply());
+  }
+
+  /** Records the desired IPIP state and programs it shortly (coalescing quick successions). */
+  setIpipState(state: IpipState): void {
+    this.#ipip.setState(state);
+    if (this.#ipipSoon !== undefined || this.#stopped) return;
+    this.#ipipSoon = setTimeout(() => {
+      this.#ipipSoon = undefined;
+      this.resyncIpip().catch((e: unknown) => {
+        this.#log.warn({ err: errorMessage(e) }, 'IPIP update failed; retrying on the route refresh timer');
+        this.#o.onError?.('ipip', e);
+      });
+    }, 10);
+  }
+
+  /** Reads tunl0 and the IPIP routes back and makes them right. */
+  resyncIpip(): Promise<IpipApplyResult | undefined> {
+    return this.#serial(() => this.#ipip.apply());
   }
 
   /** Programs the recorded state: nftables in one transaction, then routes. */
@@ -240,6 +277,7 @@ export class LinuxDataplane {
     every(this.#o.nftablesRefreshMs, 'nftables resync', () => this.resyncNftables());
     every(this.#o.routeRefreshMs, 'route resync', () => this.resyncRoutes());
     every(this.#o.routeRefreshMs, 'VXLAN resync', () => this.resyncVxlan());
+    every(this.#o.routeRefreshMs, 'IPIP resync', () => this.resyncIpip());
   }
 
   /** Stops timers and the monitor; everything programmed stays in the kernel. */
@@ -248,6 +286,8 @@ export class LinuxDataplane {
     this.#monitor.stop();
     if (this.#vxlanSoon !== undefined) clearTimeout(this.#vxlanSoon);
     this.#vxlanSoon = undefined;
+    if (this.#ipipSoon !== undefined) clearTimeout(this.#ipipSoon);
+    this.#ipipSoon = undefined;
     for (const t of this.#timers.splice(0)) clearInterval(t);
     if (this.#routeSoon !== undefined) clearTimeout(this.#routeSoon);
     clearTimeout(this.#recheck);

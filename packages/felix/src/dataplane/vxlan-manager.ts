@@ -15,7 +15,8 @@
  *
  * Ownership: everything on the VXLAN device is Felix's. Elsewhere a route is ours when it carries
  * the tunnel route protocol (80 unless DeviceRouteProtocol says otherwise) and is a blackhole or a
- * gateway route on a non-workload interface; workload routes (`cali*`) belong to RouteManager.
+ * gateway route on a non-workload interface, unless the IPIP manager wants that destination
+ * (`claimedElsewhere`); workload routes (`cali*`) belong to RouteManager.
  *
  * API: `setState` records; `apply()` reads the kernel back and makes it right, resolving with what
  * it changed; it throws after doing what it could when a step failed (the caller retries on its
@@ -61,6 +62,8 @@ export interface VxlanManagerOptions {
   readonly protocol: number;
   /** Workload interface prefixes, whose routes are never touched here. */
   readonly workloadPrefixes: readonly string[];
+  /** Destinations another manager (IPIP) programs with the same protocol: never ours. */
+  readonly claimedElsewhere?: (dst: string) => boolean;
   readonly log?: Logger;
 }
 
@@ -303,6 +306,7 @@ export class VxlanManager {
     if (r.table !== undefined || r.family !== 4) return false;
     if (r.dev === VXLAN_DEVICE_V4) return r.proto !== 'kernel';
     if (!protocolMatches(r.proto, this.#o.protocol)) return false;
+    if (this.#o.claimedElsewhere?.(r.dst)) return false;
     if (r.type === 'blackhole') return true;
     return (
       r.type === undefined &&

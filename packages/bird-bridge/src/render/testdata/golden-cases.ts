@@ -117,6 +117,22 @@ export const GOLDEN_CASES: GoldenCase[] = [
     }),
   },
   {
+    // Passwords that cannot be had: the mesh's and one peer's sessions are kept down.
+    name: 'password-missing',
+    families: [4],
+    input: base({
+      bgpConfigs: [bgpConfig('default', { nodeMeshPassword: { secretKeyRef: { name: 'mesh', key: 'pw' } } })],
+      peers: [
+        peer('tor', {
+          peerIP: '198.18.1.1',
+          asNumber: 64600,
+          password: { secretKeyRef: { name: 'bgp-secrets', key: 'absent' } },
+        }),
+        peer('tor-open', { peerIP: '198.18.1.2', asNumber: 64600 }),
+      ],
+    }),
+  },
+  {
     // BGPFilters: import and export functions per family, called in the peer's order; a rule
     // with a criterion not evaluated fails closed; a peer naming a missing filter gets nothing.
     name: 'bgp-filters',

@@ -1,16 +1,28 @@
 /**
- * FakeTunnelNet: an in-memory kernel for the operations VxlanManager uses, with the kernel's
- * behaviour where it matters: creating an existing device or address fails `exists`, deleting a
- * missing one fails `not-found` (unless `ignoreMissing`), a route, neighbour or FDB entry needs its
- * device, and deleting a device takes its addresses, routes, neighbours and FDB entries with it.
- * `dump()` prints the state as sorted lines for whole-state assertions; `calls` counts changes.
+ * FakeTunnelNet: an in-memory kernel for the operations VxlanManager and IpipManager use, with the
+ * kernel's behaviour where it matters: creating an existing device or address fails `exists`,
+ * deleting a missing one fails `not-found` (unless `ignoreMissing`), a route, neighbour or FDB
+ * entry needs its device, and deleting a device takes its addresses, routes, neighbours and FDB
+ * entries with it. Routes are checked as the kernel's `fib_check_nh` does: a gateway must be on a
+ * subnet of an up interface (of `dev` when given) unless the route is `onlink`, and an `onlink`
+ * route needs its device up; a device set down loses its routes.
+ *
+ * IPIP as the kernel has it (`ipipModule`): `absent` answers any `type ipip` request "Unknown
+ * device type" (this project's kernels); `available` loads the module on the first request, which
+ * makes the fallback device `tunl0` (down, MTU 1480, NOARP), so a request for `tunl0` itself then
+ * fails `exists`; `loaded` starts with `tunl0` there. `tunl0` cannot be deleted: the kernel
+ * accepts the request and keeps it.
+ *
+ * `dump()` prints the state as sorted lines for whole-state assertions; `changes` counts changes.
  */
+import { cidrContains } from '@calico-ts/api';
 import {
   type Addr,
   type AddrFilter,
   type FdbEntry,
   type FdbSpec,
   type IgnoreMissing,
+  type IpipSpec,
   type Link,
   type LinkChanges,
   type Neighbour,
@@ -22,6 +34,7 @@ import {
   type RouteSpec,
   type VxlanSpec,
 } from '@calico-ts/netlinux';
+import type { IpipNetOps } from '../ipip-manager.js';
 import type { VxlanNetOps } from '../vxlan-manager.js';
 
 const PROTO_NAMES: Record<string, string> = { '2': 'kernel', '3': 'boot', '4': 'static', '12': 'bird' };
@@ -35,7 +48,12 @@ function hostPrefix(dst: string): string {
   return dst.includes('/') ? dst : `${dst}/${dst.includes(':') ? 128 : 32}`;
 }
 
-export class FakeTunnelNet implements VxlanNetOps {
+export type IpipModule = 'absent' | 'available' | 'loaded';
+
+/** The kernel's fallback IPIP device, made when the `ipip` module loads. */
+const IPIP_FALLBACK = 'tunl0';
+
+export class FakeTunnelNet implements VxlanNetOps, IpipNetOps {
   readonly links = new Map<string, Link>();
   addrs: Addr[] = [];
   routes: Route[] = [];
@@ -45,6 +63,32 @@ export class FakeTunnelNet implements VxlanNetOps {
   /** Number of changing calls (creates, replaces, deletes, sets). */
   changes = 0;
   #index = 10;
+  #ipip: IpipModule;
+
+  constructor(opts: { ipipModule?: IpipModule } = {}) {
+    this.#ipip = 'absent';
+    if (opts.ipipModule === 'loaded') this.#loadIpip();
+    else this.#ipip = opts.ipipModule ?? 'available';
+  }
+
+  /** Whether the `ipip` module is absent, loadable or loaded. */
+  get ipipModule(): IpipModule {
+    return this.#ipip;
+  }
+
+  #loadIpip(): void {
+    this.#ipip = 'loaded';
+    this.links.set(IPIP_FALLBACK, {
+      name: IPIP_FALLBACK,
+      index: this.#index++,
+      mtu: 1480,
+      mac: '00:00:00:00',
+      operstate: 'DOWN',
+      kind: 'ipip',
+      flags: ['NOARP'],
+      up: false,
+    });
+  }
 
   /** A plain interface with an address, as a node's uplink. */
   addUplink(name: string, cidr: string, mtu = 1500): void {
@@ -109,11 +153,33 @@ export class FakeTunnelNet implements VxlanNetOps {
     });
   }
 
+  async createIpip(spec: IpipSpec): Promise<void> {
+    if (this.#ipip === 'absent') throw new NetlinuxError('invalid', 'Error: Unknown device type.');
+    if (this.#ipip === 'available') {
+      this.changes++;
+      this.#loadIpip();
+    }
+    if (this.links.has(spec.name)) throw new NetlinuxError('exists', 'RTNETLINK answers: File exists');
+    this.changes++;
+    this.links.set(spec.name, {
+      name: spec.name,
+      index: this.#index++,
+      mtu: spec.mtu ?? 1480,
+      mac: '00:00:00:00',
+      operstate: 'DOWN',
+      kind: 'ipip',
+      flags: ['POINTOPOINT', 'NOARP'],
+      up: false,
+    });
+  }
+
   async deleteLink(name: string, opts?: IgnoreMissing): Promise<boolean> {
     if (!this.links.has(name)) {
       if (opts?.ignoreMissing) return false;
       throw new NetlinuxError('not-found', `Cannot find device "${name}"`);
     }
+    // The fallback device stays as long as the module: the kernel ignores the request.
+    if (name === IPIP_FALLBACK && this.links.get(name)?.kind === 'ipip') return true;
     this.changes++;
     this.links.delete(name);
     this.addrs = this.addrs.filter((a) => a.dev !== name);
@@ -125,8 +191,12 @@ export class FakeTunnelNet implements VxlanNetOps {
 
   async setLink(name: string, changes: LinkChanges): Promise<void> {
     const l = this.#need(name);
+    if (changes.mtu !== undefined && (changes.mtu < 68 || changes.mtu > 65535))
+      throw new NetlinuxError('invalid', 'Error: mtu less than device minimum.');
     this.changes++;
     if (changes.mtu !== undefined) l.mtu = changes.mtu;
+    // A device going down loses the routes through it (fib_sync_down_dev).
+    if (changes.up === false) this.routes = this.routes.filter((r) => r.dev !== name);
     if (changes.up !== undefined) {
       l.up = changes.up;
       l.flags = changes.up
@@ -172,7 +242,8 @@ export class FakeTunnelNet implements VxlanNetOps {
   }
 
   async replaceRoute(spec: RouteSpec): Promise<void> {
-    if (spec.dev !== undefined) this.#need(spec.dev);
+    const dev = spec.dev !== undefined ? this.#need(spec.dev) : undefined;
+    if (spec.gateway !== undefined) this.#checkGateway(spec.gateway, dev, spec.onlink === true);
     const dst = hostPrefix(spec.dst);
     this.changes++;
     this.routes = this.routes.filter((r) => r.dst !== dst);
@@ -183,6 +254,23 @@ export class FakeTunnelNet implements VxlanNetOps {
     if (spec.onlink) r.onlink = true;
     if (spec.type !== undefined && spec.type !== 'unicast') r.type = spec.type;
     this.routes.push(r);
+  }
+
+  /** The kernel's next-hop check (`fib_check_nh`): where the gateway must be for the route to take. */
+  #checkGateway(gateway: string, dev: Link | undefined, onlink: boolean): void {
+    if (onlink) {
+      if (!dev) throw new NetlinuxError('invalid', 'Error: Nexthop device required for onlink.');
+      if (!dev.up) throw new NetlinuxError('failed', 'Error: Nexthop device is not up.');
+      return;
+    }
+    const reachable = this.addrs.some(
+      (a) =>
+        (dev === undefined || a.dev === dev.name) &&
+        this.links.get(a.dev)?.up === true &&
+        a.address !== gateway &&
+        cidrContains(a.cidr, gateway),
+    );
+    if (!reachable) throw new NetlinuxError('invalid', 'Error: Nexthop has invalid gateway.');
   }
 
   async delRoute(spec: RouteSpec, opts?: IgnoreMissing): Promise<boolean> {
@@ -278,7 +366,7 @@ export class FakeTunnelNet implements VxlanNetOps {
     for (const l of this.links.values()) {
       const v = l.vxlan;
       lines.push(
-        `link ${l.name} mtu ${l.mtu} ${l.up ? 'up' : 'down'}${v ? ` vxlan id ${v.vni} dstport ${v.port} local ${v.local ?? '-'} dev ${v.dev ?? '-'} address ${l.mac}` : ''}`,
+        `link ${l.name} mtu ${l.mtu} ${l.up ? 'up' : 'down'}${l.kind === 'ipip' ? ' ipip' : ''}${v ? ` vxlan id ${v.vni} dstport ${v.port} local ${v.local ?? '-'} dev ${v.dev ?? '-'} address ${l.mac}` : ''}`,
       );
     }
     for (const a of this.addrs) lines.push(`addr ${a.cidr} dev ${a.dev}`);

@@ -1,0 +1,268 @@
+/**
+ * IpipManager: keeps this node's IPIP device and the IPIP pools' routes equal to the desired state
+ * from `resolveIpip` (upstream `ipip_mgr.go` with the device half of `route_mgr.go`).
+ *
+ *   setState(state) ──► apply():
+ *     1. device   tunl0: asked for when missing (the kernel's `ipip` module makes it as its
+ *                 fallback device, so `exists` is success); MTU set; exactly the tunnel address
+ *                 /32; up. Not made until the node has a tunnel address.
+ *     2. routes   <block> via <node IP> dev tunl0 onlink, <block> via <node IP> on the node's own
+ *                 interface (CrossSubnet, same subnet), blackhole <local block>: replaced when
+ *                 missing or different; stale owned ones deleted
+ *   IPIP off: owned routes are removed; tunl0 stays, as upstream leaves it (the kernel does not
+ *   delete a fallback device anyway).
+ *
+ * Ownership: a route is ours when it carries the tunnel route protocol (80 unless
+ * DeviceRouteProtocol says otherwise) and is on tunl0, a blackhole, or a gateway route on a
+ * non-workload interface, and the VXLAN manager does not want that destination (`claimedElsewhere`).
+ * Routes BIRD programs over tunl0 carry BIRD's protocol and are left alone.
+ *
+ * API: `setState` records; `apply()` reads the kernel back and makes it right, resolving with what
+ * it changed; it throws after doing what it could when a step failed (the caller retries on its
+ * timer). A kernel without the `ipip` module fails with a message naming it. Thread-safety: calls
+ * are serialised by the caller (LinuxDataplane).
+ */
+import { cidrContains } from '@calico-ts/api';
+import { isNetlinuxError, type Link, type Netlinux, type Route, type RouteSpec } from '@calico-ts/netlinux';
+import { IPIP_DEVICE, type IpipDevice, type IpipState } from '../calc/ipip-resolver.js';
+import type { EncapRoute } from '../calc/vxlan-resolver.js';
+import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import { matchesPrefixes } from './interface-monitor.js';
+import { protocolMatches } from './route-manager.js';
+import type { DeviceAction } from './vxlan-manager.js';
+
+export type IpipNetOps = Pick<
+  Netlinux,
+  | 'listLinks'
+  | 'createIpip'
+  | 'setLink'
+  | 'listAddrs'
+  | 'addAddr'
+  | 'delAddr'
+  | 'listRoutes'
+  | 'replaceRoute'
+  | 'delRoute'
+  | 'writeSysctls'
+>;
+
+export interface IpipManagerOptions {
+  readonly net: IpipNetOps;
+  /** The network namespace to act in (name or path); absent: Felix's own. */
+  readonly netns?: string;
+  /** Protocol of the routes this manager programs (see `encapRouteProtocol`). */
+  readonly protocol: number;
+  /** Workload interface prefixes, whose routes are never touched here. */
+  readonly workloadPrefixes: readonly string[];
+  /** Destinations another manager (VXLAN) programs with the same protocol: never ours. */
+  readonly claimedElsewhere?: (dst: string) => boolean;
+  readonly log?: Logger;
+}
+
+export interface IpipApplyResult {
+  readonly device: DeviceAction;
+  readonly routesAdded: readonly string[];
+  readonly routesRemoved: readonly string[];
+}
+
+export class IpipManager {
+  readonly #o: IpipManagerOptions;
+  readonly #log: Logger;
+  #state: IpipState | undefined;
+
+  constructor(opts: IpipManagerOptions) {
+    this.#o = opts;
+    this.#log = opts.log ?? NOOP_LOGGER;
+  }
+
+  get state(): IpipState | undefined {
+    return this.#state;
+  }
+
+  setState(state: IpipState): void {
+    this.#state = state;
+  }
+
+  /** The destinations the current state programs (for the VXLAN manager's ownership). */
+  wants(dst: string): boolean {
+    return this.#state?.routes.some((r) => r.dst === dst) ?? false;
+  }
+
+  async apply(): Promise<IpipApplyResult | undefined> {
+    const st = this.#state;
+    if (!st) return undefined;
+    const errors: string[] = [];
+    const out = {
+      device: 'absent' as DeviceAction,
+      routesAdded: [] as string[],
+      routesRemoved: [] as string[],
+    };
+    const ns = this.#o.netns;
+    const existing = (await this.#o.net.listLinks(ns)).find((l) => l.name === IPIP_DEVICE);
+    if (existing) out.device = 'unchanged';
+
+    let deviceReady = false;
+    if (st.enabled && st.device?.tunnelAddress !== undefined) {
+      try {
+        out.device = await this.#ensureDevice(st.device, st.device.tunnelAddress, existing);
+        deviceReady = true;
+      } catch (e) {
+        errors.push(`device ${IPIP_DEVICE}: ${errorMessage(e)}`);
+      }
+    }
+    await this.#syncRoutes(st.enabled ? st.routes : [], deviceReady, out, errors);
+
+    const changed =
+      (out.device !== 'unchanged' && out.device !== 'absent') ||
+      out.routesAdded.length > 0 ||
+      out.routesRemoved.length > 0;
+    if (changed) this.#log.info(out, 'IPIP dataplane updated');
+    if (errors.length > 0) throw new Error(`IPIP programming failed: ${errors.join('; ')}`);
+    return out;
+  }
+
+  async #ensureDevice(want: IpipDevice, address: string, existing: Link | undefined): Promise<DeviceAction> {
+    const ns = this.#o.netns;
+    const net = this.#o.net;
+    let action: DeviceAction = 'unchanged';
+    let link = existing;
+    if (!link) {
+      try {
+        await net.createIpip({ name: want.name }, ns);
+      } catch (e) {
+        // Loading the module makes tunl0 and then refuses the request for it: the device is there.
+        if (!isNetlinuxError(e, 'exists')) {
+          if (isNetlinuxError(e, 'invalid'))
+            throw new Error(
+              `the kernel cannot make an IPIP device (is the ipip module available?): ${errorMessage(e)}`,
+            );
+          throw e;
+        }
+      }
+      link = (await net.listLinks(ns)).find((l) => l.name === want.name);
+      if (!link) throw new Error(`${want.name} is missing after it was created`);
+      action = 'created';
+    }
+    if (link.kind !== 'ipip')
+      throw new Error(`${want.name} exists but is a ${link.kind || 'plain'} device, not ipip`);
+    if (link.mtu !== want.mtu) {
+      await net.setLink(want.name, { mtu: want.mtu }, ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    const cidr = `${address}/32`;
+    const addrs = await net.listAddrs({ dev: want.name, family: 4 }, ns);
+    for (const a of addrs) {
+      if (a.cidr === cidr) continue;
+      await net.delAddr(want.name, a.cidr, { ignoreMissing: true }, ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    if (!addrs.some((a) => a.cidr === cidr)) {
+      await net.addAddr(want.name, cidr, undefined, ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    if (!link.up) {
+      await net.setLink(want.name, { up: true }, ns);
+      // Decapsulated packets arrive here and are forwarded on to the pods.
+      await net.writeSysctls([[`net.ipv4.conf.${want.name}.forwarding`, '1']], ns);
+      if (action === 'unchanged') action = 'updated';
+    }
+    return action;
+  }
+
+  /** Whether a route in the kernel is one this manager programs (see the ownership note above). */
+  owns(r: Route): boolean {
+    if (r.table !== undefined || r.family !== 4) return false;
+    if (!protocolMatches(r.proto, this.#o.protocol)) return false;
+    if (this.#o.claimedElsewhere?.(r.dst)) return false;
+    if (r.dev === IPIP_DEVICE || r.type === 'blackhole') return true;
+    return (
+      r.type === undefined &&
+      r.gateway !== undefined &&
+      r.dev !== undefined &&
+      !matchesPrefixes(r.dev, this.#o.workloadPrefixes)
+    );
+  }
+
+  #spec(r: EncapRoute, parentDev: string | undefined): RouteSpec | undefined {
+    const proto = this.#o.protocol;
+    switch (r.kind) {
+      case 'tunnel':
+        return { dst: r.dst, gateway: r.gateway, dev: r.dev, onlink: true, proto };
+      case 'device':
+        return { dst: r.dst, dev: r.dev, scope: 'link', proto };
+      case 'same-subnet':
+        return parentDev === undefined
+          ? undefined
+          : { dst: r.dst, gateway: r.gateway, dev: parentDev, proto };
+      case 'blackhole':
+        return { dst: r.dst, type: 'blackhole', proto };
+    }
+  }
+
+  async #syncRoutes(
+    routes: readonly EncapRoute[],
+    deviceReady: boolean,
+    out: { routesAdded: string[]; routesRemoved: string[] },
+    errors: string[],
+  ): Promise<void> {
+    const ns = this.#o.netns;
+    const net = this.#o.net;
+    // The interface of a same-subnet route is the one whose subnet holds the gateway.
+    const addrs = routes.some((r) => r.kind === 'same-subnet') ? await net.listAddrs({ family: 4 }, ns) : [];
+    const parentOf = (gw: string) =>
+      addrs.find((a) => a.dev !== IPIP_DEVICE && a.address !== gw && cidrContains(a.cidr, gw))?.dev;
+    const desired = new Map<string, RouteSpec>();
+    for (const r of routes) {
+      if ((r.kind === 'tunnel' || r.kind === 'device') && !deviceReady) continue;
+      const spec = this.#spec(r, r.kind === 'same-subnet' ? parentOf(r.gateway) : undefined);
+      if (spec) desired.set(spec.dst, spec);
+      else errors.push(`route ${r.dst}: no interface of this node is on the subnet of its gateway`);
+    }
+    const current = (await net.listRoutes({ family: 4 }, ns)).filter((r) => this.owns(r));
+    const have = new Map(current.map((r) => [r.dst, r]));
+    for (const [dst, spec] of desired) {
+      const got = have.get(dst);
+      if (got && sameRoute(got, spec)) continue;
+      try {
+        await net.replaceRoute(spec, ns);
+        out.routesAdded.push(describeRoute(spec));
+      } catch (e) {
+        errors.push(`route ${describeRoute(spec)}: ${errorMessage(e)}`);
+      }
+    }
+    for (const r of current) {
+      if (desired.has(r.dst)) continue;
+      try {
+        const gone = await net.delRoute(
+          {
+            dst: r.dst,
+            ...(r.dev !== undefined ? { dev: r.dev } : {}),
+            ...(r.type !== undefined ? { type: r.type } : {}),
+            ...(r.proto !== undefined ? { proto: r.proto } : {}),
+          },
+          { ignoreMissing: true },
+          ns,
+        );
+        if (gone) out.routesRemoved.push(describeRoute(r));
+      } catch (e) {
+        errors.push(`route ${r.dst}: ${errorMessage(e)}`);
+      }
+    }
+  }
+}
+
+function sameRoute(got: Route, want: RouteSpec): boolean {
+  return (
+    (got.type ?? 'unicast') === (want.type ?? 'unicast') &&
+    got.dev === want.dev &&
+    got.gateway === want.gateway &&
+    (got.onlink === true) === (want.onlink === true)
+  );
+}
+
+function describeRoute(r: RouteSpec | Route): string {
+  const parts = [r.type === 'blackhole' ? `blackhole ${r.dst}` : r.dst];
+  if (r.gateway !== undefined) parts.push(`via ${r.gateway}`);
+  if (r.dev !== undefined) parts.push(`dev ${r.dev}`);
+  if (r.onlink) parts.push('onlink');
+  return parts.join(' ');
+}
