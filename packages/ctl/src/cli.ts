@@ -606,15 +606,22 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         const { nodeChecksystemCommand } = await import('./commands/node.js');
         exitCode = await nodeChecksystemCommand(o, deps.systemHost, ctx());
       });
-    for (const name of ['run', 'diags']) {
-      node
-        .command(name)
-        .allowUnknownOption()
-        .argument('[args...]')
-        .action(() => {
-          throw new CtlError('unsupported', `calicoctl node ${name} is not available in this build yet`);
-        });
-    }
+    node
+      .command('diags')
+      .description('Create a diagnostics bundle of this host: its network state and the Calico logs.')
+      .option('--log-dir <LOG_DIR>', 'the directory containing Calico logs', '/var/log/calico')
+      .option('--allow-version-mismatch', 'accepted for compatibility; diags never checks versions')
+      .action(async (o: { logDir: string }) => {
+        const { nodeDiagsCommand } = await import('./commands/node-diags.js');
+        exitCode = await nodeDiagsCommand(o, { isRoot: () => process.getuid?.() === 0 }, ctx());
+      });
+    node
+      .command('run')
+      .allowUnknownOption()
+      .argument('[args...]')
+      .action(() => {
+        throw new CtlError('unsupported', 'calicoctl node run is not available in this build yet');
+      });
   }
 
   try {
