@@ -576,13 +576,16 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         o: Common & { strictaffinity?: string; maxBlocksPerHost?: string; kubevirtIpPersistence?: string },
       ) => withIpam(o, async (d) => (await ipamCommands()).ipamConfigureCommand(o, d, ctx())),
     );
-    ipam
-      .command('split')
-      .allowUnknownOption()
-      .argument('[args...]')
-      .action(() => {
-        throw new CtlError('unsupported', 'calicoctl ipam split is not available in this build yet');
-      });
+    common(
+      ipam
+        .command('split')
+        .description('Split an IP pool into a power of 2 smaller pools of equal size (datastore locked).')
+        .argument('<NUMBER>', 'how many pools: a power of 2')
+        .option('--cidr <CIDR>', 'CIDR of the IP pool to split')
+        .option('--name <POOL_NAME>', 'name of the IP pool to split'),
+    ).action(async (number: string, o: Common & { cidr?: string; name?: string }) =>
+      withIpam(o, async (d) => (await ipamCommands()).ipamSplitCommand({ ...o, number }, d, ctx())),
+    );
   }
 
   if (inFull('node')) {

@@ -20,6 +20,7 @@ import {
 import { type IpamClient, isIpamError, type ReleaseSpec } from '@calico-ts/ipam';
 import { CtlError } from '../errors.js';
 import { formatReport, type IpamReport, type ReportHandle, runCheck } from '../ipam/ipam-check.js';
+import { type PoolLike, splitPools } from '../ipam/ipam-split.js';
 import {
   borrowedIPs,
   DEFAULT_IPAM_CONFIG,
@@ -436,5 +437,101 @@ export async function ipamConfigureCommand(
   if (maxBlocks !== undefined) ctx.io.stdout(`Successfully set MaxBlocksPerHost to: ${maxBlocks}\n`);
   if (persistence !== undefined)
     ctx.io.stdout(`Successfully set KubeVirtVMAddressPersistence to: ${persistence}\n`);
+  return 0;
+}
+
+// ---- split ---------------------------------------------------------------------------------------
+
+export interface IpamSplitArgs {
+  number: string;
+  cidr?: string;
+  name?: string;
+}
+
+/**
+ * Split a pool into a power of two smaller ones, as upstream: only on a locked datastore (nothing
+ * allocates meanwhile); the pool is disabled, the children (`split-<pool>-<i>`, its spec, enabled)
+ * are created and the pool is deleted without touching blocks or affinities, which stay valid in
+ * the children. Upstream creates the children while the parent still exists; here the parent goes
+ * first (the store refuses overlapping pools), and any failure after that puts the parent back and
+ * removes the children made, so a failed split leaves the pools as they were.
+ */
+export async function ipamSplitCommand(
+  args: IpamSplitArgs,
+  deps: IpamDeps,
+  ctx: CommandContext,
+): Promise<number> {
+  const { datastore: ds } = deps;
+  if (args.cidr === undefined && args.name === undefined) {
+    throw new CtlError(
+      'usage',
+      'No name or CIDR provided. Provide a name or CIDR to denote the IP pool to split.',
+    );
+  }
+  if (!/^\d+$/.test(args.number)) {
+    throw new CtlError(
+      'usage',
+      `error reading number to split IP pools into. ${args.number} is not a valid number`,
+    );
+  }
+  const ci = await clusterInfo(ds);
+  if (!ci?.locked) {
+    throw new CtlError(
+      'failed',
+      'Datastore is not locked. Run the `calicoctl datastore migrate lock` command in order split the IP pools.',
+    );
+  }
+  const pools = (await ds.list('IPPool')).items;
+  const pool =
+    args.name !== undefined
+      ? pools.find((p) => p.metadata.name === args.name)
+      : pools.find((p) => p.spec.cidr === args.cidr);
+  if (!pool) {
+    throw new CtlError(
+      'not-found',
+      args.name !== undefined
+        ? `Unable to find IP pool with name ${args.name}`
+        : `Unable to find IP pool covering the specified CIDR ${args.cidr}`,
+    );
+  }
+  let children: ReturnType<typeof splitPools>;
+  try {
+    children = splitPools(pool as unknown as PoolLike, Number(args.number));
+  } catch (e) {
+    throw new CtlError('invalid-input', (e as Error).message);
+  }
+  const taken = children.filter((c) => pools.some((p) => p.metadata.name === c.metadata.name));
+  if (taken.length > 0) {
+    throw new CtlError('failed', `IP pool ${taken[0]!.metadata.name} already exists; nothing was changed`);
+  }
+
+  const parent = pool as unknown as Obj & { metadata: Obj; spec: Obj };
+  const original = structuredClone(parent);
+  const { resourceVersion: _rv, uid: _uid, creationTimestamp: _ts, ...originalMeta } = original.metadata;
+  const disabled = await ds.update({ ...parent, spec: { ...parent.spec, disabled: true } } as never);
+  const made: string[] = [];
+  try {
+    await ds.delete('IPPool', pool.metadata.name);
+    for (const c of children) {
+      await ds.create({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', ...c } as never);
+      made.push(c.metadata.name);
+    }
+  } catch (e) {
+    for (const name of made) await ds.delete('IPPool', name).catch(() => {});
+    await ds
+      .create({ ...original, metadata: originalMeta } as never)
+      .catch(() => ds.update({ ...(disabled as unknown as Obj), spec: original.spec } as never))
+      .catch(() => {});
+    throw new CtlError(
+      'failed',
+      `splitting IP pool ${pool.metadata.name} failed, and it was put back as it was: ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
+  ctx.io.stdout(
+    `IP Pool ${pool.metadata.name} was successfully split into ${children.length} smaller pools.\n`,
+  );
+  for (const c of children) ctx.io.stdout(`Created ${c.metadata.name} with CIDR ${c.spec.cidr}.\n`);
+  ctx.io.stdout('Unlock the datastore (`calicoctl datastore migrate unlock`) to resume IPAM.\n');
   return 0;
 }
