@@ -183,11 +183,16 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
       const dry = await kubectl('apply', '--dry-run=server', '-f', file);
       expect(dry).toContain('daemonset.apps/calico-node created (server dry run)');
       const out = await kubectl('apply', '-f', file);
+      const cniPlugin = [
+        'serviceaccount/calico-cni-plugin created',
+        'clusterrolebinding.rbac.authorization.k8s.io/calico-cni-plugin created',
+      ];
+      // Policy only installs no CNI plugin: no account or role for one.
+      if (policyOnly) for (const line of cniPlugin) expect(out).not.toContain(line);
       for (const line of [
         'configmap/calico-config created',
-        'serviceaccount/calico-cni-plugin created',
         'clusterrole.rbac.authorization.k8s.io/calico-node created',
-        'clusterrolebinding.rbac.authorization.k8s.io/calico-cni-plugin created',
+        ...(policyOnly ? [] : cniPlugin),
         'daemonset.apps/calico-node created',
         'deployment.apps/calico-kube-controllers created',
         'poddisruptionbudget.policy/calico-kube-controllers created',
@@ -246,45 +251,67 @@ describe.skipIf(missing.length > 0).each(MANIFESTS)(
       expect(await kubectl('get', 'ippools.crd.projectcalico.org')).toBe('');
     });
 
-    it('the CNI plugin’s account may do what the plugin does, and nothing else', async () => {
-      const can = (...a: string[]) => canI(api, 'calico-cni-plugin', ...a);
-      expect(await can('get', 'pods', '-n', 'default')).toBe(true);
-      expect(await can('get', 'namespaces')).toBe(true);
-      expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
-      expect(await can('list', 'pods', '-A')).toBe(false);
-      expect(await can('delete', 'pods', '-n', 'default')).toBe(false);
-      expect(await can('create', 'serviceaccounts/token', '-n', 'kube-system')).toBe(false);
-      // On the Kubernetes datastore the endpoint is the Pod and IPAM is in CRDs.
-      expect(await can('update', 'pods', '-n', 'default')).toBe(!etcd);
-      for (const r of ['ipamblocks', 'blockaffinities', 'ipamhandles']) {
-        for (const verb of ['get', 'list', 'create', 'update', 'delete']) {
-          expect(await can(verb, `${r}.crd.projectcalico.org`), `${verb} ${r}`).toBe(!etcd);
+    it(
+      policyOnly
+        ? 'there is no CNI plugin account to act as'
+        : 'the CNI plugin’s account may do what the plugin does, and nothing else',
+      async () => {
+        const can = (...a: string[]) => canI(api, 'calico-cni-plugin', ...a);
+        if (policyOnly) {
+          // No account, no binding: nothing is allowed to calico-cni-plugin.
+          expect(await can('get', 'pods', '-n', 'default')).toBe(false);
+          expect(await can('get', 'ipamblocks.crd.projectcalico.org')).toBe(false);
+          return;
         }
-      }
-      expect(await can('get', 'ippools.crd.projectcalico.org')).toBe(!etcd);
-      expect(await can('create', 'ippools.crd.projectcalico.org')).toBe(false);
-      expect(await can('update', 'globalnetworkpolicies.crd.projectcalico.org')).toBe(false);
-    });
+        expect(await can('get', 'pods', '-n', 'default')).toBe(true);
+        expect(await can('get', 'namespaces')).toBe(true);
+        expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
+        expect(await can('list', 'pods', '-A')).toBe(false);
+        expect(await can('delete', 'pods', '-n', 'default')).toBe(false);
+        expect(await can('create', 'serviceaccounts/token', '-n', 'kube-system')).toBe(false);
+        // On the Kubernetes datastore the endpoint is the Pod and IPAM is in CRDs.
+        expect(await can('update', 'pods', '-n', 'default')).toBe(!etcd);
+        for (const r of ['ipamblocks', 'blockaffinities', 'ipamhandles']) {
+          for (const verb of ['get', 'list', 'create', 'update', 'delete']) {
+            expect(await can(verb, `${r}.crd.projectcalico.org`), `${verb} ${r}`).toBe(!etcd);
+          }
+        }
+        expect(await can('get', 'ippools.crd.projectcalico.org')).toBe(!etcd);
+        expect(await can('create', 'ippools.crd.projectcalico.org')).toBe(false);
+        expect(await can('update', 'globalnetworkpolicies.crd.projectcalico.org')).toBe(false);
+      },
+    );
 
-    it('calico-node may get the plugin’s token and no other account’s', async () => {
-      const can = (...a: string[]) => canI(api, 'calico-node', ...a);
-      expect(
-        await can('create', 'serviceaccounts/calico-cni-plugin', '--subresource=token', '-n', 'kube-system'),
-      ).toBe(true);
-      expect(
-        await can('create', 'serviceaccounts/calico-node', '--subresource=token', '-n', 'kube-system'),
-      ).toBe(false);
-      expect(await can('create', 'serviceaccounts/default', '--subresource=token', '-n', 'kube-system')).toBe(
-        false,
-      );
-      expect(await can('update', 'nodes')).toBe(!etcd);
-      expect(await can('watch', 'globalnetworkpolicies.crd.projectcalico.org')).toBe(!etcd);
-      expect(await can('delete', 'ippools.crd.projectcalico.org')).toBe(false);
-      expect(await can('create', 'pods', '-n', 'default')).toBe(false);
-      // BGP password Secrets only through the Role node.bgpPasswordSecrets makes (none by default).
-      expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
-      expect(await can('list', 'secrets', '-A')).toBe(false);
-    });
+    it(
+      policyOnly
+        ? 'calico-node may get no account’s token'
+        : 'calico-node may get the plugin’s token and no other account’s',
+      async () => {
+        const can = (...a: string[]) => canI(api, 'calico-node', ...a);
+        expect(
+          await can(
+            'create',
+            'serviceaccounts/calico-cni-plugin',
+            '--subresource=token',
+            '-n',
+            'kube-system',
+          ),
+        ).toBe(!policyOnly);
+        expect(
+          await can('create', 'serviceaccounts/calico-node', '--subresource=token', '-n', 'kube-system'),
+        ).toBe(false);
+        expect(
+          await can('create', 'serviceaccounts/default', '--subresource=token', '-n', 'kube-system'),
+        ).toBe(false);
+        expect(await can('update', 'nodes')).toBe(!etcd);
+        expect(await can('watch', 'globalnetworkpolicies.crd.projectcalico.org')).toBe(!etcd);
+        expect(await can('delete', 'ippools.crd.projectcalico.org')).toBe(false);
+        expect(await can('create', 'pods', '-n', 'default')).toBe(false);
+        // BGP password Secrets only through the Role node.bgpPasswordSecrets makes (none by default).
+        expect(await can('get', 'secrets', '-n', 'kube-system')).toBe(false);
+        expect(await can('list', 'secrets', '-A')).toBe(false);
+      },
+    );
 
     it('calico-kube-controllers may read what its controllers watch', async () => {
       const can = (...a: string[]) => canI(api, 'calico-kube-controllers', ...a);

@@ -176,5 +176,10 @@ describe.skipIf(!helm)('the chart', () => {
     expect((find(objects, 'ConfigMap', 'calico-config').data as Record<string, string>).calico_backend).toBe(
       'none',
     );
+    // No CNI plugin: no account for it, no role, and calico-node may not mint tokens.
+    expect(JSON.stringify(objects)).not.toContain('calico-cni-plugin');
+    expect(JSON.stringify(find(objects, 'ClusterRole', 'calico-node'))).not.toContain(
+      'serviceaccounts/token',
+    );
   });
 });

@@ -291,12 +291,25 @@ describe.each(MANIFESTS)('$file', (manifest) => {
     expect(kc.readinessProbe?.exec?.command).toEqual(['/usr/bin/check-status', '-r']);
   });
 
-  it('has the service accounts the workloads run as and the plugin’s token is made for', () => {
-    for (const name of ['calico-node', 'calico-cni-plugin', 'calico-kube-controllers']) {
-      expect(find(objects, 'ServiceAccount', name).metadata.namespace).toBe('kube-system');
-      expect(find(objects, 'ClusterRoleBinding', name)).toBeDefined();
-    }
-  });
+  it(
+    policyOnly
+      ? 'has the service accounts the workloads run as, and none for a CNI plugin it does not install'
+      : 'has the service accounts the workloads run as and the plugin’s token is made for',
+    () => {
+      const accounts = [
+        'calico-node',
+        'calico-kube-controllers',
+        ...(policyOnly ? [] : ['calico-cni-plugin']),
+      ];
+      for (const name of accounts) {
+        expect(find(objects, 'ServiceAccount', name).metadata.namespace).toBe('kube-system');
+        expect(find(objects, 'ClusterRoleBinding', name)).toBeDefined();
+      }
+      if (policyOnly) {
+        expect(objects.filter((o) => o.metadata.name === 'calico-cni-plugin').map((o) => o.kind)).toEqual([]);
+      }
+    },
+  );
 
   it(etcd ? 'carries no CRDs' : 'carries every CRD of deploy/crds', () => {
     const names = (list: readonly KubeObject[]) =>
