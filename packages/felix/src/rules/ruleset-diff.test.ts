@@ -100,7 +100,7 @@ describe('diffRuleset', () => {
     expect(diffRuleset(A, render(clusterA))).toEqual([]);
   });
 
-  it('moves one IP set member with one element command and touches no chain', () => {
+  it('moves one IP set member by refilling that set only, and touches no chain', () => {
     const moved = clusterA.map((r) =>
       r.kind === 'WorkloadEndpoint' && r.metadata.name === 'web'
         ? wep('a', 'web', {
@@ -114,8 +114,34 @@ describe('diffRuleset', () => {
     const { result, commands } = applyDiff(A, render(moved));
     expect(result).toEqual(normalizeRuleset(render(moved)));
     const kinds = commands.map((c) => `${Object.keys(c)[0]} ${Object.keys(Object.values(c)[0]!)[0]}`);
-    // IPv4 only: the set lost 10.65.0.1 and gained 10.65.0.9.
-    expect(kinds).toEqual(['delete element', 'add element']);
+    // IPv4 only: the set lost 10.65.0.1 and gained 10.65.0.9: flushed and refilled with what it
+    // keeps, never `delete element` (libnftables would fetch every interval set's elements).
+    expect(kinds).toEqual(['flush set', 'add set']);
+    const refill = commands[1] as unknown as { add: { set: { name: string; elem: unknown[] } } };
+    const flushed = commands[0] as unknown as { flush: { set: { name: string } } };
+    expect(refill.add.set.name).toBe(flushed.flush.set.name);
+    expect(refill.add.set.elem).toEqual(render(moved).tables[0]!.sets[refill.add.set.name]!.elements);
+  });
+
+  it('adds a member to existing sets with an add set of just the new elements', () => {
+    const more = [
+      ...clusterA,
+      wep('a', 'web2', {
+        labels: { app: 'web' },
+        profiles: ['kns.a'],
+        ips: ['10.65.0.9/32'],
+        iface: 'caliweb2',
+      }),
+    ];
+    const { result, commands } = applyDiff(A, render(more));
+    expect(result).toEqual(normalizeRuleset(render(more)));
+    const setAdds = commands.filter((c) => 'add' in c && 'set' in c.add) as {
+      add: { set: { elem?: unknown[] } };
+    }[];
+    expect(setAdds.length).toBeGreaterThan(0);
+    for (const c of setAdds) expect(c.add.set.elem).toEqual(['10.65.0.9']);
+    expect(commands.some((c) => 'element' in Object.values(c)[0]!)).toBe(false);
+    expect(commands.some((c) => 'flush' in c && !('chain' in c.flush))).toBe(false);
   });
 
   it('replaces a changed chain by flushing and re-adding only that chain', () => {
@@ -139,7 +165,9 @@ describe('diffRuleset', () => {
     expect(result).toEqual(normalizeRuleset(render(changed)));
     const flushed = commands
       .filter((c) => 'flush' in c)
-      .map((c) => ('flush' in c ? `${c.flush.chain.family} ${c.flush.chain.name}` : ''));
+      .map((c) =>
+        'flush' in c && 'chain' in c.flush ? `${c.flush.chain.family} ${c.flush.chain.name}` : '',
+      );
     expect(flushed).toEqual(['ip filter-cali-pi-np/a/db', 'ip6 filter-cali-pi-np/a/db']);
     expect(commands.every((c) => 'flush' in c || ('add' in c && 'rule' in c.add))).toBe(true);
   });
@@ -162,7 +190,9 @@ describe('diffRuleset', () => {
       (c) =>
         'delete' in c && 'chain' in c.delete && c.delete.chain.name === 'filter-cali-pi-gnp/security.screen',
     );
-    const flushReferrer = idx((c) => 'flush' in c && c.flush.chain.name === 'filter-cali-tw-calidb');
+    const flushReferrer = idx(
+      (c) => 'flush' in c && 'chain' in c.flush && c.flush.chain.name === 'filter-cali-tw-calidb',
+    );
     expect(flushReferrer).toBeGreaterThanOrEqual(0);
     expect(flushReferrer).toBeLessThan(delChain);
   });
