@@ -507,7 +507,7 @@ async function main() {
       `felix: ${E} endpoints, ${P} policies, ${dsRules} rules (${nftRules} nft rules, ${nftCommands} commands in the full batch); rounds ${ROUNDS}; ${CHANGES} changes per kind, each done and undone; ${cpus().length} CPUs; load ${loadavg()[0].toFixed(2)}\n`,
     );
     console.log('| measure | ms (median) | reference ms | ratio | goal |');
-    console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+    console.log('| --- | ---: | ---: | ---: | ---: |');
     for (const row of rows) {
       console.log(
         `| ${row.measure} | ${row.ms.toFixed(1)} | ${row.refMs.toFixed(1)} (${row.ref}) | ${row.ratio.toFixed(3)} | ${row.goal} |`,
@@ -516,7 +516,7 @@ async function main() {
     console.log(
       '\n| change | median ms | p99 ms | of which libnftables, median ms | nft commands (median / max) | cache warm-up after it, median ms (off the critical path) |',
     );
-    console.log('| --- | ---: | ---: | ---: | ---: |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
     for (const [kind, c] of Object.entries(changes)) {
       console.log(
         `| ${kind} | ${c.medianMs.toFixed(1)} | ${c.p99Ms.toFixed(1)} | ${c.nftMedianMs.toFixed(1)} | ${c.medianCommands} / ${c.maxCommands} | ${c.warmUpMedianMs.toFixed(1)} |`,
