@@ -172,6 +172,35 @@ describe('diffRuleset', () => {
     expect(commands.every((c) => 'flush' in c || ('add' in c && 'rule' in c.add))).toBe(true);
   });
 
+  it('appends a rule added at the end of a policy without flushing its chain', () => {
+    const dbPolicy = (extra: boolean) =>
+      np('a', 'db', {
+        selector: "app == 'db'",
+        ingress: [
+          {
+            action: 'Allow',
+            protocol: 'TCP',
+            source: { selector: "app == 'web'" },
+            destination: { ports: [5432] },
+          },
+          ...(extra
+            ? [{ action: 'Allow' as const, protocol: 'TCP' as const, destination: { ports: [9999] } }]
+            : []),
+        ],
+        egress: [{ action: 'Allow', destination: { selector: "ext == 'yes'" } }],
+      });
+    const withRule = clusterA.map((r) => (r.kind === 'NetworkPolicy' ? dbPolicy(true) : r));
+    const { result, commands } = applyDiff(A, render(withRule));
+    expect(result).toEqual(normalizeRuleset(render(withRule)));
+    expect(commands.map((c) => Object.keys(Object.values(c)[0]!)[0])).toEqual(['rule', 'rule']);
+    expect(commands.every((c) => 'add' in c && 'rule' in c.add)).toBe(true);
+    expect(JSON.stringify(commands)).toContain('9999');
+    // Removing it again rewrites the chain (a rule is deleted by flushing and refilling).
+    const back = applyDiff(render(withRule), A);
+    expect(back.result).toEqual(normalizeRuleset(A));
+    expect(back.commands.filter((c) => 'flush' in c)).toHaveLength(2);
+  });
+
   it('creates referenced chains before their referrers and deletes them after', () => {
     const { commands } = applyDiff(A, B);
     const idx = (pred: (c: NftCommand) => boolean) => commands.findIndex(pred);

@@ -10,9 +10,13 @@
  *   5. add the rules of changed and new chains
  *   6. flush removed chains, then delete removed sets/maps, then delete removed chains
  *   7. delete removed tables (with everything in them)
- * A changed chain is replaced whole (flush + re-add); unchanged chains are not touched. Objects that
- * are the same object on both sides are equal without a look (the incremental renderer replaces an
- * object when it re-renders it, and the dataplane records the objects it programmed).
+ * A changed chain is replaced whole (flush + re-add), unless its rules only grew at the end (a rule
+ * appended to a policy): then only the new rules are added after the ones it holds, which spares
+ * the kernel re-creating every rule and anonymous set of the chain (the rule hashes chain from the
+ * first rule on, so equal leading rules are the same rules). Unchanged chains are not touched.
+ * Objects that are the same object on both sides are equal without a look (the incremental
+ * renderer replaces an object when it re-renders it, and the dataplane records the objects it
+ * programmed).
  *
  * Elements are never moved with `add element` / `delete element`. libnftables 1.0.6 answers either
  * by fetching, before the transaction, the elements of every interval set in the table, the
@@ -26,14 +30,7 @@
  *     or the new one. libnftables then lists the table's sets without their elements; the cost
  *     is that of the set, not of the table.
  */
-import type {
-  NftChain,
-  NftCommand,
-  NftDocument,
-  NftFamily,
-  NftStatement,
-  NftVerdict,
-} from './nft-json.js';
+import type { NftChain, NftCommand, NftDocument, NftFamily, NftStatement, NftVerdict } from './nft-json.js';
 
 type MapElem = readonly [string, NftVerdict];
 
@@ -88,8 +85,8 @@ function chainUses(c: NftChainDesired, names: Set<string>): boolean {
   return false;
 }
 
-function addRules(t: NftTableDesired, c: NftChainDesired, out: NftCommand[]): void {
-  for (const r of c.rules) {
+function addRules(t: NftTableDesired, c: NftChainDesired, out: NftCommand[], from = 0): void {
+  for (const r of c.rules.slice(from)) {
     out.push({
       add: {
         rule: {
@@ -295,6 +292,15 @@ function diffTable(
     if (!old || recreatedChainNames.has(c.name)) return false;
     return (old !== c && json(old.rules) !== json(c.rules)) || chainUses(old, recreated);
   });
+  // Chains whose old rules are the start of the new ones: append the rest, no flush.
+  const appendedFrom = new Map<string, number>();
+  for (const c of changedChains) {
+    const old = cur.chains[c.name]!;
+    if (chainUses(old, recreated) || old.rules.length >= c.rules.length) continue;
+    if (old.rules.every((r, i) => r === c.rules[i] || json(r) === json(c.rules[i]))) {
+      appendedFrom.set(c.name, old.rules.length);
+    }
+  }
 
   // 1. New sets (with their elements) and maps (empty for now).
   for (const s of newSets) addSet(des, s, out);
@@ -302,7 +308,9 @@ function diffTable(
   // 2. New chains, empty, so every jump target exists before any rule names it.
   for (const c of newChains) out.push({ add: { chain: chainObj(des, c) } });
   // 3. Flush changed chains.
-  for (const c of changedChains) out.push({ flush: { chain: chainRef(des, c.name) } });
+  for (const c of changedChains) {
+    if (!appendedFrom.has(c.name)) out.push({ flush: { chain: chainRef(des, c.name) } });
+  }
   // 4. Sets and maps: recreate on a type change, else move elements.
   for (const s of recreatedSets) {
     out.push({
@@ -335,7 +343,7 @@ function diffTable(
     moveMapElements(des, fresh ? undefined : cur.maps[m.name], m, out);
   }
   // 5. Rules of changed and new chains.
-  for (const c of changedChains) addRules(des, c, out);
+  for (const c of changedChains) addRules(des, c, out, appendedFrom.get(c.name) ?? 0);
   for (const c of newChains) addRules(des, c, out);
   // Base chains whose hook or priority changed are replaced outright (nothing jumps to them).
   for (const c of recreatedChains) {
