@@ -6,6 +6,12 @@ import type { NftCommand, NftFamily, NftResult, NftRunOptions } from './json/typ
  * back what is programmed. {@link NftContext} is the real one (libnftables in a network
  * namespace); `FakeNft` from `@calico-ts/nftables/testing` is the in-memory one.
  */
+/** A table named by family and name. */
+export interface NftTableName {
+  readonly family: NftFamily;
+  readonly name: string;
+}
+
 export interface NftClient {
   /**
    * Runs `commands` as one transaction: either all of them take effect or none does. Given as a
@@ -13,6 +19,12 @@ export interface NftClient {
    * Throws an `NftablesError` classified from nft's error text.
    */
   run(commands: readonly NftCommand[] | string, opts?: NftRunOptions): Promise<NftResult>;
+  /**
+   * Optional: brings the client's own view of these tables up to date now, while nothing waits,
+   * so that the next transaction does not have to (see {@link NftContext.warmCache}). Resolves
+   * when done; a client without such a view need not offer it.
+   */
+  warmCache?(tables: readonly NftTableName[]): Promise<void>;
   /** `list ruleset`, parsed. */
   listRuleset(): Promise<NftRuleset>;
   /** `list table <family> <name>`, parsed; `not-found` when there is no such table. */

@@ -468,6 +468,27 @@ describe.skipIf(missing !== undefined && !inCI)(
       expect(e.detail).toContain('syntax error');
     });
 
+    it('warms its cache without changing the kernel, and still sees what another process changed after', async () => {
+      const ns = s.makeNetns('a');
+      const ctx = await openIn(ns);
+      await ctx.run(
+        'add table ip calico; add chain ip calico a; add set ip calico s { type ipv4_addr; flags interval; elements = { 198.18.0.1 }; }; add rule ip calico a ip saddr @s accept',
+      );
+      const before = runIn(ns, ['nft', '-a', 'list', 'ruleset']).out;
+      await ctx.warmCache([{ family: 'ip', name: 'calico' }]);
+      expect(runIn(ns, ['nft', '-a', 'list', 'ruleset']).out).toBe(before);
+      // Another process adds a set after the warm-up: the next transaction must know it.
+      expect(runIn(ns, ['nft', 'add set ip calico t { type ipv4_addr; }']).code).toBe(0);
+      await ctx.run([add(rule(t, 'a', [ipSaddr(setRef('t')), drop()]))]);
+      await ctx.warmCache([{ family: 'ip', name: 'calico' }]);
+      await ctx.run('flush set ip calico s');
+      expect(runIn(ns, ['nft', 'list', 'chain', 'ip', 'calico', 'a']).out).toContain('ip saddr @t drop');
+      expect(runIn(ns, ['nft', 'list', 'set', 'ip', 'calico', 's']).out).not.toContain('198.18.0.1');
+      const e = await failure(ctx.warmCache([{ family: 'ip', name: 'calico; flush ruleset' }]));
+      expect(e.code).toBe('invalid');
+      expect(runIn(ns, ['nft', 'list', 'chain', 'ip', 'calico', 'a']).out).toContain('@s accept');
+    });
+
     it('reports opening failures by code', async () => {
       expect((await failure(NftContext.open({ netns: `${s.prefix}-nosuch` }))).code).toBe('not-found');
       expect((await failure(NftContext.open({ netns: '/etc/hostname' }))).code).toBe('invalid');

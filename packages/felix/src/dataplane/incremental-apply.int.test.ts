@@ -123,7 +123,7 @@ async function change(n: Node, updates: CalcUpdate[]): Promise<NftCommand[]> {
   return r.commands > 0 ? n.nft.batches.at(-1)! : [];
 }
 
-/** A command's verb and object kind, e.g. `add rule`, `delete element`. */
+/** A command's verb and object kind, e.g. `add rule`, `flush set`. */
 const shapes = (cmds: NftCommand[]) =>
   cmds.map((c) => {
     const [verb, body] = Object.entries(c)[0]! as [string, Record<string, unknown>];
@@ -159,36 +159,52 @@ describe.skipIf(why !== undefined)('incremental nftables programming, in a real 
   it('adds one rule to one policy with the same commands whatever the number of unrelated policies', async () => {
     const a = await change(small.node, [{ kind: 'set', resource: policy(0, true) }]);
     const b = await change(large.node, [{ kind: 'set', resource: policy(0, true) }]);
-    expect(a.length).toBeGreaterThan(0);
-    expect(b.length).toBe(a.length);
-    // Only policy 0's inbound chain is rewritten, in both families.
-    expect(new Set(shapes(a))).toEqual(new Set(['flush chain', 'add rule']));
-    const flushed = a.filter((c) => 'flush' in c).map((c) => JSON.stringify(c));
+    // The rule goes at the end of policy 0's inbound chain: that one rule is appended, in both
+    // families, and nothing else is touched.
+    expect(shapes(a)).toEqual(['add rule', 'add rule']);
+    expect(b).toEqual(a);
+    for (const r of a) expect(JSON.stringify(r)).toContain('filter-cali-pi-gnp/default.pol-000');
+    for (const { ns } of [small, large]) {
+      const listed = nftIn(ns, ['list', 'chain', 'ip', 'calico', 'filter-cali-pi-gnp/default.pol-000']);
+      expect(listed).toMatch(/tcp dport 9999 .*accept|tcp dport 9999/);
+      // It is the last rule, after the policy's other rules.
+      expect(listed.trim().split('\n').at(-3)).toContain('9999');
+    }
+    // And back: the chain is flushed and refilled, in both families, the same on both nodes.
+    const c = await change(small.node, [{ kind: 'set', resource: policy(0) }]);
+    const d = await change(large.node, [{ kind: 'set', resource: policy(0) }]);
+    expect(new Set(shapes(d))).toEqual(new Set(['flush chain', 'add rule']));
+    expect(d.length).toBe(c.length);
+    const flushed = d.filter((x) => 'flush' in x).map((x) => JSON.stringify(x));
     expect(flushed).toHaveLength(2);
     for (const f of flushed) expect(f).toContain('filter-cali-pi-gnp/default.pol-000');
-    for (const { ns } of [small, large]) {
-      expect(nftIn(ns, ['list', 'chain', 'ip', 'calico', 'filter-cali-pi-gnp/default.pol-000'])).toMatch(
-        /tcp dport 9999 .*accept|tcp dport 9999/,
-      );
-    }
-    // And back.
-    const c = await change(large.node, [{ kind: 'set', resource: policy(0) }]);
-    expect(c.length).toBe(b.length - 2); // the same, less the rule in each family
     expect(
       nftIn(large.ns, ['list', 'chain', 'ip', 'calico', 'filter-cali-pi-gnp/default.pol-000']),
     ).not.toMatch(/9999/);
+    // A read-back finds the kernel exactly as programmed.
+    expect(await large.node.dp.resync(large.node.renderer.desired())).toEqual({
+      mode: 'resync',
+      commands: 0,
+    });
   });
 
   it('adds a pod with the same commands whatever the number of unrelated policies: its chains and elements', async () => {
     const a = await change(small.node, [{ kind: 'set', resource: pod(NEW_POD) }]);
     const b = await change(large.node, [{ kind: 'set', resource: pod(NEW_POD) }]);
     expect(b.length).toBe(a.length);
-    for (const s of shapes(a)) expect(['add chain', 'add rule', 'add element']).toContain(s);
+    for (const s of shapes(a)) expect(['add chain', 'add rule', 'add set', 'add map']).toContain(s);
+    // Members and map entries are only added: each `add set` / `add map` holds just the new pod's.
+    for (const c of a) {
+      const body = 'add' in c ? c.add : undefined;
+      if (body && 'set' in body) expect(body.set.elem).toEqual([`198.19.0.${NEW_POD + 1}`]);
+      if (body && 'map' in body) expect(body.map.elem?.map(([k]) => k)).toEqual([`calipod${NEW_POD}`]);
+    }
     expect(nftIn(large.ns, ['list', 'map', 'ip', 'calico', 'filter-cali-to-wl-dispatch'])).toContain(
       `"calipod${NEW_POD}" : goto filter-cali-tw-calipod${NEW_POD}`,
     );
     const gone = await change(large.node, [{ kind: 'delete', resource: pod(NEW_POD) }]);
-    for (const s of shapes(gone)) expect(['flush chain', 'delete chain', 'delete element']).toContain(s);
+    for (const s of shapes(gone))
+      expect(['flush chain', 'delete chain', 'flush set', 'add set', 'flush map', 'add map']).toContain(s);
     expect(nftIn(large.ns, ['list', 'table', 'ip', 'calico'])).not.toContain(`calipod${NEW_POD}`);
     await change(small.node, [{ kind: 'delete', resource: pod(NEW_POD) }]);
   });
@@ -197,7 +213,16 @@ describe.skipIf(why !== undefined)('incremental nftables programming, in a real 
     const a = await change(small.node, [{ kind: 'set', resource: pod(4, 'r2') }]);
     const b = await change(large.node, [{ kind: 'set', resource: pod(4, 'r2') }]);
     expect(b.length).toBe(a.length);
-    expect(new Set(shapes(a))).toEqual(new Set(['add element', 'delete element']));
+    expect(new Set(shapes(a))).toEqual(new Set(['add set', 'flush set']));
+    // A set refilled is one the pod left; a set only added to gets the pod's address alone.
+    const flushedSets = new Set(
+      a.flatMap((c) => ('flush' in c && 'set' in c.flush ? [c.flush.set.name] : [])),
+    );
+    for (const c of a) {
+      if (!('add' in c) || !('set' in c.add)) continue;
+      if (flushedSets.has(c.add.set.name)) expect(c.add.set.elem ?? []).not.toContain('198.19.0.5');
+      else expect(c.add.set.elem).toEqual(['198.19.0.5']);
+    }
     // A read-back finds the kernel exactly as programmed.
     const desired = large.node.renderer.desired();
     expect(await large.node.dp.resync(desired)).toEqual({ mode: 'resync', commands: 0 });

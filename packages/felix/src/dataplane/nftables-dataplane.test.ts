@@ -93,6 +93,30 @@ describe('NftablesDataplane', () => {
     expect(cmds).not.toContain('filter-cali-tw-calidb"');
   });
 
+  it('asks its client to warm its cache for its tables after each transaction, and shrugs off a failed warm-up', async () => {
+    class WarmingNft extends FakeNft {
+      readonly warmed: string[][] = [];
+      fail = false;
+      warmCache(tables: readonly { family: string; name: string }[]): Promise<void> {
+        this.warmed.push(tables.map((t) => `${t.family} ${t.name}`));
+        return this.fail ? Promise.reject(new Error('cache fetch failed')) : Promise.resolve();
+      }
+    }
+    const nft = new WarmingNft();
+    const dp = new NftablesDataplane({ nft });
+    await dp.apply(A);
+    await dp.settled();
+    expect(nft.warmed).toEqual([['ip calico']]);
+    nft.fail = true;
+    expect((await dp.apply(B)).mode).toBe('incremental');
+    await dp.settled();
+    expect(nft.warmed).toHaveLength(2);
+    expect(summary(nft).maps['filter-cali-to-wl-dispatch']).toEqual(['calicache', 'calidb', 'caliweb']);
+    // No transaction, nothing to warm.
+    expect(await dp.apply(B)).toEqual({ mode: 'incremental', commands: 0 });
+    expect(nft.warmed).toHaveLength(2);
+  });
+
   it('finds nothing to do on a resync of an untouched kernel, or after a restart', async () => {
     const { nft, dp } = await programmed(A);
     expect(await dp.resync(A)).toEqual({ mode: 'resync', commands: 0 });

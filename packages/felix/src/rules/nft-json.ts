@@ -70,7 +70,14 @@ export type NftObject =
 export type NftCommand =
   | { readonly add: NftObject }
   | { readonly delete: NftObject }
-  | { readonly flush: { readonly chain: NftChain } };
+  | { readonly flush: { readonly chain: NftChain } | { readonly set: NftRef } | { readonly map: NftRef } };
+
+/** A set or map named for `flush`, which needs no type. */
+export interface NftRef {
+  readonly family: NftFamily;
+  readonly table: string;
+  readonly name: string;
+}
 
 /** The document handed to `nft -j -f -` / `nft_run_cmd_from_buffer`. */
 export interface NftDocument {

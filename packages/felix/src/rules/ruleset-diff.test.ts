@@ -100,7 +100,7 @@ describe('diffRuleset', () => {
     expect(diffRuleset(A, render(clusterA))).toEqual([]);
   });
 
-  it('moves one IP set member with one element command and touches no chain', () => {
+  it('moves one IP set member by refilling that set only, and touches no chain', () => {
     const moved = clusterA.map((r) =>
       r.kind === 'WorkloadEndpoint' && r.metadata.name === 'web'
         ? wep('a', 'web', {
@@ -114,8 +114,34 @@ describe('diffRuleset', () => {
     const { result, commands } = applyDiff(A, render(moved));
     expect(result).toEqual(normalizeRuleset(render(moved)));
     const kinds = commands.map((c) => `${Object.keys(c)[0]} ${Object.keys(Object.values(c)[0]!)[0]}`);
-    // IPv4 only: the set lost 10.65.0.1 and gained 10.65.0.9.
-    expect(kinds).toEqual(['delete element', 'add element']);
+    // IPv4 only: the set lost 10.65.0.1 and gained 10.65.0.9: flushed and refilled with what it
+    // keeps, never `delete element` (libnftables would fetch every interval set's elements).
+    expect(kinds).toEqual(['flush set', 'add set']);
+    const refill = commands[1] as unknown as { add: { set: { name: string; elem: unknown[] } } };
+    const flushed = commands[0] as unknown as { flush: { set: { name: string } } };
+    expect(refill.add.set.name).toBe(flushed.flush.set.name);
+    expect(refill.add.set.elem).toEqual(render(moved).tables[0]!.sets[refill.add.set.name]!.elements);
+  });
+
+  it('adds a member to existing sets with an add set of just the new elements', () => {
+    const more = [
+      ...clusterA,
+      wep('a', 'web2', {
+        labels: { app: 'web' },
+        profiles: ['kns.a'],
+        ips: ['10.65.0.9/32'],
+        iface: 'caliweb2',
+      }),
+    ];
+    const { result, commands } = applyDiff(A, render(more));
+    expect(result).toEqual(normalizeRuleset(render(more)));
+    const setAdds = commands.filter((c) => 'add' in c && 'set' in c.add) as {
+      add: { set: { elem?: unknown[] } };
+    }[];
+    expect(setAdds.length).toBeGreaterThan(0);
+    for (const c of setAdds) expect(c.add.set.elem).toEqual(['10.65.0.9']);
+    expect(commands.some((c) => 'element' in Object.values(c)[0]!)).toBe(false);
+    expect(commands.some((c) => 'flush' in c && !('chain' in c.flush))).toBe(false);
   });
 
   it('replaces a changed chain by flushing and re-adding only that chain', () => {
@@ -139,9 +165,40 @@ describe('diffRuleset', () => {
     expect(result).toEqual(normalizeRuleset(render(changed)));
     const flushed = commands
       .filter((c) => 'flush' in c)
-      .map((c) => ('flush' in c ? `${c.flush.chain.family} ${c.flush.chain.name}` : ''));
+      .map((c) =>
+        'flush' in c && 'chain' in c.flush ? `${c.flush.chain.family} ${c.flush.chain.name}` : '',
+      );
     expect(flushed).toEqual(['ip filter-cali-pi-np/a/db', 'ip6 filter-cali-pi-np/a/db']);
     expect(commands.every((c) => 'flush' in c || ('add' in c && 'rule' in c.add))).toBe(true);
+  });
+
+  it('appends a rule added at the end of a policy without flushing its chain', () => {
+    const dbPolicy = (extra: boolean) =>
+      np('a', 'db', {
+        selector: "app == 'db'",
+        ingress: [
+          {
+            action: 'Allow',
+            protocol: 'TCP',
+            source: { selector: "app == 'web'" },
+            destination: { ports: [5432] },
+          },
+          ...(extra
+            ? [{ action: 'Allow' as const, protocol: 'TCP' as const, destination: { ports: [9999] } }]
+            : []),
+        ],
+        egress: [{ action: 'Allow', destination: { selector: "ext == 'yes'" } }],
+      });
+    const withRule = clusterA.map((r) => (r.kind === 'NetworkPolicy' ? dbPolicy(true) : r));
+    const { result, commands } = applyDiff(A, render(withRule));
+    expect(result).toEqual(normalizeRuleset(render(withRule)));
+    expect(commands.map((c) => Object.keys(Object.values(c)[0]!)[0])).toEqual(['rule', 'rule']);
+    expect(commands.every((c) => 'add' in c && 'rule' in c.add)).toBe(true);
+    expect(JSON.stringify(commands)).toContain('9999');
+    // Removing it again rewrites the chain (a rule is deleted by flushing and refilling).
+    const back = applyDiff(render(withRule), A);
+    expect(back.result).toEqual(normalizeRuleset(A));
+    expect(back.commands.filter((c) => 'flush' in c)).toHaveLength(2);
   });
 
   it('creates referenced chains before their referrers and deletes them after', () => {
@@ -162,7 +219,9 @@ describe('diffRuleset', () => {
       (c) =>
         'delete' in c && 'chain' in c.delete && c.delete.chain.name === 'filter-cali-pi-gnp/security.screen',
     );
-    const flushReferrer = idx((c) => 'flush' in c && c.flush.chain.name === 'filter-cali-tw-calidb');
+    const flushReferrer = idx(
+      (c) => 'flush' in c && 'chain' in c.flush && c.flush.chain.name === 'filter-cali-tw-calidb',
+    );
     expect(flushReferrer).toBeGreaterThanOrEqual(0);
     expect(flushReferrer).toBeLessThan(delChain);
   });

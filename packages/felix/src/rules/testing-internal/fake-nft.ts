@@ -117,16 +117,33 @@ export class FakeNft {
           );
         } else if ('set' in o) {
           const t = this.table(o.set.family, o.set.table);
-          if (t.sets.has(o.set.name)) throw new Error(`add set: ${o.set.name} exists`);
           const elems = o.set.elem ?? [];
+          const existing = t.sets.get(o.set.name);
+          if (existing) {
+            // As the kernel: `add` of an existing set with the same type adds its elements.
+            if (j([existing.def.type, existing.def.flags]) !== j([o.set.type, o.set.flags ?? []]))
+              throw new Error(`add set: ${o.set.name} exists with another type`);
+            for (const e of elems) existing.elems.set(j(e), e);
+            continue;
+          }
           t.sets.set(o.set.name, {
             def: { name: o.set.name, type: o.set.type, flags: o.set.flags ?? [], elements: [] },
             elems: new Map(elems.map((e) => [j(e), e])),
           });
         } else if ('map' in o) {
           const t = this.table(o.map.family, o.map.table);
-          if (t.maps.has(o.map.name)) throw new Error(`add map: ${o.map.name} exists`);
           this.checkRefs(t, o.map.elem ?? [], `map ${o.map.name}`);
+          const existing = t.maps.get(o.map.name);
+          if (existing) {
+            if (existing.def.type !== String(o.map.type))
+              throw new Error(`add map: ${o.map.name} exists with another type`);
+            for (const [k, v] of o.map.elem ?? []) {
+              if (existing.elems.has(String(k)) && j(existing.elems.get(String(k))) !== j(v))
+                throw new Error(`add map: key ${String(k)} exists`);
+              existing.elems.set(String(k), v);
+            }
+            continue;
+          }
           t.maps.set(o.map.name, {
             def: { name: o.map.name, type: String(o.map.type), map: 'verdict', elements: [] },
             elems: new Map((o.map.elem ?? []).map(([k, v]) => [String(k), v])),
@@ -147,9 +164,18 @@ export class FakeNft {
           } else throw new Error(`add element: no set/map ${o.element.name}`);
         }
       } else if ('flush' in cmd) {
-        const c = this.table(cmd.flush.chain.family, cmd.flush.chain.table).chains.get(cmd.flush.chain.name);
-        if (!c) throw new Error(`flush: no chain ${cmd.flush.chain.name}`);
-        c.rules = [];
+        const f = cmd.flush;
+        if ('chain' in f) {
+          const c = this.table(f.chain.family, f.chain.table).chains.get(f.chain.name);
+          if (!c) throw new Error(`flush: no chain ${f.chain.name}`);
+          c.rules = [];
+        } else {
+          const x = 'set' in f ? f.set : f.map;
+          const t = this.table(x.family, x.table);
+          const target = 'set' in f ? t.sets.get(x.name) : t.maps.get(x.name);
+          if (!target) throw new Error(`flush: no ${'set' in f ? 'set' : 'map'} ${x.name}`);
+          target.elems.clear();
+        }
       } else {
         const o = cmd.delete;
         if ('table' in o) {
