@@ -27,7 +27,7 @@ import { promisify } from 'node:util';
 import {
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,15 +40,12 @@ const PLUGIN = join(here, '../../../packages/cni-plugin/bin/calico.mjs');
 const CRDS = join(here, '../../../deploy/crds/calico-crds.yaml');
 const PORTMAP = '/usr/lib/cni/portmap';
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(PLUGIN)) missing.push('the built CNI plugin (pnpm build)');
-  if (!existsSync(PORTMAP)) missing.push('containernetworking-plugins');
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({
+  files: [
+    [PLUGIN, 'the built CNI plugin (pnpm build)'],
+    [PORTMAP, 'containernetworking-plugins'],
+  ],
+});
 if (missing.length > 0) {
   describe('install-cni', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -18,7 +18,6 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -28,10 +27,9 @@ import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } f
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import {
   type EtcdServer,
-  etcdAvailable,
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
@@ -46,17 +44,13 @@ const CRDS = join(here, '../../../deploy/crds/calico-crds.yaml');
 const CALICO_IPAM = join(here, '../../../packages/cni-plugin/bin/calico-ipam');
 const GRACE_MS = 4000;
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(join(here, '../dist/main.js'))) missing.push('the built program (pnpm build)');
-  if (!existsSync(CRDS)) missing.push(CRDS);
-  if (!existsSync(CALICO_IPAM)) missing.push('the CNI plugin (pnpm --filter @calico-ts/cni-plugin build)');
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({
+  crds: CRDS,
+  files: [
+    [join(here, '../dist/main.js'), 'the built program (pnpm build)'],
+    [CALICO_IPAM, 'the CNI plugin (pnpm --filter @calico-ts/cni-plugin build)'],
+  ],
+});
 if (missing.length > 0) {
   describe('calico-kube-controllers IPAM garbage collection', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -3,7 +3,6 @@
  * kube-apiserver and etcd, the status file and the -r/-l probes, a clean stop on SIGTERM.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,10 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
   type EtcdServer,
-  etcdAvailable,
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
@@ -34,15 +32,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 const BIN = join(here, '../bin/calico-kube-controllers');
 const CRDS = join(here, '../../../deploy/crds/calico-crds.yaml');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(join(here, '../dist/main.js'))) missing.push('the built program (pnpm build)');
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({
+  files: [[join(here, '../dist/main.js'), 'the built program (pnpm build)']],
+});
 if (missing.length > 0) {
   describe('calico-kube-controllers', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -12,7 +12,6 @@
  *   the CNI plugin's part: each Pod's WorkloadEndpoint written to both etcds
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -22,10 +21,9 @@ import { KVDatastore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import {
   type EtcdServer,
-  etcdAvailable,
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
@@ -39,16 +37,10 @@ const RESOURCES = '/calico/resources/v3/projectcalico.org/';
 const NAMESPACES = 12;
 const KILL_AFTER = 4;
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(join(here, '../dist/main.js'))) missing.push('the built program (pnpm build)');
-  if (!existsSync(CRDS)) missing.push(CRDS);
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({
+  crds: CRDS,
+  files: [[join(here, '../dist/main.js'), 'the built program (pnpm build)']],
+});
 if (missing.length > 0) {
   describe('calico-kube-controllers restart', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

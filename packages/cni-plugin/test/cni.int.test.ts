@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { etcdAvailable, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
+import { missingKubePrerequisites } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net, runIn } from './lab.js';
 import {
@@ -26,17 +26,7 @@ const bin = pluginDir;
 const CALICO = join(bin, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  for (const tool of ['ip', 'nsenter', 'ping']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
-  }
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ root: true, kubectl: false, tools: ['ip', 'nsenter', 'ping'] });
 const ci = process.env.CI === 'true';
 
 if (missing.length > 0) {

@@ -1,19 +1,7 @@
-/**
- * The built `calico`/`calico-ipam` executables in Kubernetes mode on the etcd datastore, as a
- * Kubernetes install with `policy.type: k8s` runs them: Calico's data in a private TLS etcd, the
- * pods in a real kube-apiserver the plugin reads through `kubernetes.kubeconfig`, and "node"
- * network namespaces the plugin runs in (root only; see lab.ts). What is checked is what a user
- * sees: the plugin's exit code and JSON, the WorkloadEndpoint in etcd (labels, profiles, service
- * account, ports), the addresses IPAM holds, and the veth in the node and pod namespaces.
- *
- * With CALICO_TEST_SERVICE=1 (cni.k8s.service.int.test.ts) every node runs a plugin service the
- * native executables hand their work to: the same checks hold on that path.
- */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
+import { missingKubePrerequisites } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lab, type NodeNs, net } from './lab.js';
 import {
@@ -28,18 +16,7 @@ import {
 const CALICO = join(pluginDir, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!findKubectl()) missing.push('kubectl');
-  for (const tool of ['ip', 'nsenter']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
-  }
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ root: true, tools: ['ip', 'nsenter'] });
 if (missing.length > 0) {
   describe(`CNI plugin in Kubernetes mode (etcd datastore, ${VARIANT})`, () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

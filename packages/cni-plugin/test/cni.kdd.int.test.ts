@@ -10,10 +10,10 @@
  * every node runs a plugin service they hand their work to (cni.kdd.service.int.test.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { etcdAvailable, findKubectl, kubeApiServerAvailable } from '@calico-ts/datastore/testing';
+import { missingKubePrerequisites } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRDS, Lab, type NodeNs, net } from './lab.js';
 import {
@@ -28,19 +28,7 @@ import {
 const CALICO = join(pluginDir, 'calico');
 const seedText = readFileSync(join(import.meta.dirname, 'fixtures', '10-calico.conf'), 'utf8');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(CRDS)) missing.push(`the CRDs in ${CRDS}`);
-  for (const tool of ['ip', 'nsenter', 'ping']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
-  }
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ root: true, crds: CRDS, tools: ['ip', 'nsenter', 'ping'] });
 if (missing.length > 0) {
   describe(`CNI plugin on the Kubernetes datastore (${VARIANT})`, () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -17,10 +17,9 @@ import type { Resource } from '@calico-ts/api';
 import { createKVStore, IpamStore, KVDatastore } from '@calico-ts/datastore';
 import {
   type EtcdServer,
-  etcdAvailable,
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
@@ -32,16 +31,7 @@ import { calicoctlExecutable } from './testing-internal/executable.js';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(CRDS)) missing.push(`the CRDs in ${CRDS}`);
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ root: true, crds: CRDS });
 if (missing.length > 0) {
   describe('calicoctl on the Kubernetes datastore', () => {
     test.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

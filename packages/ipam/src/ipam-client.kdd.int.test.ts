@@ -9,7 +9,6 @@
  * asserted: a shared machine is too noisy for that).
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type ClientConfig,
@@ -21,10 +20,9 @@ import {
 } from '@calico-ts/datastore';
 import {
   type EtcdServer,
-  etcdAvailable,
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
@@ -34,15 +32,7 @@ import { type AssignedIP, IpamClient } from './ipam-client.js';
 const REPO = join(import.meta.dirname, '../../..');
 const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(CRDS)) missing.push(`the CRDs in ${CRDS}`);
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ crds: CRDS });
 if (missing.length > 0) {
   describe('IPAM on the Kubernetes datastore', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

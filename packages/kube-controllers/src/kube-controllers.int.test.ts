@@ -5,7 +5,6 @@
  * is repaired, and a restart loses nothing.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,10 +12,9 @@ import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import {
   type EtcdServer,
-  etcdAvailable,
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
@@ -27,15 +25,7 @@ import { serveMetrics } from './metrics-server.js';
 
 const CRDS = join(dirname(fileURLToPath(import.meta.url)), '../../../deploy/crds/calico-crds.yaml');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!etcdAvailable()) missing.push('etcd');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(CRDS)) missing.push(CRDS);
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ crds: CRDS });
 if (missing.length > 0) {
   describe('kube-controllers', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -7,7 +7,6 @@
  * kube-apiserver binary scripts/setup.sh builds, etcd, openssl and kubectl.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   admitObject,
@@ -22,20 +21,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startKubeApiServer,
 } from '../testing/index.js';
 
 const CRD_DIR = join(import.meta.dirname, '../../../../deploy/crds');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh), etcd or openssl');
-  if (findKubectl() === undefined) missing.push('kubectl');
-  if (!existsSync(CRD_DIR)) missing.push(`the CRDs in ${CRD_DIR} (run pnpm crds)`);
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ files: [[CRD_DIR, 'the CRDs: run pnpm crds']] });
 if (missing.length > 0) {
   describe('Calico CRDs on kube-apiserver', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -7,7 +7,6 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -19,7 +18,7 @@ import { KVDatastore } from '../kv-datastore.js';
 import {
   findKubectl,
   type KubeApiServer,
-  kubeApiServerAvailable,
+  missingKubePrerequisites,
   startKubeApiServer,
 } from '../testing/index.js';
 import {
@@ -38,14 +37,7 @@ const run = promisify(execFile);
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
 const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh)');
-  if (!findKubectl()) missing.push('kubectl');
-  if (!existsSync(CRDS)) missing.push(`the CRDs in ${CRDS}`);
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites({ crds: CRDS });
 if (missing.length > 0) {
   describe('Kubernetes datastore', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -15,11 +15,13 @@ export {
   type KubeApiServer,
   type KubeApiServerArgsOptions,
   type KubeCertificates,
+  type KubePrerequisites,
   kubeApiServerArgs,
   kubeApiServerAvailable,
   kubeApiServerBinary,
   type MakeKubeCertificatesOptions,
   makeKubeCertificates,
+  missingKubePrerequisites,
   type StartKubeApiServerOptions,
   startKubeApiServer,
 } from './kube-apiserver.js';

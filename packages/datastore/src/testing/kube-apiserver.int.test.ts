@@ -8,15 +8,9 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findKubectl, type KubeApiServer, kubeApiServerAvailable, startKubeApiServer } from './index.js';
+import { findKubectl, type KubeApiServer, missingKubePrerequisites, startKubeApiServer } from './index.js';
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh), etcd or openssl');
-  if (findKubectl() === undefined) missing.push('kubectl');
-  return missing;
-}
-const missing = missingPrerequisites();
+const missing = missingKubePrerequisites();
 if (missing.length > 0) {
   describe('kube-apiserver test server', () => {
     it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {

@@ -100,6 +100,35 @@ export function findKubectl(): string | undefined {
   return process.env.CALICO_TEST_KUBECTL_BIN || findOnPath('kubectl');
 }
 
+export interface KubePrerequisites {
+  /** The test needs root. */
+  readonly root?: boolean;
+  /** The test drives the server with kubectl. Default true. */
+  readonly kubectl?: boolean;
+  /** The CRD manifest (deploy/crds/calico-crds.yaml) the test installs. */
+  readonly crds?: string;
+  /** Programs that must be on PATH (`ip`, `nsenter`, …). */
+  readonly tools?: readonly string[];
+  /** Other files the test needs, each with what to say when it is missing (`[path, 'pnpm build']`). */
+  readonly files?: readonly (readonly [path: string, what: string])[];
+}
+
+/**
+ * What a test on a real kube-apiserver (and its etcd) lacks here, each named for the message of the
+ * test's "has its prerequisites" case; empty when it can run. Under `CI=true` the server itself
+ * counts as present (see `kubeApiServerAvailable`), so a missing binary fails the test instead.
+ */
+export function missingKubePrerequisites(needs: KubePrerequisites = {}): string[] {
+  const missing: string[] = [];
+  if (needs.root && process.getuid?.() !== 0) missing.push('root');
+  if (!kubeApiServerAvailable()) missing.push('kube-apiserver (run scripts/setup.sh), etcd or openssl');
+  if (needs.kubectl !== false && findKubectl() === undefined) missing.push('kubectl');
+  if (needs.crds !== undefined && !existsSync(needs.crds)) missing.push(`the CRDs in ${needs.crds}`);
+  for (const tool of needs.tools ?? []) if (findOnPath(tool) === undefined) missing.push(tool);
+  for (const [path, what] of needs.files ?? []) if (!existsSync(path)) missing.push(`${path} (${what})`);
+  return missing;
+}
+
 const running = new Set<ChildProcess>();
 let exitHookInstalled = false;
 
