@@ -19,7 +19,7 @@
  * its allocations is valid or of unknown origin; its tunnel addresses go with it. An address is
  * released only when every address of its handle is released too (a dual-stack pod's two).
  */
-import { formatIP } from '@calico-ts/api';
+import { formatIP } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
 import { allocationsOf, type GcState, gcKey, planGc, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam';
 

@@ -9,7 +9,7 @@
  * (unless `--force`). Where this differs, the README says so.
  */
 
-import { formatIP, parseIP } from '@calico-ts/api';
+import { formatIP, parseIP } from '@calico-ts/api/net';
 import {
   type Datastore,
   type IPAMConfig,

@@ -13,7 +13,7 @@
  *
  * The report file keeps upstream's JSON shape, so `ipam release --from-report` reads either.
  */
-import { cidrContains, formatIP, parseCidrOrIP, parseIP } from '@calico-ts/api';
+import { cidrContains, formatIP, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
 import { allocationsOf, type CheckReport, hostOfAffinity, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam';
 import { CtlError } from '../errors.js';
