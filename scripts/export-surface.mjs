@@ -75,7 +75,9 @@ for (const { dir, pkg } of publishable()) {
     const dts = e.types && join(dir, e.types);
     const js = e.js && join(dir, e.js);
     if (!dts || !existsSync(dts) || !js || !existsSync(js)) {
-      console.error(`${pkg.name}${e.key.slice(1)}: built files missing (${e.types}, ${e.js}); run pnpm build`);
+      console.error(
+        `${pkg.name}${e.key.slice(1)}: built files missing (${e.types}, ${e.js}); run pnpm build`,
+      );
       missing = true;
       continue;
     }
@@ -89,7 +91,8 @@ for (const f of found) {
   const values = names.filter((n) => runtime.has(n));
   const types = names.filter((n) => !runtime.has(n));
   const undeclared = [...runtime].filter((n) => !names.includes(n));
-  if (undeclared.length) console.error(`${f.name}${f.key.slice(1)}: not in its .d.ts: ${undeclared.join(', ')}`);
+  if (undeclared.length)
+    console.error(`${f.name}${f.key.slice(1)}: not in its .d.ts: ${undeclared.join(', ')}`);
   rows.push({ package: f.name, entry: f.key, names: names.length, values, types });
 }
 
@@ -105,7 +108,8 @@ if (asJson) {
     String(r.types.length),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
-  const line = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells) =>
+    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   console.log(line(header));
   for (const row of table) console.log(line(row));
   if (showNames) {

@@ -21,7 +21,13 @@
  */
 import { formatIP } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
-import { allocationsOf, type GcState, gcKey, planGc, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam';
+import {
+  allocationsOf,
+  type GcState,
+  gcKey,
+  planGc,
+  WINDOWS_RESERVED_HANDLE,
+} from '@calico-ts/ipam/internal';
 
 /** What the controller knows of a Pod (from its watch, or read again from the API). */
 export interface PodFacts {
