@@ -8,6 +8,11 @@
  *                                                                 stdout == the next fenced block
  *                                                                 when it is ```text output
  *        publint on each installed package: no errors, no warnings
+ *        arethetypeswrong on each tarball: every `exports` entry resolves to its types, for Node's
+ *        ESM resolution (node16/nodenext) and for bundlers
+ *
+ * Each example runs on the Node that runs the tests (the oldest supported, 20) and on the newest
+ * Node LTS the npm registry serves (test-packs/NODE_LTS, fetched by scripts/setup.sh).
  *
  * An example block's info string may add what it needs: `root` (network namespaces, libnftables)
  * or `etcd` (the test starts a private etcd and passes it as DATASTORE_TYPE / ETCD_ENDPOINTS). Such
@@ -20,6 +25,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { checkPackage, createPackageFromTarballData } from '@arethetypeswrong/core';
+import { problemAffectsResolutionKind } from '@arethetypeswrong/core/problems';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
@@ -29,6 +36,14 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const ci = process.env.CI === 'true';
 const isRoot = process.getuid?.() === 0;
+
+/** The newest Node LTS, as scripts/setup.sh caches it. */
+const ltsVersion = readFileSync(join(import.meta.dirname, '..', 'NODE_LTS'), 'utf8').trim();
+const ltsNode = `/var/cache/calico-ts/node/${ltsVersion}/bin/node`;
+const nodes = [
+  { label: `Node ${process.version}`, bin: process.execPath },
+  { label: `Node v${ltsVersion}`, bin: ltsNode },
+];
 
 interface Publishable {
   dir: string;
@@ -155,6 +170,14 @@ test('there are publishable packages', () => {
   expect(publishable.map((p) => p.name)).toContain('@calico-ts/api');
 });
 
+test(`Node ${ltsVersion} is there and is an LTS release`, async () => {
+  if (!existsSync(ltsNode)) throw new Error(`no ${ltsNode}: run scripts/setup.sh`);
+  const { stdout } = await run(ltsNode, ['-p', 'process.version + " " + process.release.lts']);
+  const [version, lts] = stdout.trim().split(' ');
+  expect(version).toBe(`v${ltsVersion}`);
+  expect(lts).not.toBe('undefined');
+});
+
 describe.each(publishable.map((p) => [p.name, p] as const))('%s', (name, p) => {
   test('has a README with a runnable example, shipped in the package', async () => {
     expect(p.readme, `${p.dir}/README.md`).toBeDefined();
@@ -178,28 +201,47 @@ describe.each(publishable.map((p) => [p.name, p] as const))('%s', (name, p) => {
     expect(messages.map((m) => `${m.type}: ${formatMessage(m, pkg) ?? m.code}`)).toEqual([]);
   });
 
+  // The packages are ESM only (engines: Node >= 20.19, which can also require() them), so only the
+  // ESM resolutions count: `node10` has no `exports` and `node16-cjs` cannot see ESM types, by design
+  // (the "esm-only" profile of @arethetypeswrong/cli).
+  test('arethetypeswrong finds nothing for ESM consumers', async () => {
+    const pkg = JSON.parse(await readFile(join(p.dir, 'package.json'), 'utf8'));
+    const tarball = new Uint8Array(await readFile(tarballs.get(name)!));
+    const result = await checkPackage(createPackageFromTarballData(tarball));
+    if (result.types === false) throw new Error(`${name} ships no types`);
+    expect(Object.keys(result.entrypoints).sort()).toEqual(Object.keys(pkg.exports).sort());
+    const problems = result.problems.filter((problem) =>
+      (['node16-esm', 'bundler'] as const).some((kind) =>
+        problemAffectsResolutionKind(problem, kind, result),
+      ),
+    );
+    expect(problems).toEqual([]);
+  });
+
   const examples = p.readme ? readmeExamples(p.readme) : [];
   for (const [i, ex] of examples.entries()) {
     if (!available(ex.needs)) continue;
     const needs = ex.needs.length ? ` (${ex.needs.join(', ')})` : '';
-    // Examples are independent programs: they run side by side.
-    test.concurrent(`README example at line ${ex.line}${needs}`, async () => {
-      const extra: Record<string, string> = {};
-      if (ex.needs.includes('etcd')) {
-        etcd ??= startEtcd();
-        extra.DATASTORE_TYPE = 'etcdv3';
-        extra.ETCD_ENDPOINTS = (await etcd).clientUrl;
-      }
-      const file = join(project, 'examples', `${name.replace(/[@/]/g, '_')}-${i}.mjs`);
-      await writeFile(file, ex.code);
-      const result = await run(process.execPath, [file], {
-        cwd: project,
-        env: childEnv(extra),
-        timeout: 60_000,
-      }).catch((e: { code?: number; stdout?: string; stderr?: string }) => {
-        throw new Error(`exit ${e.code}\n--- stdout\n${e.stdout}\n--- stderr\n${e.stderr}`);
-      });
-      if (ex.output !== undefined) expect(normalize(result.stdout)).toBe(normalize(ex.output));
-    }, 90_000);
+    for (const [j, node] of nodes.entries()) {
+      // Examples are independent programs: they run side by side.
+      test.concurrent(`README example at line ${ex.line}${needs} on ${node.label}`, async () => {
+        const extra: Record<string, string> = {};
+        if (ex.needs.includes('etcd')) {
+          etcd ??= startEtcd();
+          extra.DATASTORE_TYPE = 'etcdv3';
+          extra.ETCD_ENDPOINTS = (await etcd).clientUrl;
+        }
+        const file = join(project, 'examples', `${name.replace(/[@/]/g, '_')}-${i}-${j}.mjs`);
+        await writeFile(file, ex.code);
+        const result = await run(node.bin, [file], {
+          cwd: project,
+          env: childEnv(extra),
+          timeout: 60_000,
+        }).catch((e: { code?: number; stdout?: string; stderr?: string }) => {
+          throw new Error(`exit ${e.code}\n--- stdout\n${e.stdout}\n--- stderr\n${e.stderr}`);
+        });
+        if (ex.output !== undefined) expect(normalize(result.stdout)).toBe(normalize(ex.output));
+      }, 90_000);
+    }
   }
 });
