@@ -15,9 +15,9 @@
  * Node LTS the npm registry serves (test-packs/NODE_LTS, fetched by scripts/setup.sh).
  *
  * An example block's info string may add what it needs: `root` (network namespaces, libnftables)
- * or `etcd` (the test starts a private etcd and passes it as DATASTORE_TYPE / ETCD_ENDPOINTS). Such
- * examples are declared only where that is available, and always under CI=true, where a missing
- * prerequisite must fail rather than skip.
+ * or `etcd` (the test starts a private etcd per Node version and passes it as DATASTORE_TYPE /
+ * ETCD_ENDPOINTS). Such examples are declared only where that is available, and always under
+ * CI=true, where a missing prerequisite must fail rather than skip.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -126,7 +126,8 @@ function available(needs: Example['needs']): boolean {
 let work: string;
 let project: string;
 const tarballs = new Map<string, string>();
-let etcd: Promise<EtcdServer> | undefined;
+/** One private etcd per Node version, so the same example on two Nodes never shares one. */
+const etcds = new Map<number, Promise<EtcdServer>>();
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'calico-ts-packs-'));
@@ -160,7 +161,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await (await etcd?.catch(() => undefined))?.stop();
+  await Promise.all([...etcds.values()].map(async (e) => (await e.catch(() => undefined))?.stop()));
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -227,9 +228,9 @@ describe.each(publishable.map((p) => [p.name, p] as const))('%s', (name, p) => {
       test.concurrent(`README example at line ${ex.line}${needs} on ${node.label}`, async () => {
         const extra: Record<string, string> = {};
         if (ex.needs.includes('etcd')) {
-          etcd ??= startEtcd();
+          if (!etcds.has(j)) etcds.set(j, startEtcd());
           extra.DATASTORE_TYPE = 'etcdv3';
-          extra.ETCD_ENDPOINTS = (await etcd).clientUrl;
+          extra.ETCD_ENDPOINTS = (await etcds.get(j)!).clientUrl;
         }
         const file = join(project, 'examples', `${name.replace(/[@/]/g, '_')}-${i}-${j}.mjs`);
         await writeFile(file, ex.code);
