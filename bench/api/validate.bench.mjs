@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { validateResource } from '@calico-ts/api';
-import { decodeResource, encodeResource } from '@calico-ts/datastore';
+import { decodeResource, encodeResource } from '@calico-ts/datastore/internal';
 
 const { values: args } = parseArgs({
   options: {

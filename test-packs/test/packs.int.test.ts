@@ -8,11 +8,16 @@
  *                                                                 stdout == the next fenced block
  *                                                                 when it is ```text output
  *        publint on each installed package: no errors, no warnings
+ *        arethetypeswrong on each tarball: every `exports` entry resolves to its types, for Node's
+ *        ESM resolution (node16/nodenext) and for bundlers
+ *
+ * Each example runs on the Node that runs the tests (the oldest supported, 20) and on the newest
+ * Node LTS the npm registry serves (test-packs/NODE_LTS, fetched by scripts/setup.sh).
  *
  * An example block's info string may add what it needs: `root` (network namespaces, libnftables)
- * or `etcd` (the test starts a private etcd and passes it as DATASTORE_TYPE / ETCD_ENDPOINTS). Such
- * examples are declared only where that is available, and always under CI=true, where a missing
- * prerequisite must fail rather than skip.
+ * or `etcd` (the test starts a private etcd per Node version and passes it as DATASTORE_TYPE /
+ * ETCD_ENDPOINTS). Such examples are declared only where that is available, and always under
+ * CI=true, where a missing prerequisite must fail rather than skip.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -20,6 +25,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { checkPackage, createPackageFromTarballData } from '@arethetypeswrong/core';
+import { problemAffectsResolutionKind } from '@arethetypeswrong/core/problems';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
@@ -29,6 +36,14 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const ci = process.env.CI === 'true';
 const isRoot = process.getuid?.() === 0;
+
+/** The newest Node LTS, as scripts/setup.sh caches it. */
+const ltsVersion = readFileSync(join(import.meta.dirname, '..', 'NODE_LTS'), 'utf8').trim();
+const ltsNode = `/var/cache/calico-ts/node/${ltsVersion}/bin/node`;
+const nodes = [
+  { label: `Node ${process.version}`, bin: process.execPath },
+  { label: `Node v${ltsVersion}`, bin: ltsNode },
+];
 
 interface Publishable {
   dir: string;
@@ -111,7 +126,8 @@ function available(needs: Example['needs']): boolean {
 let work: string;
 let project: string;
 const tarballs = new Map<string, string>();
-let etcd: Promise<EtcdServer> | undefined;
+/** One private etcd per Node version, so the same example on two Nodes never shares one. */
+const etcds = new Map<number, Promise<EtcdServer>>();
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'calico-ts-packs-'));
@@ -145,7 +161,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await (await etcd?.catch(() => undefined))?.stop();
+  await Promise.all([...etcds.values()].map(async (e) => (await e.catch(() => undefined))?.stop()));
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -153,6 +169,14 @@ const installed = (name: string) => join(project, 'node_modules', ...name.split(
 
 test('there are publishable packages', () => {
   expect(publishable.map((p) => p.name)).toContain('@calico-ts/api');
+});
+
+test(`Node ${ltsVersion} is there and is an LTS release`, async () => {
+  if (!existsSync(ltsNode)) throw new Error(`no ${ltsNode}: run scripts/setup.sh`);
+  const { stdout } = await run(ltsNode, ['-p', 'process.version + " " + process.release.lts']);
+  const [version, lts] = stdout.trim().split(' ');
+  expect(version).toBe(`v${ltsVersion}`);
+  expect(lts).not.toBe('undefined');
 });
 
 describe.each(publishable.map((p) => [p.name, p] as const))('%s', (name, p) => {
@@ -178,28 +202,47 @@ describe.each(publishable.map((p) => [p.name, p] as const))('%s', (name, p) => {
     expect(messages.map((m) => `${m.type}: ${formatMessage(m, pkg) ?? m.code}`)).toEqual([]);
   });
 
+  // The packages are ESM only (engines: Node >= 20.19, which can also require() them), so only the
+  // ESM resolutions count: `node10` has no `exports` and `node16-cjs` cannot see ESM types, by design
+  // (the "esm-only" profile of @arethetypeswrong/cli).
+  test('arethetypeswrong finds nothing for ESM consumers', async () => {
+    const pkg = JSON.parse(await readFile(join(p.dir, 'package.json'), 'utf8'));
+    const tarball = new Uint8Array(await readFile(tarballs.get(name)!));
+    const result = await checkPackage(createPackageFromTarballData(tarball));
+    if (result.types === false) throw new Error(`${name} ships no types`);
+    expect(Object.keys(result.entrypoints).sort()).toEqual(Object.keys(pkg.exports).sort());
+    const problems = result.problems.filter((problem) =>
+      (['node16-esm', 'bundler'] as const).some((kind) =>
+        problemAffectsResolutionKind(problem, kind, result),
+      ),
+    );
+    expect(problems).toEqual([]);
+  });
+
   const examples = p.readme ? readmeExamples(p.readme) : [];
   for (const [i, ex] of examples.entries()) {
     if (!available(ex.needs)) continue;
     const needs = ex.needs.length ? ` (${ex.needs.join(', ')})` : '';
-    // Examples are independent programs: they run side by side.
-    test.concurrent(`README example at line ${ex.line}${needs}`, async () => {
-      const extra: Record<string, string> = {};
-      if (ex.needs.includes('etcd')) {
-        etcd ??= startEtcd();
-        extra.DATASTORE_TYPE = 'etcdv3';
-        extra.ETCD_ENDPOINTS = (await etcd).clientUrl;
-      }
-      const file = join(project, 'examples', `${name.replace(/[@/]/g, '_')}-${i}.mjs`);
-      await writeFile(file, ex.code);
-      const result = await run(process.execPath, [file], {
-        cwd: project,
-        env: childEnv(extra),
-        timeout: 60_000,
-      }).catch((e: { code?: number; stdout?: string; stderr?: string }) => {
-        throw new Error(`exit ${e.code}\n--- stdout\n${e.stdout}\n--- stderr\n${e.stderr}`);
-      });
-      if (ex.output !== undefined) expect(normalize(result.stdout)).toBe(normalize(ex.output));
-    }, 90_000);
+    for (const [j, node] of nodes.entries()) {
+      // Examples are independent programs: they run side by side.
+      test.concurrent(`README example at line ${ex.line}${needs} on ${node.label}`, async () => {
+        const extra: Record<string, string> = {};
+        if (ex.needs.includes('etcd')) {
+          if (!etcds.has(j)) etcds.set(j, startEtcd());
+          extra.DATASTORE_TYPE = 'etcdv3';
+          extra.ETCD_ENDPOINTS = (await etcds.get(j)!).clientUrl;
+        }
+        const file = join(project, 'examples', `${name.replace(/[@/]/g, '_')}-${i}-${j}.mjs`);
+        await writeFile(file, ex.code);
+        const result = await run(node.bin, [file], {
+          cwd: project,
+          env: childEnv(extra),
+          timeout: 60_000,
+        }).catch((e: { code?: number; stdout?: string; stderr?: string }) => {
+          throw new Error(`exit ${e.code}\n--- stdout\n${e.stdout}\n--- stderr\n${e.stderr}`);
+        });
+        if (ex.output !== undefined) expect(normalize(result.stdout)).toBe(normalize(ex.output));
+      }, 90_000);
+    }
   }
 });

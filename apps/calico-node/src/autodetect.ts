@@ -6,7 +6,7 @@
  * Upstream's order matters and is kept: interfaces are visited from the highest ifindex down (Go's
  * list reversed), and within one the first global-unicast address wins.
  */
-import { formatIP, parseCidr, parseCidrOrIP, parseIP } from '@calico-ts/api';
+import { formatIP, parseCidr, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 import type { AutodetectMethod } from './env.js';
 
 export interface HostInterface {

@@ -22,7 +22,9 @@
  *   CALICO_CNI_SERVICE_SOCKET             where the plugin service listens (<run dir>/cni-plugin.sock);
  *                                         `none`: do not run it (the plugin then works on its own)
  */
-import { parseCidr, parseCidrOrIP, parseIP, validateSelector } from '@calico-ts/api';
+
+import { validateSelector } from '@calico-ts/api';
+import { parseCidr, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 import { NodeError } from './errors.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;

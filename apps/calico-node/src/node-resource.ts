@@ -4,7 +4,7 @@
  * calico-node ensures. No I/O: the start-up sequence (startup.ts) reads, calls these, and writes.
  */
 import type { ClusterInformation, FelixConfiguration, IPPool, Node, Tier } from '@calico-ts/api';
-import { parseCidrOrIP } from '@calico-ts/api';
+import { parseCidrOrIP } from '@calico-ts/api/net';
 import { type AutodetectResult, type HostInterface, localCidr } from './autodetect.js';
 import type { IPSetting, NodeEnv, PoolSettings } from './env.js';
 import { NodeError } from './errors.js';

@@ -9,7 +9,7 @@
  *
  * Also here: the command-line syntax of labels, annotations, port lists and Kubernetes names.
  */
-import { isDnsLabel, labelValueProblem, qualifiedNameProblem } from '@calico-ts/api';
+import { isDnsLabel, labelValueProblem, qualifiedNameProblem } from '@calico-ts/api/net';
 import { LabError } from './errors.js';
 
 export const DEFAULT_SERVICE_ACCOUNT = 'default';

@@ -25,8 +25,6 @@ import type { BGPConfiguration, BGPFilter, BGPPeer, IPPool, Node, ResourceOf } f
 import {
   type BlockAffinity,
   type Datastore,
-  decodeAffinity,
-  IPAM_ROOT,
   type KVStore,
   kvSource,
   resourceSource,
@@ -34,6 +32,7 @@ import {
   type SyncerUpdate,
   type SyncSource,
 } from '@calico-ts/datastore';
+import { decodeAffinity, IPAM_ROOT } from '@calico-ts/datastore/internal';
 import type { ApplyOutcome, BirdLogger } from './bird/bird-supervisor.js';
 import { BirdBridgeError } from './errors.js';
 import type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';

@@ -1,3 +1,8 @@
+/**
+ * `@calico-ts/bird-bridge`: BGP for Calico through BIRD 2. `renderBirdConfig` renders bird.cfg from
+ * nodes, peers, pools and filters (pure); `BirdBridge` keeps it in step with a datastore;
+ * `BirdSupervisor` runs BIRD and reloads it; `BirdControlClient` speaks its control socket.
+ */
 export { BirdControlClient, type BirdControlClientOptions } from './bird/bird-control-client.js';
 export {
   type ApplyOutcome,
@@ -9,17 +14,13 @@ export {
   type BirdSupervisorStatus,
 } from './bird/bird-supervisor.js';
 export {
-  type BirdReply,
   type BirdStatus,
   type ConfigureResult,
   type ProtocolRow,
   parseConfigure,
   parseProtocols,
-  parseReplies,
   parseRoutes,
   parseStatus,
-  type ReplyLine,
-  ReplySplitter,
   type RouteRow,
 } from './bird/control-protocol.js';
 export {
@@ -29,22 +30,13 @@ export {
   type BirdConfigTarget,
   nodeAffinitySource,
 } from './bridge.js';
-export * from './errors.js';
-export type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';
 export {
-  asNumberValue,
-  type BirdModel,
-  type BirdPeer,
-  type BirdPeerKind,
-  type CommunityRule,
-  DEFAULT_AS_NUMBER,
-  deriveBirdModel,
-  hashRouterId,
-  type PoolKernelRule,
-  type PoolRule,
-  peerName,
-} from './render/bgp-model.js';
+  BIRD_BRIDGE_ERROR_CODES,
+  BirdBridgeError,
+  type BirdBridgeErrorCode,
+  isBirdBridgeError,
+} from './errors.js';
+export type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';
+export { DEFAULT_AS_NUMBER } from './render/bgp-model.js';
 export { type BirdConfigFiles, birdFileNames, renderBirdConfig } from './render/bird-config-renderer.js';
-export { durationSeconds } from './render/go-duration.js';
-export { type SecretRef, secretKey, secretRefsOf } from './render/secret-refs.js';
 export { MemorySecretProvider, type SecretProvider } from './secret-provider.js';

@@ -11,7 +11,7 @@
  * grpc-js or protobufjs. The Kubernetes store reads its kubeconfig itself unless the user's
  * credentials need `@kubernetes/client-node` (exec or auth-provider plugins), which is then loaded.
  */
-import { assertNever } from '@calico-ts/api';
+import { assertNever } from '@calico-ts/api/internal';
 import { type ClientConfig, validateClientConfig } from './config/client-config.js';
 import { discoverEtcdEndpoints, readTlsFiles } from './config/load-client-config.js';
 import { DatastoreError } from './errors.js';

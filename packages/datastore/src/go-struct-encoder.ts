@@ -11,7 +11,7 @@
  *
  * What the walk does not understand is copied unchanged. Pure calculation: no I/O.
  */
-import { GO_VALUE_FORMS, type GoOmit, goFieldInfo } from '@calico-ts/api';
+import { GO_VALUE_FORMS, type GoOmit, goFieldInfo } from '@calico-ts/api/internal';
 
 export type Encode = (value: unknown) => unknown;
 

@@ -1,7 +1,42 @@
-export * from './config/index.js';
-export * from './errors.js';
+/**
+ * `@calico-ts/datastore`: a typed client for the Calico datastore. `createDatastore` opens etcd v3,
+ * the Kubernetes API or memory from a client configuration (environment, `calicoctl.cfg` or CNI
+ * network config); a `Datastore` gets, lists, creates, updates, deletes and watches resources
+ * with revisions and compare-and-swap; `IpamStore` holds the IPAM records; `Syncer` turns watches
+ * into one ordered update stream. The etcd3 client is in `@calico-ts/datastore/etcd3`, Kubernetes
+ * mappings in `@calico-ts/datastore/kube`, test servers in `@calico-ts/datastore/testing`.
+ */
+export { type ParsedConfig, parseCalicoctlConfig } from './config/calicoctl-config.js';
+export {
+  CALICO_API_GROUPS,
+  CLIENT_CONFIG_FIELDS,
+  type ClientConfig,
+  type ClientConfigField,
+  type ConfigOrigin,
+  DATASTORE_TYPES,
+  type DatastoreType,
+  DEFAULT_CALICOCTL_CONFIG_PATH,
+  mergeClientConfig,
+  type ResolveOptions,
+  resolveClientConfig,
+  validateClientConfig,
+} from './config/client-config.js';
+export { cniEnvFromNetConf, configFromCniNetConf } from './config/cni-config.js';
+export { configFromEnv, type Env } from './config/env-config.js';
+export {
+  type LoadClientConfigOptions,
+  loadClientConfig,
+  loadCniClientConfig,
+  type SrvResolver,
+  type TlsMaterial,
+} from './config/load-client-config.js';
+export {
+  DATASTORE_ERROR_CODES,
+  DatastoreError,
+  type DatastoreErrorCode,
+  isDatastoreError,
+} from './errors.js';
 export { type CreateKVStoreOptions, createDatastore, createKVStore } from './factory.js';
-export { goJson, parseJsonExact } from './go-json.js';
 export {
   AFFINITY_STATES,
   type AffinityInput,
@@ -10,59 +45,27 @@ export {
   type AllocationAttribute,
   type AllocationBlock,
   type AssignEnvRecords,
-  affinityKey,
   type BlockAffinity,
-  blockKey,
-  decodeAffinity,
-  decodeBlock,
-  decodeConfig,
-  decodeHandle,
-  encodeAffinity,
-  encodeBlock,
-  encodeConfig,
-  encodeHandle,
-  handleKey,
-  IPAM_ROOT,
   type IPAMConfig,
   type IPAMHandle,
   IpamStore,
   type Versioned,
   type VersionedList,
 } from './ipam-store.js';
-export {
-  DEFAULT_INTERFACE_PREFIX,
-  podInterfaceName,
-  workloadInterfacePrefix,
-} from './kube/interface-name.js';
-export { ENDPOINT_SLICES_PREFIX, NODES_PREFIX, PODS_PREFIX, SERVICES_PREFIX } from './kube/object-keys.js';
-export { classifyEtcdHttp2Error } from './kv/etcd-http2-errors.js';
 export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
-// EtcdKVStore and classifyEtcdError (etcd3 + grpc-js, heavy to load) are in `@calico-ts/datastore/etcd3`,
-// so importing this module does not load them; `createKVStore`/`createDatastore` load them when asked.
-export type { EtcdKVStoreOptions } from './kv/etcd-kv-store.js';
-export type * from './kv/kv-store.js';
+export type { EtcdKVStoreOptions } from './kv/etcd-options.js';
+export type {
+  KV,
+  KVEvent,
+  KVList,
+  KVRead,
+  KVStore,
+  KVWatchMessage,
+  KVWatchOptions,
+  KVWrite,
+} from './kv/kv-store.js';
 export { type MemoryKVDump, MemoryKVStore, type MemoryKVStoreOptions } from './kv/memory-kv-store.js';
-export { kvJson, kvJsonExact } from './kv/parsed-kv.js';
-export {
-  DEFAULT_ALLOW_PROFILE,
-  formatTimestamp,
-  KVDatastore,
-  type KVDatastoreOptions,
-} from './kv-datastore.js';
-export {
-  decodeResource,
-  encodeResource,
-  isPolicyKind,
-  LEGACY_DEFAULT_TIER_PREFIX,
-  POLICY_NAME_ANNOTATION,
-} from './resource-codec.js';
-export {
-  parseResourceKey,
-  RESOURCE_ROOT,
-  type ResourceKeyParts,
-  resourceKey,
-  resourcePrefix,
-} from './resource-keys.js';
+export { KVDatastore, type KVDatastoreOptions } from './kv-datastore.js';
 export {
   kvSource,
   resourceSource,
@@ -73,4 +76,11 @@ export {
   type SyncerUpdate,
   type SyncSource,
 } from './syncer.js';
-export type * from './types.js';
+export type {
+  Datastore,
+  DeleteOptions,
+  ListOptions,
+  ResourceList,
+  WatchEvent,
+  WatchOptions,
+} from './types.js';

@@ -18,7 +18,7 @@
  */
 
 import type { Resource } from '@calico-ts/api';
-import { formatCidr, parseCidr } from '@calico-ts/api';
+import { formatCidr, parseCidr } from '@calico-ts/api/net';
 import { DatastoreError } from './errors.js';
 import { goJson } from './go-json.js';
 import type { KV, KVRead, KVStore } from './kv/kv-store.js';

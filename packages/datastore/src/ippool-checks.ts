@@ -11,7 +11,9 @@
  * Pure functions over already validated and defaulted pools; the rule texts are upstream's reasons
  * (scripts grep for them) and the field is the one upstream reports (`IPPool.Spec.CIDR` → `spec.cidr`).
  */
-import { cidrsOverlap, type FieldError, formatCidr, type IPPool, parseCidr } from '@calico-ts/api';
+
+import type { FieldError, IPPool } from '@calico-ts/api';
+import { cidrsOverlap, formatCidr, parseCidr } from '@calico-ts/api/net';
 
 /** Problems with creating `pool` next to the stored `existing` pools. */
 export function ipPoolCreateProblems(pool: IPPool, existing: readonly IPPool[]): FieldError[] {

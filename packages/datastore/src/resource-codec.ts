@@ -12,15 +12,8 @@
  *
  * Pure calculation: no I/O.
  */
-import {
-  API_VERSION,
-  applyDefaults,
-  KIND_DEFINITIONS,
-  type Kind,
-  objectMetaSchema,
-  POLICY_KINDS,
-  type Resource,
-} from '@calico-ts/api';
+import { API_VERSION, applyDefaults, type Kind, POLICY_KINDS, type Resource } from '@calico-ts/api';
+import { KIND_DEFINITIONS, objectMetaSchema } from '@calico-ts/api/internal';
 import { DatastoreError } from './errors.js';
 import { goJson } from './go-json.js';
 import { type Encode, goEncoderFor, goSortedKeys, goStructEncoder } from './go-struct-encoder.js';

@@ -10,6 +10,8 @@
  * The field lists come from the zod schemas, so a field added to a schema without a decision (and
  * a sample value here) fails this test.
  */
+
+import type { Rule } from '@calico-ts/api';
 import {
   ENTITY_RULE_FIELDS,
   entityRuleSchema,
@@ -27,7 +29,6 @@ import {
   PROFILE_SPEC_FIELDS,
   profileSpecSchema,
   RULE_FIELDS,
-  type Rule,
   ruleSchema,
   SERVICE_ACCOUNT_MATCH_FIELDS,
   SERVICE_MATCH_FIELDS,
@@ -35,7 +36,7 @@ import {
   serviceMatchSchema,
   WORKLOAD_ENDPOINT_SPEC_FIELDS,
   workloadEndpointSpecSchema,
-} from '@calico-ts/api';
+} from '@calico-ts/api/internal';
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from './calc/calc-graph.js';
 import { scanRules } from './calc/rule-scanner.js';

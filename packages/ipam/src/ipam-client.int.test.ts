@@ -2,8 +2,9 @@
  * IpamClient against a real etcd: many clients (one per request, as CNI invocations are) racing on
  * the same records, checked through the real `etcdctl`.
  */
-import { parseJsonExact } from '@calico-ts/datastore';
+
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
+import { parseJsonExact } from '@calico-ts/datastore/internal';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssignedIP } from './ipam-client.js';

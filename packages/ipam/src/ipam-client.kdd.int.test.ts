@@ -10,14 +10,8 @@
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import {
-  type ClientConfig,
-  createKVStore,
-  IpamStore,
-  KVDatastore,
-  type KVStore,
-  parseJsonExact,
-} from '@calico-ts/datastore';
+import { type ClientConfig, createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { parseJsonExact } from '@calico-ts/datastore/internal';
 import {
   type EtcdServer,
   findKubectl,

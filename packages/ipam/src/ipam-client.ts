@@ -26,15 +26,16 @@
  * (default 100, as upstream), then fails with `conflict-retries-exhausted`. Requests of one handle
  * must not race each other (the CNI plugin serialises per container).
  */
+
+import type { IPPoolAllowedUse } from '@calico-ts/api';
 import {
   cidrContains,
   formatCidr,
   formatIP,
   type IPAddress,
   type IPFamily,
-  type IPPoolAllowedUse,
   parseIP,
-} from '@calico-ts/api';
+} from '@calico-ts/api/net';
 import type { Datastore, IpamStore } from '@calico-ts/datastore';
 import {
   affinityForHost,

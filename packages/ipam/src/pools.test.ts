@@ -1,4 +1,5 @@
-import { formatCidr, type IPPool, type IPPoolSpec, parseIP } from '@calico-ts/api';
+import type { IPPool, IPPoolSpec } from '@calico-ts/api';
+import { formatCidr, parseIP } from '@calico-ts/api/net';
 import { describe, expect, it } from 'vitest';
 
 import { type PoolRequest, poolForIp, selectPools, usablePools } from './pools.js';

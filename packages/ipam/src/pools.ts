@@ -7,13 +7,10 @@
  * - Either way only pools whose allowedUses include the request's use (Workload for pods).
  * - Pools are considered in name order, as upstream lists them.
  */
-import {
-  defaultIPPool,
-  formatCidr,
-  type IPPool,
-  type IPPoolAllowedUse,
-  selectorMatches,
-} from '@calico-ts/api';
+
+import { type IPPool, type IPPoolAllowedUse, selectorMatches } from '@calico-ts/api';
+import { defaultIPPool } from '@calico-ts/api/internal';
+import { formatCidr } from '@calico-ts/api/net';
 import { type Cidr, cidrContainsIp, type IPAddress, type IPFamily, parseNetwork } from './block/ip-math.js';
 import { IpamError } from './errors.js';
 

@@ -1,5 +1,5 @@
 import type { AllocationBlock } from '@calico-ts/datastore';
-import { newGcState } from '@calico-ts/ipam';
+import { newGcState } from '@calico-ts/ipam/internal';
 import { describe, expect, it } from 'vitest';
 import {
   ipamNodes,

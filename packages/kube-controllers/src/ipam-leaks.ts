@@ -19,9 +19,15 @@
  * its allocations is valid or of unknown origin; its tunnel addresses go with it. An address is
  * released only when every address of its handle is released too (a dual-stack pod's two).
  */
-import { formatIP } from '@calico-ts/api';
+import { formatIP } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
-import { allocationsOf, type GcState, gcKey, planGc, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam';
+import {
+  allocationsOf,
+  type GcState,
+  gcKey,
+  planGc,
+  WINDOWS_RESERVED_HANDLE,
+} from '@calico-ts/ipam/internal';
 
 /** What the controller knows of a Pod (from its watch, or read again from the API). */
 export interface PodFacts {

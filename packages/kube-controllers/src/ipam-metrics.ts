@@ -13,7 +13,7 @@
  * An allocation's node is its `node` attribute; it is borrowed when that differs from the block's
  * affinity. A block or address in no pool is counted under `ippool="no_ippool"`, as upstream does.
  */
-import { cidrContains, parseCidr } from '@calico-ts/api';
+import { cidrContains, parseCidr } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
 import type { Labels } from './metrics.js';
 

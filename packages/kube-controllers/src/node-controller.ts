@@ -29,15 +29,14 @@ import {
   type AllocationBlock,
   type Datastore,
   type KVStore,
-  kvJson,
   kvSource,
-  NODES_PREFIX,
-  PODS_PREFIX,
   resourceSource,
   Syncer,
   type SyncSource,
 } from '@calico-ts/datastore';
-import { type IpamClient, newGcState } from '@calico-ts/ipam';
+import { kvJson, NODES_PREFIX, PODS_PREFIX } from '@calico-ts/datastore/internal';
+import type { IpamClient } from '@calico-ts/ipam';
+import { newGcState } from '@calico-ts/ipam/internal';
 import {
   ipamNodes,
   type JudgedAllocation,

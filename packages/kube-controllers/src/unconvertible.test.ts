@@ -4,7 +4,8 @@
  * objects as stored (a bad one put there raw, as no API server would let us), the Calico side the
  * in-memory datastore, which validates as the etcd one does.
  */
-import { KVDatastore, MemoryKVStore, PODS_PREFIX } from '@calico-ts/datastore';
+import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import { PODS_PREFIX } from '@calico-ts/datastore/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MirrorController } from './mirror-controller.js';
 import { WepLabelController } from './wep-label-controller.js';

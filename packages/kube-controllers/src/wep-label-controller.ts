@@ -15,11 +15,11 @@ import {
   type Datastore,
   type KVStore,
   kvSource,
-  PODS_PREFIX,
   resourceSource,
   Syncer,
   type SyncSource,
 } from '@calico-ts/datastore';
+import { PODS_PREFIX } from '@calico-ts/datastore/internal';
 import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';

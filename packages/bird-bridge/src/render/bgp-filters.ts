@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { BGPFilter, BGPFilterRuleV4, BGPFilterRuleV6 } from '@calico-ts/api';
-import { parseCidrOrIP } from '@calico-ts/api';
+import { parseCidrOrIP } from '@calico-ts/api/net';
 import type { IPFamily } from './bgp-input.js';
 
 export type FilterDirection = 'import' | 'export';

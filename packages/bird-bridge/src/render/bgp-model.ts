@@ -28,18 +28,9 @@
  * route priorities (`ipv4NormalRoutePriority`, live migration).
  */
 import { createHash } from 'node:crypto';
-import {
-  type BGPConfiguration,
-  type BGPPeer,
-  formatCidr,
-  type IPPool,
-  type Node,
-  parseCidr,
-  parseCidrOrIP,
-  parseIP,
-  parsePeerIP,
-  parseSelector,
-} from '@calico-ts/api';
+import { type BGPConfiguration, type BGPPeer, type IPPool, type Node, parseSelector } from '@calico-ts/api';
+import { parsePeerIP } from '@calico-ts/api/internal';
+import { formatCidr, parseCidr, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 import { type BirdFilterFunction, deriveFilterFunctions } from './bgp-filters.js';
 import type { AffineBlock, BgpInput, IPFamily } from './bgp-input.js';
 import { roundedSeconds } from './go-duration.js';

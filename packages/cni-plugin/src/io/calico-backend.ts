@@ -12,6 +12,7 @@
  * `datastore-failed`.
  */
 import type { ResourceObject } from '@calico-ts/api';
+import { cidrContains, cidrSize, formatIP, parseCidr } from '@calico-ts/api/net';
 import {
   type ClientConfig,
   createKVStore,
@@ -283,10 +284,11 @@ export class CalicoBackend implements PluginBackend {
       let free = 0n;
       const blocks = usable.length > 0 ? (await this.#records.listBlocks()).items : [];
       for (const p of usable) {
-        const cidr = (p.spec as { cidr: string }).cidr;
+        const cidr = parseCidr((p.spec as { cidr: string }).cidr);
+        if (!cidr) continue;
         free += cidrSize(cidr);
         for (const b of blocks) {
-          if (cidrWithin(b.value.cidr, cidr))
+          if (cidrContains(cidr, b.value.cidr))
             free -= BigInt(b.value.allocations.filter((a: number | null) => a !== null).length);
         }
       }
@@ -305,46 +307,14 @@ function addressesOfHandleInBlock(
   handleId: string,
 ): string[] {
   const out: string[] = [];
-  const base = block.cidr.split('/')[0]!;
-  const v4 = base.includes('.');
-  const start = ipToBig(base);
+  const base = parseCidr(block.cidr);
+  if (!base) return out;
   block.allocations.forEach((attrIdx, ordinal) => {
     if (attrIdx === null) return;
     if (block.attributes[attrIdx]?.handle_id !== handleId) return;
-    out.push(bigToIp(start + BigInt(ordinal), v4));
+    out.push(formatIP({ family: base.family, value: base.network + BigInt(ordinal) }));
   });
   return out;
-}
-
-function ipToBig(ip: string): bigint {
-  if (ip.includes('.')) return ip.split('.').reduce((a, o) => (a << 8n) | BigInt(Number(o)), 0n);
-  const [h, t = ''] = ip.split('::') as [string, string?];
-  const hg = h === '' ? [] : h.split(':');
-  const tg = t === '' ? [] : t.split(':');
-  return [...hg, ...new Array<string>(8 - hg.length - tg.length).fill('0'), ...tg].reduce(
-    (a, g) => (a << 16n) | BigInt(Number.parseInt(g, 16)),
-    0n,
-  );
-}
-
-function bigToIp(v: bigint, v4: boolean): string {
-  if (v4) return [24n, 16n, 8n, 0n].map((s) => String((v >> s) & 255n)).join('.');
-  const groups: string[] = [];
-  for (let s = 112n; s >= 0n; s -= 16n) groups.push(((v >> s) & 0xffffn).toString(16));
-  return groups.join(':');
-}
-
-function cidrSize(cidr: string): bigint {
-  const [base, len] = cidr.split('/') as [string, string];
-  return 1n << BigInt((base.includes('.') ? 32 : 128) - Number(len));
-}
-
-function cidrWithin(inner: string, outer: string): boolean {
-  const [ib, il] = inner.split('/') as [string, string];
-  const [ob, ol] = outer.split('/') as [string, string];
-  if (ib.includes('.') !== ob.includes('.') || Number(il) < Number(ol)) return false;
-  const bits = BigInt((ob.includes('.') ? 32 : 128) - Number(ol));
-  return ipToBig(ib) >> bits === ipToBig(ob) >> bits;
 }
 
 async function op<T>(what: string, f: () => Promise<T>): Promise<T> {

@@ -26,7 +26,8 @@ import type {
   RouteSpec,
   VethSpec,
 } from '@calico-ts/netlinux';
-import { linkOpArgs, NetlinuxBatchError, NetlinuxError } from '@calico-ts/netlinux';
+import { NetlinuxBatchError, NetlinuxError } from '@calico-ts/netlinux';
+import { linkOpArgs } from '@calico-ts/netlinux/internal';
 import type { NetOps } from './linux-dataplane.js';
 
 interface FakeLink {

@@ -9,14 +9,9 @@
  * (unless `--force`). Where this differs, the README says so.
  */
 
-import { formatIP, parseIP } from '@calico-ts/api';
-import {
-  type Datastore,
-  type IPAMConfig,
-  type IpamStore,
-  isDatastoreError,
-  parseJsonExact,
-} from '@calico-ts/datastore';
+import { formatIP, parseIP } from '@calico-ts/api/net';
+import { type Datastore, type IPAMConfig, type IpamStore, isDatastoreError } from '@calico-ts/datastore';
+import { parseJsonExact } from '@calico-ts/datastore/internal';
 import { type IpamClient, isIpamError, type ReleaseSpec } from '@calico-ts/ipam';
 import { CtlError } from '../errors.js';
 import { formatReport, type IpamReport, type ReportHandle, runCheck } from '../ipam/ipam-check.js';

@@ -3,7 +3,8 @@
  * load.ts); then each resource is written in order, and the summary is upstream's, word for word
  * (`Successfully applied 1 'IPPool' resource(s)`, `Partial success: …`, `Hit error(s): […]`).
  */
-import { KINDS, type Kind, type Rule, unenforcedConsequence, unenforcedPolicyFields } from '@calico-ts/api';
+import { KINDS, type Kind, type Rule } from '@calico-ts/api';
+import { unenforcedConsequence, unenforcedPolicyFields } from '@calico-ts/api/internal';
 import type { Datastore } from '@calico-ts/datastore';
 import { ensureInitialized } from '../cluster.js';
 import { CtlError } from '../errors.js';

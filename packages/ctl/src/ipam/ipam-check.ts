@@ -13,9 +13,10 @@
  *
  * The report file keeps upstream's JSON shape, so `ipam release --from-report` reads either.
  */
-import { cidrContains, formatIP, parseCidrOrIP, parseIP } from '@calico-ts/api';
+import { cidrContains, formatIP, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
-import { allocationsOf, type CheckReport, hostOfAffinity, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam';
+import type { CheckReport } from '@calico-ts/ipam';
+import { allocationsOf, hostOfAffinity, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam/internal';
 import { CtlError } from '../errors.js';
 
 /** One allocation as the report records it (upstream's `Allocation`, same JSON names and order). */

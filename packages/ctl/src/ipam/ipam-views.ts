@@ -9,9 +9,9 @@
  * - one address: its handle and attributes.
  * - the IPAM configuration.
  */
-import { type Cidr, cidrSize, cidrsOverlap, formatCidr, formatIP, parseCidr } from '@calico-ts/api';
+import { type Cidr, cidrSize, cidrsOverlap, formatCidr, formatIP, parseCidr } from '@calico-ts/api/net';
 import type { AllocationBlock, IPAMConfig } from '@calico-ts/datastore';
-import { allocationsOf, hostOfAffinity } from '@calico-ts/ipam';
+import { allocationsOf, hostOfAffinity } from '@calico-ts/ipam/internal';
 import { renderBoxTable } from '../output/box-table.js';
 import { goG5, goRound0 } from '../output/go-format.js';
 

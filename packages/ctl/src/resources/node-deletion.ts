@@ -24,7 +24,9 @@
  * caller. The IPAM work itself is `IpamClient`'s (the `NodeIpam` seam), not re-implemented here.
  * `planNodeCleanup` is pure; `deleteNode` does the reads, then the writes in order.
  */
-import { formatIP, type Kind, parseCidrOrIP } from '@calico-ts/api';
+
+import type { Kind } from '@calico-ts/api';
+import { formatIP, parseCidrOrIP } from '@calico-ts/api/net';
 import { type Datastore, isDatastoreError } from '@calico-ts/datastore';
 import { CtlError } from '../errors.js';
 import type { Obj } from '../output/columns.js';

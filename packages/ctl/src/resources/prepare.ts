@@ -14,7 +14,6 @@ import {
   ApiError,
   convertV1ToV3,
   type FieldError,
-  foldFieldCase,
   formatFieldError,
   isKind,
   isV1Document,
@@ -23,6 +22,7 @@ import {
   resolveKind,
   validateResource,
 } from '@calico-ts/api';
+import { foldFieldCase } from '@calico-ts/api/internal';
 import { K8S_NETWORK_POLICY_PREFIX } from '../kinds.js';
 import type { Obj } from '../output/columns.js';
 import type { SourceDocument } from './read-documents.js';

@@ -18,7 +18,8 @@
  *
  * Pure calculation: no I/O.
  */
-import { POLICY_KINDS as API_POLICY_KINDS, formatCidr, KINDS, type Kind, parseCidr } from '@calico-ts/api';
+import { POLICY_KINDS as API_POLICY_KINDS, KINDS, type Kind } from '@calico-ts/api';
+import { formatCidr, parseCidr } from '@calico-ts/api/net';
 import { DatastoreError } from '../errors.js';
 import { parseJsonExact } from '../go-json.js';
 import { KNP_PREFIX, type MappingContext, NATIVE_COLLECTIONS, type WriteMode } from './native-mapping.js';

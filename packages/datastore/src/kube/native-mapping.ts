@@ -18,12 +18,10 @@
  *
  * Pure calculation: no I/O.
  */
-import {
-  convertK8sNetworkPolicyPartial,
-  formatCidr,
-  type K8sNetworkPolicy,
-  parseCidrOrIP,
-} from '@calico-ts/api';
+
+import type { K8sNetworkPolicy } from '@calico-ts/api';
+import { convertK8sNetworkPolicyPartial } from '@calico-ts/api/internal';
+import { formatCidr, parseCidrOrIP } from '@calico-ts/api/net';
 import { DatastoreError } from '../errors.js';
 import { parseJsonExact } from '../go-json.js';
 import { podInterfaceName } from './interface-name.js';

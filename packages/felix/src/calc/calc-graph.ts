@@ -30,9 +30,6 @@
 import {
   andSelectors,
   DEFAULT_TIER,
-  defaultPolicyTypes,
-  formatCidr,
-  formatIP,
   type GlobalNetworkPolicy,
   type HostEndpoint,
   type IPPool,
@@ -42,7 +39,6 @@ import {
   type NetworkPolicy,
   ORCHESTRATOR_LABEL,
   type Profile,
-  parseCidrOrIP,
   parseSelector,
   prefixSelectorLabels,
   printSelector,
@@ -52,6 +48,8 @@ import {
   WELL_KNOWN_TIERS,
   type WorkloadEndpoint,
 } from '@calico-ts/api';
+import { defaultPolicyTypes } from '@calico-ts/api/internal';
+import { formatCidr, formatIP, parseCidrOrIP } from '@calico-ts/api/net';
 import { addTo, removeFrom } from '../multimap.js';
 import { policyId } from './ids.js';
 import {

@@ -14,16 +14,9 @@
  * own address, e.g. 198.18.0.2/24) contains the remote node's address: such traffic goes
  * unencapsulated, straight to the node.
  */
-import {
-  type Cidr,
-  cidrContains,
-  formatCidr,
-  formatIP,
-  type IPPool,
-  type Node,
-  parseCidr,
-  parseCidrOrIP,
-} from '@calico-ts/api';
+
+import type { IPPool, Node } from '@calico-ts/api';
+import { type Cidr, cidrContains, formatCidr, formatIP, parseCidr, parseCidrOrIP } from '@calico-ts/api/net';
 
 export type PoolEncap = 'vxlan' | 'ipip' | 'none';
 

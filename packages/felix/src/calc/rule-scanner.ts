@@ -12,19 +12,17 @@
  */
 import {
   type EntityRule,
-  formatCidr,
-  isNamedPort,
   NAMESPACE_LABEL,
   type Port,
   type Protocol,
-  parseCidrOrIP,
   parseSelector,
   prefixSelectorLabels,
   printSelector,
   type Rule,
   type ServiceAccountMatch,
-  unenforcedRuleFields,
 } from '@calico-ts/api';
+import { isNamedPort, unenforcedRuleFields } from '@calico-ts/api/internal';
+import { formatCidr, parseCidrOrIP } from '@calico-ts/api/net';
 import { namedPortIPSetId, selectorIPSetId, serviceIPSetId } from './ids.js';
 import type {
   ICMPMatch,

@@ -11,13 +11,8 @@
  * A Service that does not exist, or has no endpoints, has no members (not even its cluster IP), so
  * a rule naming it matches nothing. Pure: no I/O.
  */
-import {
-  endpointSliceService,
-  formatIP,
-  type K8sEndpointSlice,
-  type K8sService,
-  parseIP,
-} from '@calico-ts/api';
+import { endpointSliceService, type K8sEndpointSlice, type K8sService } from '@calico-ts/api';
+import { formatIP, parseIP } from '@calico-ts/api/net';
 import type { ServiceRef } from './types.js';
 
 const PROTOCOLS: Readonly<Record<string, string>> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };

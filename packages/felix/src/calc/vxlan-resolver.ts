@@ -19,7 +19,7 @@
  * one, there is no device and no tunnel route (same-subnet and blackhole routes need neither).
  */
 import { createHash } from 'node:crypto';
-import { cidrContains } from '@calico-ts/api';
+import { cidrContains } from '@calico-ts/api/net';
 import {
   type BlockRoute,
   compareCidr,

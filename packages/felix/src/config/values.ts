@@ -3,7 +3,7 @@
  * them: every source (env, file, datastore) is reduced to strings first, then parsed here. Each
  * parser returns the typed value or throws a `RangeError` saying what is wrong. Pure.
  */
-import { formatCidr, parseCidrOrIP } from '@calico-ts/api';
+import { formatCidr, parseCidrOrIP } from '@calico-ts/api/net';
 
 export interface ProtoPort {
   readonly protocol: 'tcp' | 'udp' | 'sctp';

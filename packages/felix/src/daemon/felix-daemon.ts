@@ -40,17 +40,19 @@ import type {
 } from '@calico-ts/api';
 import {
   type Datastore,
-  decodeBlock,
-  ENDPOINT_SLICES_PREFIX,
-  IPAM_ROOT,
   type KVStore,
   kvSource,
   resourceSource,
-  SERVICES_PREFIX,
   Syncer,
   type SyncerUpdate,
   type SyncSource,
 } from '@calico-ts/datastore';
+import {
+  decodeBlock,
+  ENDPOINT_SLICES_PREFIX,
+  IPAM_ROOT,
+  SERVICES_PREFIX,
+} from '@calico-ts/datastore/internal';
 import type { NftClient } from '@calico-ts/nftables';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { isEmptyDiff } from '../calc/dataplane-state.js';

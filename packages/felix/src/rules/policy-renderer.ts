@@ -8,7 +8,7 @@
  * side has both (or several named ports) the rule is preceded by a block of rules that sets
  * scratch mark bits, as upstream's match blocks do.
  */
-import { cidrContains, parseCidrOrIP } from '@calico-ts/api';
+import { cidrContains, parseCidrOrIP } from '@calico-ts/api/net';
 import type { NormalizedRule, PortRange } from '../calc/types.js';
 import type { MarkBits } from './config.js';
 import {

@@ -45,8 +45,8 @@
  * Only IPv4 TCP and UDP flows are evaluated; a rule with `icmp` never matches them and `notICMP`
  * is not supported (evaluate throws).
  */
+
 import {
-  cidrContains,
   ENDPOINT_SLICE_SERVICE_LABEL,
   type EntityRule,
   type GlobalNetworkPolicy,
@@ -55,14 +55,13 @@ import {
   type NetworkPolicy,
   type Port,
   type Profile,
-  parseCidrOrIP,
-  parseIP,
   parseSelector,
   type Rule,
   type Selector,
   type Tier,
   type WorkloadEndpoint,
 } from '@calico-ts/api';
+import { cidrContains, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 
 export type FlowProtocol = 'tcp' | 'udp';
 export type Direction = 'ingress' | 'egress';

@@ -19,7 +19,9 @@
  * resolve with what was done. Errors are `TunnelAddressError`s. Thread-safety: one caller per node
  * at a time (calico-node's start-up and its tunnel-address loop).
  */
-import { cidrContains, type IPPool, type Node, parseCidr, selectorMatches } from '@calico-ts/api';
+
+import { type IPPool, type Node, selectorMatches } from '@calico-ts/api';
+import { cidrContains, parseCidr } from '@calico-ts/api/net';
 import { type Datastore, isDatastoreError } from '@calico-ts/datastore';
 import { type IpamClient, isIpamError } from '@calico-ts/ipam';
 

@@ -1,4 +1,4 @@
-import { formatIP, parseIP } from '@calico-ts/api';
+import { formatIP, parseIP } from '@calico-ts/api/net';
 import { describe, expect, it } from 'vitest';
 import {
   affinityForHost,

@@ -13,7 +13,7 @@
  * - each allocation records the block's sequence number at the time it was made.
  */
 
-import { type Cidr, cidrSize, formatCidr, formatIP } from '@calico-ts/api';
+import { type Cidr, cidrSize, formatCidr, formatIP } from '@calico-ts/api/net';
 import { IpamError } from '../errors.js';
 import { cidrContainsIp, type IPAddress, parseStrictCidr } from './ip-math.js';
 import type { ReservedAddresses } from './reservations.js';

@@ -1,4 +1,4 @@
-import { cidrContains, formatCidr } from '@calico-ts/api';
+import { cidrContains, formatCidr } from '@calico-ts/api/net';
 import { describe, expect, it } from 'vitest';
 import {
   blockCount,

@@ -1,4 +1,4 @@
-import { formatCidr, parseIP } from '@calico-ts/api';
+import { formatCidr, parseIP } from '@calico-ts/api/net';
 import { describe, expect, it } from 'vitest';
 import { cidrContainsIp, cidrLast, enclosingCidr, ipText, parseNetwork, parseStrictCidr } from './ip-math.js';
 

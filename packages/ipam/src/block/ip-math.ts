@@ -3,7 +3,14 @@
  * offsets from a block's network address, blocks are aligned slices of a pool. Text always comes from
  * api's canonical formatter, which matches Go's, because block CIDRs appear in etcd keys and handles.
  */
-import { type Cidr, formatIP, type IPAddress, type IPFamily, parseCidr, prefixMask } from '@calico-ts/api';
+import {
+  type Cidr,
+  formatIP,
+  type IPAddress,
+  type IPFamily,
+  parseCidr,
+  prefixMask,
+} from '@calico-ts/api/net';
 
 export type { Cidr, IPAddress, IPFamily };
 

@@ -1,4 +1,4 @@
-import { parseIP } from '@calico-ts/api';
+import { parseIP } from '@calico-ts/api/net';
 import { describe, expect, it } from 'vitest';
 import { parseNetwork } from './ip-math.js';
 import { ReservedAddresses } from './reservations.js';

@@ -1,4 +1,4 @@
-import { type Cidr, cidrContains, cidrsOverlap, parseCidrOrIP } from '@calico-ts/api';
+import { type Cidr, cidrContains, cidrsOverlap, parseCidrOrIP } from '@calico-ts/api/net';
 import { cidrContainsIp, cidrLast, type IPAddress, makeCidr } from './ip-math.js';
 
 /**

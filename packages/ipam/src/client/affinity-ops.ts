@@ -10,7 +10,7 @@
  * cleared, then the affinity record is deleted. A crash between steps leaves records the next
  * claim or release of that block repairs.
  */
-import { formatCidr } from '@calico-ts/api';
+import { formatCidr } from '@calico-ts/api/net';
 import { affinityForHost, isBlockEmpty, newBlock } from '../block/allocation-block.js';
 import type { Cidr } from '../block/ip-math.js';
 import type { AllocationBlock } from '../block/types.js';

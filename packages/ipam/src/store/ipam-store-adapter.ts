@@ -2,7 +2,7 @@
  * `IpamRecords` over `@calico-ts/datastore`'s `IpamStore` (upstream's etcd keys and JSON). Only host
  * affinities are used; fields this version does not know travel in `extra` both ways.
  */
-import { parseCidr } from '@calico-ts/api';
+import { parseCidr } from '@calico-ts/api/net';
 import type { BlockAffinity, IPAMConfig, IpamStore } from '@calico-ts/datastore';
 import type { IpamHandle } from '../block/types.js';
 import type {

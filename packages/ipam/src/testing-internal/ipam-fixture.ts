@@ -3,7 +3,8 @@
  * create Nodes, pools and reservations and to read IPAM records as the raw JSON in the store.
  */
 import type { IPPoolSpec } from '@calico-ts/api';
-import { IpamStore, KVDatastore, type KVStore, parseJsonExact } from '@calico-ts/datastore';
+import { IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { parseJsonExact } from '@calico-ts/datastore/internal';
 import { IpamClient, type IpamClientOptions } from '../ipam-client.js';
 
 export interface IpamFixture {
