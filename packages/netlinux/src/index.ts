@@ -77,6 +77,7 @@ export type {
   FdbSpec,
   IgnoreMissing,
   IpFamily,
+  IpipSpec,
   Link,
   LinkOp,
   Neighbour,

@@ -4,7 +4,7 @@
  * (`split-<pool>-<i>`, the parent's spec with the child's CIDR, enabled). A child smaller than the
  * pool's IPAM block would make an invalid pool, so that is refused here, before anything changes.
  */
-import { type Cidr, formatCidr, parseCidr } from '@calico-ts/api';
+import { type Cidr, formatCidr, parseCidr } from '@calico-ts/api/net';
 
 /** Upstream's limit on a Kubernetes object name, which split names are cut to. */
 const MAX_NAME = 253;

@@ -9,14 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import {
-  blockKey,
-  decodeBlock,
-  encodeBlock,
-  KVDatastore,
-  kvSource,
-  MemoryKVStore,
-} from '@calico-ts/datastore';
+import { KVDatastore, kvSource, MemoryKVStore } from '@calico-ts/datastore';
+import { blockKey, decodeBlock, encodeBlock } from '@calico-ts/datastore/internal';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeTunnelNet } from '../dataplane/testing-internal/fake-tunnel-net.js';

@@ -22,7 +22,7 @@
  * timer). A kernel without the `ipip` module fails with a message naming it. Thread-safety: calls
  * are serialised by the caller (LinuxDataplane).
  */
-import { cidrContains } from '@calico-ts/api';
+import { cidrContains } from '@calico-ts/api/net';
 import { isNetlinuxError, type Link, type Netlinux, type Route, type RouteSpec } from '@calico-ts/netlinux';
 import { IPIP_DEVICE, type IpipDevice, type IpipState } from '../calc/ipip-resolver.js';
 import type { EncapRoute } from '../calc/vxlan-resolver.js';

@@ -15,7 +15,7 @@
  *
  * `dump()` prints the state as sorted lines for whole-state assertions; `changes` counts changes.
  */
-import { cidrContains } from '@calico-ts/api';
+import { cidrContains } from '@calico-ts/api/net';
 import {
   type Addr,
   type AddrFilter,
