@@ -9,6 +9,9 @@
 //
 //   node bench/churn/churn.bench.mjs [--duration 60] [--hosts 50] [--concurrency 2] [--datastore etcdv3]
 //
+// The churn lasts --duration seconds, and longer if by then not every kind of fault has happened
+// at least once.
+//
 // ```
 //  fabric netns <id>-f: br0 198.18.0.1/16 ── ve ══ eth0 198.18.0.2   etcd netns <id>-e (etcd :2379)
 //                                         └─ vn<i> ══ eth0 198.18.x.y node netns <id>-n<i>
@@ -594,6 +597,15 @@ async function main() {
     lastOps = ops;
   }, 5000);
   await sleep(DURATION_MS);
+  // At least one fault of every kind, however slow the machine: the churn goes on until then.
+  const everyFault = () =>
+    stats.killedAdd > 0 &&
+    stats.killedDel > 0 &&
+    stats.serviceKills > 0 &&
+    stats.etcdRestarts > 0 &&
+    stats.etcdCuts > 0;
+  if (!everyFault()) log('waiting for at least one fault of every kind');
+  while (!everyFault()) await sleep(500);
   stopping = true;
   log('time is up: finishing the pods in flight (every one DELeted)');
   await chaosDone;
