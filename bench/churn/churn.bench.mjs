@@ -16,7 +16,8 @@
 //  fabric netns <id>-f: br0 198.18.0.1/16 ── ve ══ eth0 198.18.0.2   etcd netns <id>-e (etcd :2379)
 //                                         └─ vn<i> ══ eth0 198.18.x.y node netns <id>-n<i>
 //                                                     default via 198.18.0.1 (so proxy ARP answers)
-//                                                     `calico --serve` (the plugin service)
+//                                                     `calico --serve` (the plugin service; even
+//                                                     hosts only: odd ones run `calico` directly)
 //  pod netns <id>-p<seq>: one per ADD, removed after its DEL
 // ```
 //
@@ -416,8 +417,9 @@ async function chaos() {
     const now = performance.now();
     if (now >= nextService) {
       nextService = now + 7000;
-      const node = nodes[Math.floor(Math.random() * nodes.length)];
-      if (node.service && alive(node.service)) {
+      const served = nodes.filter((n) => !n.direct);
+      const node = served[Math.floor(Math.random() * served.length)];
+      if (node?.service && alive(node.service)) {
         node.service.kill('SIGKILL');
         stats.serviceKills++;
         pending.push(
@@ -561,10 +563,13 @@ async function main() {
       ipam: { type: 'calico-ipam' },
       nodename_file: nodenameFile,
       ipam_lock_file: join(tmp, `${name}.ipam.lock`),
-      service_socket: socket,
+      // Odd hosts: no service, so a SIGKILL lands in the process doing the IPAM and dataplane work
+      // itself (as upstream's plugin always runs). Even hosts: via their plugin service, as
+      // calico-node runs it (and directly while it is down).
+      service_socket: i % 2 === 1 ? '' : socket,
       etcd_endpoints: ETCD_URL,
     });
-    nodes.push({ name, calico, cniDir, socket, conf });
+    nodes.push({ name, calico, cniDir, socket, conf, direct: i % 2 === 1 });
     docs.push({
       apiVersion: 'projectcalico.org/v3',
       kind: 'Node',
@@ -582,7 +587,7 @@ async function main() {
     { encoding: 'utf8', timeout: 60_000 },
   );
   if (seeded.status !== 0) throw new Error(`seeding the datastore: ${seeded.stderr || seeded.stdout}`);
-  for (const node of nodes) await startService(node);
+  for (const node of nodes) if (!node.direct) await startService(node);
   log('ready: churning');
 
   const started = performance.now();
@@ -592,7 +597,7 @@ async function main() {
   const progress = setInterval(() => {
     const ops = stats.adds + stats.dels;
     log(
-      `ADD ${stats.addsOk}/${stats.adds} DEL ${stats.delsOk}/${stats.dels} (${((ops - lastOps) / 5).toFixed(1)} calls/s), live ${live.size}, retries ${stats.retries}, killed ADD ${stats.killedAdd} DEL ${stats.killedDel}, services killed ${stats.serviceKills}, etcd restarts ${stats.etcdRestarts} cuts ${stats.etcdCuts}, duplicates ${stats.duplicates}`,
+      `ADD ok/started ${stats.addsOk}/${stats.adds} DEL ${stats.delsOk}/${stats.dels} (${((ops - lastOps) / 5).toFixed(1)} calls/s), live ${live.size}, retries ${stats.retries}, killed ADD ${stats.killedAdd} DEL ${stats.killedDel}, services killed ${stats.serviceKills}, etcd restarts ${stats.etcdRestarts} cuts ${stats.etcdCuts}, duplicates ${stats.duplicates}`,
     );
     lastOps = ops;
   }, 5000);
@@ -613,7 +618,7 @@ async function main() {
   clearInterval(progress);
   const churnS = (performance.now() - started) / 1000;
   // Services killed at the very end come back, so the nodes end as they began.
-  for (const node of nodes) if (!node.service || !alive(node.service)) await startService(node);
+  for (const node of nodes) if (!node.direct && !alive(node.service)) await startService(node);
 
   const before = countLeftovers();
   const reportFile = join(tmp, 'ipam-report.json');
