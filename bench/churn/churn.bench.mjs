@@ -314,6 +314,22 @@ function cniCall(node, command, pod) {
   });
 }
 
+/** Per pod, what its CNI calls did (for the report on anything left over). */
+const history = new Map();
+function record(node, pod, command, r) {
+  const h = history.get(pod.name) ?? [];
+  history.set(pod.name, h);
+  const how = r.killed ? 'SIGKILLed by chaos' : r.code === 0 ? 'ok' : `${r.signal ?? `exit ${r.code}`}`;
+  const service = node.direct
+    ? 'direct'
+    : alive(node.service ?? { exitCode: 1 })
+      ? 'service up'
+      : 'service down';
+  h.push(
+    `${(r.start / 1000 - t0 / 1000).toFixed(1)}s +${r.ms.toFixed(0)}ms ${command} on ${node.name} (${service}): ${how}${r.code === 0 || r.killed ? '' : ` ${(r.stdout + r.stderr).replace(/\s+/g, ' ').slice(0, 200)}`}`,
+  );
+}
+
 function noteFailure(what, r) {
   if (failureSamples.length < 8)
     failureSamples.push(
@@ -331,6 +347,7 @@ async function delUntilDone(node, pod) {
   for (let attempt = 0; ; attempt++) {
     stats.dels++;
     const r = await cniCall(node, 'DEL', pod);
+    record(node, pod, 'DEL', r);
     if (r.code === 0) {
       stats.delsOk++;
       return;
@@ -350,6 +367,7 @@ async function worker(node) {
     await addPodNetns(name);
     stats.adds++;
     const r = await cniCall(node, 'ADD', pod);
+    record(node, pod, 'ADD', r);
     const end = r.start + r.ms;
     let ip;
     if (r.code === 0) {
@@ -482,7 +500,14 @@ function countLeftovers() {
     return r.stdout.split('\n').filter((l) => l.trim() !== '').length;
   };
   const handles = keys('/calico/ipam/v2/handle/');
-  const weps = keys('/calico/resources/v3/projectcalico.org/workloadendpoints/');
+  const wepPrefix = '/calico/resources/v3/projectcalico.org/workloadendpoints/';
+  const weps = keys(wepPrefix);
+  const wepPods = [];
+  if (weps > 0) {
+    const r = etcdctl(['get', '--prefix', wepPrefix, '--print-value-only'], 60_000);
+    for (const line of r.stdout.split('\n'))
+      if (line.trim()) wepPods.push(JSON.parse(line).spec?.pod ?? line.slice(0, 200));
+  }
   let veths = 0;
   let routes = 0;
   for (const node of nodes) {
@@ -493,7 +518,7 @@ function countLeftovers() {
       .split('\n')
       .filter((l) => / dev cali/.test(l) || (l.startsWith(poolPrefix) && !l.startsWith('blackhole'))).length;
   }
-  return { addresses, handles, weps, veths, routes };
+  return { addresses, handles, weps, veths, routes, wepPods };
 }
 
 // ---------------------------------------------------------------- cleanup
@@ -659,6 +684,10 @@ async function main() {
     `ipam check: ${leakedIps.length} leaked addresses, ${leakedHandles} leaked handles${released ? `; release: ${released.replace(/\s+/g, ' ')}` : ''}`,
   );
   console.log(`left after GC: ${fmt(after)}`);
+  for (const pod of after.wepPods) {
+    console.log(`WorkloadEndpoint left of pod ${pod}:`);
+    for (const line of history.get(pod) ?? ['(no CNI call of the bench names it)']) console.log(`  ${line}`);
+  }
   console.log(`duplicates: ${stats.duplicates}`);
   console.log(`leaked after GC: ${leakedAfter}`);
   return stats.duplicates === 0 && leakedAfter === 0 ? 0 : 1;
