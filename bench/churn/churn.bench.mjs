@@ -504,9 +504,23 @@ function countLeftovers() {
   const weps = keys(wepPrefix);
   const wepPods = [];
   if (weps > 0) {
-    const r = etcdctl(['get', '--prefix', wepPrefix, '--print-value-only'], 60_000);
-    for (const line of r.stdout.split('\n'))
-      if (line.trim()) wepPods.push(JSON.parse(line).spec?.pod ?? line.slice(0, 200));
+    // With etcd's revisions: when the endpoint was written, and the history of its IPAM handle.
+    const r = etcdctl(['get', '--prefix', wepPrefix, '-w', 'json'], 60_000);
+    for (const kv of JSON.parse(r.stdout).kvs ?? []) {
+      const wep = JSON.parse(Buffer.from(kv.value, 'base64').toString('utf8'));
+      const handle = `/calico/ipam/v2/handle/k8s-pod-network.${wep.spec?.containerID}`;
+      const w = etcdctl(['watch', '--rev=1', '-w', 'json', handle], 2000);
+      const events = [];
+      for (const line of (w.stdout ?? '').split('\n')) {
+        if (!line.startsWith('{')) continue;
+        for (const e of JSON.parse(line).Events ?? [])
+          events.push(`${e.type === 1 ? 'DELETE' : 'PUT'}@${e.kv.mod_revision}`);
+      }
+      wepPods.push({
+        pod: wep.spec?.pod,
+        revisions: `endpoint created at revision ${kv.create_revision}; its IPAM handle: ${events.join(' ') || 'never written'}`,
+      });
+    }
   }
   let veths = 0;
   let routes = 0;
@@ -684,8 +698,8 @@ async function main() {
     `ipam check: ${leakedIps.length} leaked addresses, ${leakedHandles} leaked handles${released ? `; release: ${released.replace(/\s+/g, ' ')}` : ''}`,
   );
   console.log(`left after GC: ${fmt(after)}`);
-  for (const pod of after.wepPods) {
-    console.log(`WorkloadEndpoint left of pod ${pod}:`);
+  for (const { pod, revisions } of after.wepPods) {
+    console.log(`WorkloadEndpoint left of pod ${pod}: ${revisions}`);
     for (const line of history.get(pod) ?? ['(no CNI call of the bench names it)']) console.log(`  ${line}`);
   }
   console.log(`duplicates: ${stats.duplicates}`);
