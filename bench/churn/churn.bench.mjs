@@ -8,6 +8,7 @@
 // namespaces.
 //
 //   node bench/churn/churn.bench.mjs [--duration 60] [--hosts 50] [--concurrency 2] [--datastore etcdv3]
+//                                    [--no-link-cut]
 //
 // The churn lasts --duration seconds, and longer if by then not every kind of fault has happened
 // at least once.
@@ -52,6 +53,9 @@ const { values: args } = parseArgs({
     datastore: { type: 'string', default: 'etcdv3' },
     // Longest a CNI call may take before it is killed, as a runtime's timeout would.
     'call-timeout': { type: 'string', default: '60' },
+    // Leave out the 10 s etcd link cut: the one fault known to leave a WorkloadEndpoint behind now
+    // and then (see README, "Open"); the other faults still run.
+    'no-link-cut': { type: 'boolean', default: false },
     // Internal: create the resources of this JSON file in etcd (run inside the fabric namespace).
     seed: { type: 'string' },
   },
@@ -70,6 +74,7 @@ const DURATION_MS = Number(args.duration) * 1000;
 const HOSTS = Number(args.hosts);
 const CONCURRENCY = Number(args.concurrency);
 const CALL_TIMEOUT_MS = Number(args['call-timeout']) * 1000;
+const LINK_CUT = !args['no-link-cut'];
 if (args.datastore !== 'etcdv3') {
   console.error(`churn bench: --datastore ${args.datastore} is not supported yet (etcdv3 only)`);
   process.exit(2);
@@ -461,7 +466,7 @@ async function chaos() {
 async function etcdOutage() {
   const window = [performance.now(), Number.POSITIVE_INFINITY];
   outages.push(window);
-  if (stats.etcdRestarts <= stats.etcdCuts) {
+  if (!LINK_CUT || stats.etcdRestarts <= stats.etcdCuts) {
     stats.etcdRestarts++;
     log('etcd: SIGKILL, start again in 1 s');
     await killEtcd();
@@ -647,7 +652,7 @@ async function main() {
     stats.killedDel > 0 &&
     stats.serviceKills > 0 &&
     stats.etcdRestarts > 0 &&
-    stats.etcdCuts > 0;
+    (!LINK_CUT || stats.etcdCuts > 0);
   if (!everyFault()) log('waiting for at least one fault of every kind');
   while (!everyFault()) await sleep(500);
   stopping = true;
