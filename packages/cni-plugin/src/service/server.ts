@@ -5,7 +5,7 @@
  * - one datastore client per distinct client configuration (what the network config and the
  *   environment name), opened on first use and kept; reopened after a transient failure
  *   (`try-again`) and after `clientMaxAgeMs`, so certificate rotation is picked up;
- * - invocations run concurrently; the host IPAM lock is queued inside the process and still taken
+ * - invocations run concurrently, but those of one container in turn (in-turn.ts); the host IPAM lock is queued inside the process and still taken
  *   on the lock file, so direct runs on the same host take turns with the service;
  * - each invocation's log lines are collected and returned, so the runtime sees them on the
  *   plugin's stderr exactly as from a direct run.
@@ -31,6 +31,7 @@ import { runPlugin } from '../plugin.js';
 import type { Env } from '../spec/env.js';
 import { formatJson, toCniErrorObject } from '../spec/error.js';
 import type { NetConf } from '../spec/netconf.js';
+import { InTurn } from './in-turn.js';
 import {
   DEFAULT_SERVICE_SOCKET,
   MAX_MESSAGE_BYTES,
@@ -65,6 +66,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
   const kubeClients = new KubeClientCache(o.clientMaxAgeMs ?? 600_000);
   const lock = new QueuedLock(new FileLock({ log }));
   const inFlight = new Set<Promise<void>>();
+  const perContainer = new InTurn();
   let closing = false;
   let served = 0;
 
@@ -92,7 +94,15 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
       lock,
     });
     try {
-      const out = await runPlugin(req.program, [], req.env, effects, o.version);
+      // One container's invocations of one program take turns (in-turn.ts): a DEL waits for the
+      // ADD still running. Per program: `calico` running here may exec a `calico-ipam` that hands
+      // its invocation, of the same container, back to this service while `calico` waits for it.
+      const container = req.env.CNI_CONTAINERID
+        ? `${req.program} ${req.env.CNI_CONTAINERID} ${req.env.CNI_IFNAME ?? ''}`
+        : undefined;
+      const out = await perContainer.run(container, () =>
+        runPlugin(req.program, [], req.env, effects, o.version),
+      );
       served++;
       return { v: PROTOCOL_VERSION, stdout: out.stdout, stderr: lines.join(''), exitCode: out.exitCode };
     } catch (e) {
