@@ -12,6 +12,7 @@ export interface NftTableName {
   readonly name: string;
 }
 
+/** What runs nftables batches and lists: a libnftables context, or a fake of one for tests. */
 export interface NftClient {
   /**
    * Runs `commands` as one transaction: either all of them take effect or none does. Given as a

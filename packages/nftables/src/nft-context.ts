@@ -90,6 +90,7 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+/** A libnftables context in a worker, in Felix's network namespace or the one named. */
 export class NftContext implements NftClient {
   readonly netns: string | undefined;
   readonly #worker: Worker;

@@ -85,6 +85,7 @@ export interface FelixConfig {
   IPForwarding: 'Enabled' | 'Disabled';
   /** The source ports NAT outgoing picks from for TCP and UDP; undefined: the kernel's choice. */
   NATPortRange: PortRange | undefined;
+  /** What NAT outgoing leaves alone: traffic to IP pools, or to pools and every node's address. */
   NATOutgoingExclusions: 'IPPoolsOnly' | 'IPPoolsAndHostIPs';
   /** NAT outgoing only for traffic leaving through this interface ('' = any). */
   IptablesNATOutgoingInterfaceFilter: string;

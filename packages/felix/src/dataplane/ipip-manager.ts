@@ -31,6 +31,7 @@ import { matchesPrefixes } from './interface-monitor.js';
 import { protocolMatches } from './route-manager.js';
 import type { DeviceAction } from './vxlan-manager.js';
 
+/** The kernel calls the IPIP manager makes (a Netlinux, or a fake of one). */
 export type IpipNetOps = Pick<
   Netlinux,
   | 'listLinks'
@@ -45,7 +46,9 @@ export type IpipNetOps = Pick<
   | 'writeSysctls'
 >;
 
+/** What an IpipManager acts on, and how. */
 export interface IpipManagerOptions {
+  /** The kernel. */
   readonly net: IpipNetOps;
   /** The network namespace to act in (name or path); absent: Felix's own. */
   readonly netns?: string;
@@ -55,15 +58,24 @@ export interface IpipManagerOptions {
   readonly workloadPrefixes: readonly string[];
   /** Destinations another manager (VXLAN) programs with the same protocol: never ours. */
   readonly claimedElsewhere?: (dst: string) => boolean;
+  /** Where it logs; silent when absent. */
   readonly log?: Logger;
 }
 
+/** What one `apply()` changed in the kernel. */
 export interface IpipApplyResult {
+  /** What became of tunl0. */
   readonly device: DeviceAction;
+  /** Destinations of the routes added or replaced. */
   readonly routesAdded: readonly string[];
+  /** Destinations of the routes removed. */
   readonly routesRemoved: readonly string[];
 }
 
+/**
+ * Keeps tunl0 and the IPIP routes in the kernel as the last state given says (see the top of this
+ * file).
+ */
 export class IpipManager {
   readonly #o: IpipManagerOptions;
   readonly #log: Logger;
@@ -74,10 +86,12 @@ export class IpipManager {
     this.#log = opts.log ?? NOOP_LOGGER;
   }
 
+  /** The state last given, if any. */
   get state(): IpipState | undefined {
     return this.#state;
   }
 
+  /** Records the desired state; the next `apply()` programs it. */
   setState(state: IpipState): void {
     this.#state = state;
   }
@@ -87,6 +101,10 @@ export class IpipManager {
     return this.#state?.routes.some((r) => r.dst === dst) ?? false;
   }
 
+  /**
+   * Reads the kernel back and makes it match the state: what it changed, or undefined before any
+   * state. Throws after doing what it could when a step failed.
+   */
   async apply(): Promise<IpipApplyResult | undefined> {
     const st = this.#state;
     if (!st) return undefined;

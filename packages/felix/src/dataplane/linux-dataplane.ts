@@ -137,6 +137,7 @@ export class LinuxDataplane {
     return this.#vxlan;
   }
 
+  /** The IPIP device and route manager. */
   get ipipManager(): IpipManager {
     return this.#ipip;
   }

@@ -30,7 +30,12 @@ export interface RulesConfig {
   /** SNAT to this address instead of MASQUERADE for NAT outgoing. */
   readonly natOutgoingAddress?: string;
   /** NAT outgoing picks TCP and UDP source ports from this range (upstream `natPortRange`). */
-  readonly natPortRange?: { readonly min: number; readonly max: number };
+  readonly natPortRange?: {
+    /** The first port of the range. */
+    readonly min: number;
+    /** The last port of the range. */
+    readonly max: number;
+  };
   /** What NAT outgoing leaves alone: traffic to IP pools, or to pools and every node's address. */
   readonly natOutgoingExclusions: 'IPPoolsOnly' | 'IPPoolsAndHostIPs';
   /** NAT outgoing only through this output interface (`eth+` is a prefix); unset: any. */

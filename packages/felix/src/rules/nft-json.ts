@@ -70,7 +70,18 @@ export type NftObject =
 export type NftCommand =
   | { readonly add: NftObject }
   | { readonly delete: NftObject }
-  | { readonly flush: { readonly chain: NftChain } | { readonly set: NftRef } | { readonly map: NftRef } };
+  | {
+      readonly flush:
+        | { readonly chain: NftChain }
+        | {
+            /** A set to empty. */
+            readonly set: NftRef;
+          }
+        | {
+            /** A map to empty. */
+            readonly map: NftRef;
+          };
+    };
 
 /** A set or map named for `flush`, which needs no type. */
 export interface NftRef {
@@ -125,7 +136,18 @@ export type NftStatement =
   | { readonly mangle: { readonly key: NftExpression; readonly value: NftExpression } }
   | { readonly vmap: { readonly key: NftExpression; readonly data: NftExpression } }
   | { readonly log: { readonly prefix?: string; readonly level?: string } }
-  | { readonly masquerade: null | { readonly port: NftNatPort } }
-  | { readonly snat: { readonly addr: string; readonly port?: NftNatPort } }
+  | {
+      readonly masquerade: null | {
+        /** The source ports to pick from. */
+        readonly port: NftNatPort;
+      };
+    }
+  | {
+      readonly snat: {
+        readonly addr: string;
+        /** The source ports to pick from; any when absent. */
+        readonly port?: NftNatPort;
+      };
+    }
   | { readonly counter: null }
   | { readonly notrack: null };
