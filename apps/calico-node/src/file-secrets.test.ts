@@ -17,6 +17,7 @@ import {
 import { type ClientConfig, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { NOOP_LOGGER } from '@calico-ts/felix';
 import { afterEach, describe, expect, test } from 'vitest';
+import { bgpPasswordEnvName, EnvSecretProvider, LayeredSecretProvider } from './env-secrets.js';
 import { BGP_SECRETS_DIR_ENV, bgpSecretProviderFor, FileSecretProvider } from './file-secrets.js';
 
 const V3 = 'projectcalico.org/v3';
@@ -158,5 +159,97 @@ describe('BGP passwords from files', () => {
     // Only followed secrets are answered.
     await p!.follow([]);
     expect(p!.value('bgp-secrets', 'tor')).toBeUndefined();
+  });
+});
+
+describe('BGP passwords from environment variables', () => {
+  const cleanup: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+
+  test('CALICO_BGP_PASSWORD_<SECRET>_<KEY> names the password; it is rendered and never logged', async () => {
+    expect(bgpPasswordEnvName('bgp-secrets', 'tor')).toBe('CALICO_BGP_PASSWORD_BGP_SECRETS_TOR');
+    const lines: string[] = [];
+    const log = {
+      ...NOOP_LOGGER,
+      info: (_o: object, m: string) => lines.push(m),
+      warn: (_o: object, m: string) => lines.push(m),
+    };
+    const p = await bgpSecretProviderFor(
+      etcd,
+      { CALICO_BGP_PASSWORD_BGP_SECRETS_TOR: 'env-pw' },
+      log as never,
+    );
+    expect(p).toBeInstanceOf(LayeredSecretProvider);
+    cleanup.push(() => p!.close());
+    const kv = new MemoryKVStore();
+    const ds = new KVDatastore(kv, { backend: 'memory' });
+    await ds.create({
+      apiVersion: V3,
+      kind: 'Node',
+      metadata: { name: 'node-a' },
+      spec: { bgp: { ipv4Address: '198.18.0.1/24' } },
+    } as Node);
+    await ds.create({
+      apiVersion: V3,
+      kind: 'BGPPeer',
+      metadata: { name: 'tor' },
+      spec: {
+        peerIP: '198.18.1.1',
+        asNumber: 64600,
+        password: { secretKeyRef: { name: 'bgp-secrets', key: 'tor' } },
+      },
+    } as BGPPeer);
+    const target = new LastConfig();
+    const bridge = new BirdBridge({
+      datastore: ds,
+      affinities: nodeAffinitySource(kv, 'node-a'),
+      nodeName: 'node-a',
+      targets: { 4: target },
+      debounceMs: 10,
+      log: (_level, msg) => lines.push(msg),
+      secretProvider: p!,
+    });
+    cleanup.push(async () => {
+      await bridge.stop();
+      await ds.close();
+    });
+    await bridge.start();
+    expect(target.text).toContain('  password "env-pw";');
+    expect(lines.filter((l) => l.includes('env-pw'))).toEqual([]);
+  });
+
+  test('the environment first, then the files; a key only in the files comes from the files', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bgp-secrets-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeSecretVolume(dir, 'bgp-secrets', { tor: 'file-pw', spine: 'file-spine' });
+    const p = await bgpSecretProviderFor(
+      etcd,
+      { [BGP_SECRETS_DIR_ENV]: dir, CALICO_BGP_PASSWORD_BGP_SECRETS_TOR: 'env-pw' },
+      NOOP_LOGGER,
+    );
+    cleanup.push(() => p!.close());
+    await p!.follow(['bgp-secrets']);
+    expect(p!.value('bgp-secrets', 'tor')).toBe('env-pw');
+    expect(p!.value('bgp-secrets', 'spine')).toBe('file-spine');
+    expect(p!.value('bgp-secrets', 'leaf')).toBeUndefined();
+  });
+
+  test('a variable two followed references could both mean is used by neither, with a warning', async () => {
+    const warnings: string[] = [];
+    const log = { ...NOOP_LOGGER, warn: (_o: object, m: string) => warnings.push(m) };
+    const env = { CALICO_BGP_PASSWORD_A_B_C: 'pw', CALICO_BGP_PASSWORD_OTHER_K: 'ok' };
+    const p = new EnvSecretProvider(env, log as never);
+    await p.follow(['a-b', 'a', 'other']);
+    expect(p.value('a-b', 'c')).toBeUndefined();
+    expect(p.value('a', 'b-c')).toBeUndefined();
+    expect(p.value('other', 'k')).toBe('ok');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('CALICO_BGP_PASSWORD_A_B_C could belong to secret a or a-b');
+    expect(warnings.join('\n')).not.toMatch(/\bpw\b/);
+    // Not followed: not answered.
+    await p.follow(['other']);
+    expect(p.value('a-b', 'c')).toBeUndefined();
   });
 });

@@ -19,7 +19,8 @@ import type { SecretProvider } from '@calico-ts/bird-bridge';
 import type { ClientConfig } from '@calico-ts/datastore';
 import type { Logger } from '@calico-ts/felix';
 import type { Env } from './env.js';
-import { kubeSecretProviderFor } from './kube-secrets.js';
+import { EnvSecretProvider, hasBgpPasswordEnv, LayeredSecretProvider } from './env-secrets.js';
+import { kubeSecretProviderFor, secretsConnectionSource } from './kube-secrets.js';
 
 /** The environment variable naming the directory of Secret files. */
 export const BGP_SECRETS_DIR_ENV = 'CALICO_BGP_SECRETS_DIR';
@@ -125,12 +126,24 @@ export class FileSecretProvider implements SecretProvider {
 }
 
 /**
- * Where this node's BGP passwords come from: the files under `CALICO_BGP_SECRETS_DIR` when it is
- * set, else Secrets through the Kubernetes API (`kubeSecretProviderFor`: the datastore's, or on
- * etcd a kubeconfig or in-cluster config, as upstream's confd), else nowhere; a session whose
- * password cannot be had is then kept down by the bridge, never brought up without it.
+ * Where this node's BGP passwords come from: `CALICO_BGP_PASSWORD_<SECRET>_<KEY>` variables first
+ * (see env-secrets.ts), then the files under `CALICO_BGP_SECRETS_DIR` when it is set, else Secrets
+ * through the Kubernetes API (`kubeSecretProviderFor`: the datastore's, or on etcd a kubeconfig or
+ * in-cluster config, as upstream's confd), else nowhere; a session whose password cannot be had is
+ * then kept down by the bridge, never brought up without it.
  */
 export async function bgpSecretProviderFor(
+  cfg: ClientConfig,
+  env: Env,
+  log: Logger,
+): Promise<SecretProvider | undefined> {
+  const next = await secretSourceFor(cfg, env, log);
+  if (!hasBgpPasswordEnv(env)) return next;
+  log.info({}, 'BGP passwords are read from CALICO_BGP_PASSWORD_* variables first');
+  return new LayeredSecretProvider(new EnvSecretProvider(env, log), next);
+}
+
+async function secretSourceFor(
   cfg: ClientConfig,
   env: Env,
   log: Logger,
@@ -140,5 +153,7 @@ export async function bgpSecretProviderFor(
     log.info({ dir }, `BGP password secrets are read from files (${BGP_SECRETS_DIR_ENV})`);
     return new FileSecretProvider({ dir, log });
   }
+  // With passwords in the environment and no Kubernetes API, there is nothing more to say.
+  if (hasBgpPasswordEnv(env) && secretsConnectionSource(cfg, env) === 'none') return undefined;
   return kubeSecretProviderFor(cfg, env, log);
 }
