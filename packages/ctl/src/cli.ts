@@ -30,6 +30,8 @@ export interface Connection {
   datastore: Datastore;
   /** Raw keys, for datastore migration; absent where the backend has none. */
   kv?: KVStore;
+  /** The kubeconfig the configuration names, if any (`cluster diags` hands it to kubectl). */
+  kubeconfig?: string;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ const COMMANDS = {
   completion: 'Print a shell completion script (bash or zsh).',
   ipam: 'IP address management.',
   node: 'Calico node management.',
+  cluster: 'Calico cluster management.',
 } as const;
 
 const DATASTORE_INTRO =
@@ -625,6 +628,25 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       .action(() => {
         throw new CtlError('unsupported', 'calicoctl node run is not available in this build yet');
       });
+  }
+
+  if (inFull('cluster')) {
+    const cluster = top('cluster');
+    common(
+      cluster
+        .command('diags')
+        .description(
+          'Create a diagnostics bundle of the cluster: every Calico resource, the Kubernetes view (kubectl) and the logs of Calico pods.',
+        )
+        .option('--since <SINCE>', 'only logs newer than this relative duration (10s, 5m, 1h)')
+        .option('--max-logs <MAXLOGS>', 'logs of at most this many pods of each Calico component', '5')
+        .option('--focus-nodes <NODES>', "comma-separated nodes whose pods' logs are taken first"),
+    ).action(async (o: Common & { since?: string; maxLogs: string; focusNodes?: string }) =>
+      withDatastore(o, async (ds, conn) => {
+        const { clusterDiagsCommand } = await import('./commands/cluster-diags.js');
+        return clusterDiagsCommand(o, { datastore: ds, kubeconfig: conn.kubeconfig }, ctx());
+      }),
+    );
   }
 
   try {

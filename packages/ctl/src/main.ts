@@ -64,7 +64,12 @@ async function connect(configFile: string, log: Logger, options: ConnectOptions 
     throw new CtlError('config', `Failed to create Calico API client: ${reasonOf(e)}`, { cause: e });
   }
   const datastore = new KVDatastore(kv, { backend: cfg.datastoreType });
-  return { datastore, kv, close: () => datastore.close() };
+  return {
+    datastore,
+    kv,
+    ...(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {}),
+    close: () => datastore.close(),
+  };
 }
 
 const code = await runCli(process.argv.slice(2), {

@@ -18,7 +18,8 @@ const COMMAND_TIMEOUT_MS = 15_000;
 /** A log file larger than this is listed in `diagnostics/logs-skipped`, not copied. */
 const MAX_LOG_BYTES = 256 * 1024 * 1024;
 
-function runCommand(argv: readonly string[]): Promise<CommandOutcome> {
+/** Runs `argv` with a deadline, collecting its output; never rejects. */
+export function runCommand(argv: readonly string[]): Promise<CommandOutcome> {
   return new Promise((resolve) => {
     let stdout = '';
     let stderr = '';
