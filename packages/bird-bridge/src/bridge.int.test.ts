@@ -35,6 +35,7 @@ interface KernelRoute {
   dev?: string;
   protocol?: string;
   type?: string;
+  metric?: number;
 }
 
 const NODES = [
@@ -164,7 +165,8 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())(
       const a = await until('route to node-b block in ns a', async () =>
         (await kernelRoutes('a')).find((r) => r.dst === '198.19.0.64/26'),
       );
-      expect(a).toMatchObject({ gateway: '198.18.0.2', dev: `bb${tag}a`, protocol: 'bird' });
+      // Upstream's normal route priority (ipv4NormalRoutePriority, default 1024) is the metric.
+      expect(a).toMatchObject({ gateway: '198.18.0.2', dev: `bb${tag}a`, protocol: 'bird', metric: 1024 });
       const b = await until('route to node-a block in ns b', async () =>
         (await kernelRoutes('b')).find((r) => r.dst === '198.19.0.0/26'),
       );
@@ -181,6 +183,41 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())(
         gateway: '198.18.0.2',
       });
     }, 40_000);
+
+    test('BGPConfiguration ipv4NormalRoutePriority sets the metric of the routes BIRD programs', async () => {
+      await admin.create({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'BGPConfiguration',
+        metadata: { name: 'default' },
+        spec: { ipv4NormalRoutePriority: 2048 },
+      });
+      const moved = await until('the route at metric 2048 in ns a', async () =>
+        (await kernelRoutes('a')).find((r) => r.dst === '198.19.0.64/26' && r.metric === 2048),
+      );
+      expect(moved).toMatchObject({ gateway: '198.18.0.2', protocol: 'bird' });
+      // The route BIRD programmed at 1024 is removed once the 2048 one is there (at a lower
+      // metric it would keep winning).
+      await until(
+        'only the route at metric 2048 in ns a',
+        async () => {
+          const rs = (await kernelRoutes('a')).filter((r) => r.dst === '198.19.0.64/26');
+          return rs.length === 1 ? rs : undefined;
+        },
+        15_000,
+      );
+      expect(
+        logs.some((l) => l.includes('removed a route BIRD programmed under an earlier route priority')),
+      ).toBe(true);
+      await admin.delete('BGPConfiguration', 'default');
+      await until(
+        'only the route at metric 1024 in ns a',
+        async () => {
+          const rs = (await kernelRoutes('a')).filter((r) => r.dst === '198.19.0.64/26');
+          return rs.length === 1 && rs[0]!.metric === 1024 ? rs : undefined;
+        },
+        15_000,
+      );
+    }, 60_000);
 
     test("deleting a Node withdraws its block's route from the other node", async () => {
       await admin.delete('Node', 'node-b');

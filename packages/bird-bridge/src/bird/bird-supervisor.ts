@@ -35,6 +35,7 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BirdBridgeError, isBirdBridgeError } from '../errors.js';
 import { BirdControlClient } from './bird-control-client.js';
+import { StaleMetricSweeper } from './stale-metric-routes.js';
 
 export type BirdLogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type BirdLogger = (level: BirdLogLevel, message: string, fields?: Record<string, unknown>) => void;
@@ -118,6 +119,8 @@ export class BirdSupervisor {
   private lastError: string | undefined;
   /** Words put before everything else when starting BIRD: the parent-death signal, if used. */
   private readonly deathPrefix: string[];
+  /** Removes the routes a change of route priority (kernel metric) leaves behind. */
+  private readonly sweeper: StaleMetricSweeper;
 
   constructor(opts: BirdSupervisorOptions) {
     this.opts = {
@@ -138,6 +141,9 @@ export class BirdSupervisor {
       else this.log('warn', `${SETPRIV} not found: BIRD will outlive this process if it dies unstopped`);
     }
     this.client = new BirdControlClient(opts.socketPath);
+    this.sweeper = new StaleMetricSweeper(this.opts.commandPrefix, (level, msg, fields) =>
+      this.log(level, msg, fields),
+    );
   }
 
   /** PID of the running BIRD this supervisor started, if any. */
@@ -165,6 +171,7 @@ export class BirdSupervisor {
   stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.restartTimer);
+    this.sweeper.stop();
     return this.serial(() => this.killChild());
   }
 
@@ -203,6 +210,7 @@ export class BirdSupervisor {
       try {
         const r = await this.client.configure();
         this.log('info', 'BIRD reloaded its configuration', { reply: r.message });
+        this.sweeper.kick(config.files[config.main]!);
         return { kind: 'reloaded' };
       } catch (e) {
         this.lastError = (e as Error).message;
@@ -263,6 +271,7 @@ export class BirdSupervisor {
     ]);
     if (ready === true) {
       this.log('info', 'BIRD started', { pid: child.pid, config: join(this.opts.configDir, this.live.main) });
+      this.sweeper.kick(this.live.files[this.live.main]!);
       return { kind: 'started', pid: child.pid! };
     }
     this.lastError = ready;

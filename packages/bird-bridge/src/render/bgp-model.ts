@@ -24,8 +24,12 @@
  * session's import and export filters; a peer naming a BGPFilter that does not exist imports and
  * exports nothing until it does (fail closed).
  *
- * Not rendered (reported in `warnings` where the input asks for it): `localWorkloadSelector` peers,
- * route priorities (`ipv4NormalRoutePriority`, live migration).
+ * Kernel route priority: the routes BIRD programs carry the default BGPConfiguration's
+ * `ipv4NormalRoutePriority`/`ipv6NormalRoutePriority` as their metric (default 1024); a route of
+ * this node's own block with a lower metric (elevated priority, as for a workload in live
+ * migration) is exported beside the block.
+ *
+ * Not rendered (reported in `warnings` where the input asks for it): `localWorkloadSelector` peers.
  */
 import { createHash } from 'node:crypto';
 import { type BGPConfiguration, type BGPPeer, type IPPool, type Node, parseSelector } from '@calico-ts/api';
@@ -36,6 +40,9 @@ import type { AffineBlock, BgpInput, IPFamily } from './bgp-input.js';
 import { roundedSeconds } from './go-duration.js';
 
 export const DEFAULT_AS_NUMBER = 64512;
+
+/** Upstream's default kernel route metric for the routes BIRD programs (`*NormalRoutePriority`). */
+export const DEFAULT_ROUTE_PRIORITY = 1024;
 
 export type BirdPeerKind = 'mesh' | 'global' | 'node';
 
@@ -107,6 +114,8 @@ export interface BirdModel {
   listenPort?: number;
   /** BGPConfiguration `bindMode: NodeIP`: listen on the node address only. */
   bindToNodeIP: boolean;
+  /** The kernel metric of the routes BIRD programs (the family's `*NormalRoutePriority`). */
+  routePriority: number;
   /** Interface patterns for `protocol direct`, with `-` for exclusions, in order. */
   directInterfaces: string[];
   communities: CommunityRule[];
@@ -524,6 +533,9 @@ export function deriveBirdModel(input: BgpInput, family: IPFamily): BirdModel {
     debug: logDebug(input.logLevel ?? mine.logSeverityScreen ?? global.logSeverityScreen),
     listenPort: listenPortOf(input.nodeName),
     bindToNodeIP: global.bindMode === 'NodeIP',
+    routePriority:
+      (family === 4 ? global.ipv4NormalRoutePriority : global.ipv6NormalRoutePriority) ??
+      DEFAULT_ROUTE_PRIORITY,
     directInterfaces: [...ignored.map((i) => `-${i}`), '-cali*', '-kube-ipvs*', '*'],
     communities,
     mesh,

@@ -94,6 +94,9 @@ function renderMain(m: BirdModel, names: { aggr: string; ipam: string }): string
   L.push('  scan time 2;');
   L.push('  graceful restart;   # no route flaps while BIRD reloads its configuration');
   L.push('  merge paths on;     # equal-cost routes become one multipath route (ECMP)');
+  L.push(
+    `  metric ${m.routePriority};${' '.repeat(Math.max(1, 12 - String(m.routePriority).length))}# the family's NormalRoutePriority`,
+  );
   L.push(`  ${chan(m)} {`, '    import all;', '    export filter calico_kernel_programming;', '  };');
   L.push('}', '');
   L.push('# Interface up/down events.');
@@ -212,7 +215,11 @@ function renderAggr(m: BirdModel): string {
   for (const b of m.blocks) {
     L.push(`  # Block ${b.cidr} is ${b.state}.`);
     if (b.state === 'confirmed') {
-      L.push(`  if ( net = ${b.cidr} ) then { accept; }`, `  if ( net ~ ${b.cidr} ) then { reject; }`);
+      L.push(
+        `  if ( net = ${b.cidr} ) then { accept; }`,
+        `  if ( net ~ ${b.cidr} && defined(krt_metric) && krt_metric < ${m.routePriority} ) then { accept; }  # elevated priority`,
+        `  if ( net ~ ${b.cidr} ) then { reject; }`,
+      );
     }
   }
   L.push('}');
