@@ -98,8 +98,27 @@ describe.runIf(etcdAvailable())(`${EXE.name} ipam split against etcd`, () => {
     const block = held.ipv4[0]!.block;
     expect((await ctl('datastore', 'migrate', 'lock')).code).toBe(0);
 
+    const before = await ds.list('IPPool');
     const r = await ctl('ipam', 'split', '2', '--cidr', '198.18.0.0/22');
     expect(r.code, r.stderr).toBe(0);
+    // Every write of the split, replayed: the pool's addresses are inside some pool after each
+    // one (the children are made beside the parent, which goes last).
+    const abort = new AbortController();
+    const stored = new Map(before.items.map((p) => [p.metadata.name, p.spec.cidr]));
+    const steps: string[] = [];
+    for await (const e of ds.watch('IPPool', { revision: before.revision, signal: abort.signal })) {
+      if (e.kind === 'added' || e.kind === 'modified')
+        stored.set(e.resource.metadata.name, e.resource.spec.cidr);
+      else if (e.kind === 'deleted') stored.delete(e.resource.metadata.name);
+      else continue;
+      steps.push(`${e.kind} ${e.resource.metadata.name}`);
+      const cidrs = [...stored.values()];
+      const covers = (lo: string, hi: string) =>
+        cidrs.includes('198.18.0.0/22') || (cidrs.includes(lo) && cidrs.includes(hi));
+      expect(covers('198.18.0.0/23', '198.18.2.0/23'), `after ${steps.join(', ')}`).toBe(true);
+      if (e.kind === 'deleted' && e.resource.metadata.name === 'big') abort.abort();
+    }
+    expect(steps).toEqual(['modified big', 'added split-big-0', 'added split-big-1', 'deleted big']);
     expect(r.stdout).toBe(
       'IP Pool big was successfully split into 2 smaller pools.\n' +
         'Created split-big-0 with CIDR 198.18.0.0/23.\n' +

@@ -77,6 +77,7 @@ export {
   type SyncSource,
 } from './syncer.js';
 export type {
+  CreateOptions,
   Datastore,
   DeleteOptions,
   ListOptions,

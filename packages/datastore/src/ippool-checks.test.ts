@@ -77,6 +77,16 @@ describe('IPPool create: no overlap with another stored pool', () => {
     });
   }
 
+  it('allowPoolOverlap (a split) lets a pool overlap, and only that rule', async () => {
+    await ds.create(ipPool('parent', '10.10.0.0/16'));
+    const child = await ds.create(ipPool('child', '10.10.0.0/17'), { allowPoolOverlap: true });
+    expect(child.spec.cidr).toBe('10.10.0.0/17');
+    // Validation of the pool itself still applies.
+    const e = await errorOf(ds.create(ipPool('bad', '10.10.0.0/33'), { allowPoolOverlap: true }));
+    expect(e.code).toBe('invalid');
+    expect((await ds.list('IPPool')).items.map((p) => p.metadata.name).sort()).toEqual(['child', 'parent']);
+  });
+
   it('names every pool the new one overlaps, with the stored CIDR', async () => {
     await ds.create(ipPool('a', '10.1.0.0/16'));
     await ds.create(ipPool('b', '10.2.0.0/16'));

@@ -46,6 +46,7 @@ import {
 } from './resource-codec.js';
 import { parseResourceKey, type ResourceKeyParts, resourceKey, resourcePrefix } from './resource-keys.js';
 import type {
+  CreateOptions,
   Datastore,
   DeleteOptions,
   ListOptions,
@@ -128,9 +129,12 @@ export class KVDatastore implements Datastore {
     return { items, revision: res.revision };
   }
 
-  async create<K extends Kind>(resource: ResourceOf<K> & { kind: K }): Promise<ResourceOf<K>> {
+  async create<K extends Kind>(
+    resource: ResourceOf<K> & { kind: K },
+    opts: CreateOptions = {},
+  ): Promise<ResourceOf<K>> {
     const v = this.validate(resource, 'create');
-    await this.checkCreate(v);
+    if (!(opts.allowPoolOverlap && v.kind === 'IPPool')) await this.checkCreate(v);
     this.stamp(v.metadata);
     const parts = partsOf(v);
     const prepared = prepareResource(v);

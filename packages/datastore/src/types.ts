@@ -21,7 +21,7 @@ export interface Datastore {
   readonly backend: 'etcdv3' | 'memory' | 'kubernetes';
   get<K extends Kind>(kind: K, name: string, opts?: { namespace?: string }): Promise<ResourceOf<K>>;
   list<K extends Kind>(kind: K, opts?: ListOptions): Promise<ResourceList<K>>;
-  create<K extends Kind>(resource: ResourceOf<K> & { kind: K }): Promise<ResourceOf<K>>;
+  create<K extends Kind>(resource: ResourceOf<K> & { kind: K }, opts?: CreateOptions): Promise<ResourceOf<K>>;
   update<K extends Kind>(resource: ResourceOf<K> & { kind: K }): Promise<ResourceOf<K>>;
   apply<K extends Kind>(resource: ResourceOf<K> & { kind: K }): Promise<ResourceOf<K>>;
   delete<K extends Kind>(kind: K, name: string, opts?: DeleteOptions): Promise<ResourceOf<K>>;
@@ -42,6 +42,16 @@ export interface ResourceList<K extends Kind> {
   items: ResourceOf<K>[];
   /** Store revision of the list; pass to `watch` as `revision` to miss nothing. */
   revision: string;
+}
+
+/** What a create may relax; nothing by default. */
+export interface CreateOptions {
+  /**
+   * Let an IPPool overlap the pools already stored: for splitting a pool, whose children are
+   * made while it still exists (so there is never a moment with no pool over its addresses),
+   * before it is deleted. Every other rule still applies.
+   */
+  allowPoolOverlap?: boolean;
 }
 
 export interface DeleteOptions {

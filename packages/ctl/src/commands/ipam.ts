@@ -506,17 +506,23 @@ export async function ipamSplitCommand(
   const disabled = await ds.update({ ...parent, spec: { ...parent.spec, disabled: true } } as never);
   const made: string[] = [];
   try {
-    await ds.delete('IPPool', pool.metadata.name);
+    // The children first, beside their (disabled) parent, so the pool's addresses are always
+    // covered by some pool (Felix's NAT and routes, BIRD's export); then the parent goes.
     for (const c of children) {
-      await ds.create({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', ...c } as never);
+      await ds.create({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', ...c } as never, {
+        allowPoolOverlap: true,
+      });
       made.push(c.metadata.name);
     }
+    await ds.delete('IPPool', pool.metadata.name);
   } catch (e) {
-    for (const name of made) await ds.delete('IPPool', name).catch(() => {});
+    // The parent back as it was (re-enabled; made again if the failure came after its delete),
+    // then the children made so far, so the addresses stay covered throughout.
     await ds
-      .create({ ...original, metadata: originalMeta } as never)
-      .catch(() => ds.update({ ...(disabled as unknown as Obj), spec: original.spec } as never))
+      .update({ ...(disabled as unknown as Obj), spec: original.spec } as never)
+      .catch(() => ds.create({ ...original, metadata: originalMeta } as never, { allowPoolOverlap: true }))
       .catch(() => {});
+    for (const name of made) await ds.delete('IPPool', name).catch(() => {});
     throw new CtlError(
       'failed',
       `splitting IP pool ${pool.metadata.name} failed, and it was put back as it was: ${(e as Error).message}`,
