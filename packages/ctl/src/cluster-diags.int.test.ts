@@ -139,7 +139,7 @@ describe.skipIf(missing.length > 0)(`${EXE.name} cluster diags`, () => {
     const r = await EXE.run(
       ['cluster', 'diags', '-c', cfg, '--max-logs', '1', '--focus-nodes', 'n2', '--since', '1h'],
       {
-        env: { PATH },
+        env: { PATH, HOME: dir },
       },
     );
     expect(r.stderr).toBe('');
@@ -175,7 +175,9 @@ describe.skipIf(missing.length > 0)(`${EXE.name} cluster diags`, () => {
   });
 
   test('bad options are refused before anything is collected', async () => {
-    const r = await EXE.run(['cluster', 'diags', '-c', cfg, '--since', 'yesterday'], { env: { PATH } });
+    const r = await EXE.run(['cluster', 'diags', '-c', cfg, '--since', 'yesterday'], {
+      env: { PATH, HOME: dir },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('invalid --since "yesterday": use a relative duration such as 10s, 5m or 1h');
     expect(r.stdout).not.toContain('Diags saved');
@@ -192,7 +194,7 @@ describe.skipIf(missing.length > 0)(`${EXE.name} cluster diags`, () => {
       'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: etcd-pool}\nspec: {cidr: 198.18.128.0/20}\n';
     expect((await EXE.run(['create', '-f', '-', '-c', etcdCfg], { stdin: pool })).code).toBe(0);
     const empty = await mkdtemp(join(dir, 'nobin-'));
-    const r = await EXE.run(['cluster', 'diags', '-c', etcdCfg], { env: { PATH: empty } });
+    const r = await EXE.run(['cluster', 'diags', '-c', etcdCfg], { env: { PATH: empty, HOME: dir } });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('kubectl (kubectl) is not installed');
