@@ -54,7 +54,7 @@ async function writeSecretVolume(dir: string, name: string, data: Record<string,
 
 const etcd: ClientConfig = { datastoreType: 'etcdv3', etcdEndpoints: ['http://198.18.0.9:2379'] };
 
-describe('BGP passwords from files', () => {
+describe('BGP passwords from files and from the environment', () => {
   let dir: string;
   const cleanup: (() => Promise<void>)[] = [];
   afterEach(async () => {
@@ -160,13 +160,6 @@ describe('BGP passwords from files', () => {
     await p!.follow([]);
     expect(p!.value('bgp-secrets', 'tor')).toBeUndefined();
   });
-});
-
-describe('BGP passwords from environment variables', () => {
-  const cleanup: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    for (const c of cleanup.splice(0).reverse()) await c();
-  });
 
   test('CALICO_BGP_PASSWORD_<SECRET>_<KEY> names the password; it is rendered and never logged', async () => {
     expect(bgpPasswordEnvName('bgp-secrets', 'tor')).toBe('CALICO_BGP_PASSWORD_BGP_SECRETS_TOR');
@@ -183,45 +176,13 @@ describe('BGP passwords from environment variables', () => {
     );
     expect(p).toBeInstanceOf(LayeredSecretProvider);
     cleanup.push(() => p!.close());
-    const kv = new MemoryKVStore();
-    const ds = new KVDatastore(kv, { backend: 'memory' });
-    await ds.create({
-      apiVersion: V3,
-      kind: 'Node',
-      metadata: { name: 'node-a' },
-      spec: { bgp: { ipv4Address: '198.18.0.1/24' } },
-    } as Node);
-    await ds.create({
-      apiVersion: V3,
-      kind: 'BGPPeer',
-      metadata: { name: 'tor' },
-      spec: {
-        peerIP: '198.18.1.1',
-        asNumber: 64600,
-        password: { secretKeyRef: { name: 'bgp-secrets', key: 'tor' } },
-      },
-    } as BGPPeer);
-    const target = new LastConfig();
-    const bridge = new BirdBridge({
-      datastore: ds,
-      affinities: nodeAffinitySource(kv, 'node-a'),
-      nodeName: 'node-a',
-      targets: { 4: target },
-      debounceMs: 10,
-      log: (_level, msg) => lines.push(msg),
-      secretProvider: p!,
-    });
-    cleanup.push(async () => {
-      await bridge.stop();
-      await ds.close();
-    });
-    await bridge.start();
+    const { target, logs } = await bridgeWith(p!);
     expect(target.text).toContain('  password "env-pw";');
-    expect(lines.filter((l) => l.includes('env-pw'))).toEqual([]);
+    expect([...lines, ...logs].filter((l) => l.includes('env-pw'))).toEqual([]);
   });
 
   test('the environment first, then the files; a key only in the files comes from the files', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'bgp-secrets-'));
+    dir = await mkdtemp(join(tmpdir(), 'bgp-secrets-'));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     await writeSecretVolume(dir, 'bgp-secrets', { tor: 'file-pw', spine: 'file-spine' });
     const p = await bgpSecretProviderFor(

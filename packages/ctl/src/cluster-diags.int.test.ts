@@ -6,11 +6,10 @@
  * value, not a password in a pod's environment, not the kubeconfig's credentials. And on etcd
  * without kubectl: the Calico part alone, with the reason the rest is missing.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   type EtcdServer,
   findKubectl,
@@ -21,9 +20,7 @@ import {
 } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { calicoctlExecutable } from './testing-internal/executable.js';
-
-const REPO = join(dirname(fileURLToPath(import.meta.url)), '../../..');
-const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');
+import { CRDS, installCrds, kubectl } from './testing-internal/kube.js';
 
 const missing = missingKubePrerequisites({ root: true, crds: CRDS });
 if (missing.length > 0) {
@@ -37,18 +34,6 @@ if (missing.length > 0) {
 const EXE = calicoctlExecutable();
 const SECRET_VALUE = 'diags-must-not-hold-this-7c1f';
 const ENV_PASSWORD = 'env-password-must-not-leak-92ab';
-
-function kubectl(api: KubeApiServer, args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      findKubectl()!,
-      ['--kubeconfig', api.kubeconfigPath, ...args],
-      (err, stdout, stderr) =>
-        err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
-    );
-    child.stdin!.end(input ?? '');
-  });
-}
 
 function calicoPod(name: string, node: string): string {
   return JSON.stringify({
@@ -100,8 +85,7 @@ describe.skipIf(missing.length > 0)(`${EXE.name} cluster diags`, () => {
 
   beforeAll(async () => {
     api = await startKubeApiServer();
-    await kubectl(api, ['apply', '--server-side', '-f', CRDS]);
-    await kubectl(api, ['wait', '--for', 'condition=established', '--timeout', '60s', 'crd', '--all']);
+    await installCrds(api);
     dir = await mkdtemp(join(tmpdir(), 'calicoctl-cluster-diags-'));
     cfg = join(dir, 'calicoctl.cfg');
     await writeFile(

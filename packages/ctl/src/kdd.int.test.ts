@@ -1,12 +1,3 @@
-/**
- * The built calicoctl on the Kubernetes datastore: a real kube-apiserver with the Calico CRDs
- * (deploy/crds), Nodes, Namespaces and Pods made with kubectl. How it is selected (calicoctl.cfg,
- * DATASTORE_TYPE + KUBECONFIG, the default $HOME/.kube/config), the CRD kinds, the Kubernetes-backed
- * kinds (Nodes, WorkloadEndpoints, Profiles) with what they refuse, IPAM, and upstream's migration:
- * a populated etcd locked, exported, imported into a second API server, compared kind by kind.
- * Needs root, etcd, the kube-apiserver scripts/setup.sh builds, and kubectl.
- */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -17,7 +8,6 @@ import type { Resource } from '@calico-ts/api';
 import { createKVStore, IpamStore, KVDatastore } from '@calico-ts/datastore';
 import {
   type EtcdServer,
-  findKubectl,
   type KubeApiServer,
   missingKubePrerequisites,
   startEtcd,
@@ -27,9 +17,9 @@ import { IpamClient } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { calicoctlExecutable } from './testing-internal/executable.js';
+import { CRDS, installCrds, kubectl } from './testing-internal/kube.js';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '../../..');
-const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');
 
 const missing = missingKubePrerequisites({ root: true, crds: CRDS });
 if (missing.length > 0) {
@@ -43,24 +33,6 @@ if (missing.length > 0) {
 const EXE = calicoctlExecutable();
 
 type Obj = Record<string, unknown>;
-
-function kubectl(api: KubeApiServer, args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      findKubectl()!,
-      ['--kubeconfig', api.kubeconfigPath, ...args],
-      { maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) =>
-        err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
-    );
-    child.stdin!.end(input ?? '');
-  });
-}
-
-async function installCrds(api: KubeApiServer): Promise<void> {
-  await kubectl(api, ['apply', '--server-side', '-f', CRDS]);
-  await kubectl(api, ['wait', '--for', 'condition=established', '--timeout', '60s', 'crd', '--all']);
-}
 
 /** A Kubernetes Node as the kubelet would register it (labels and addresses), plus annotations. */
 function kubeNode(name: string, ip: string, annotations: Record<string, string> = {}): string {
