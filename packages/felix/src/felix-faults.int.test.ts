@@ -18,12 +18,14 @@
  *    handles), while the same traffic runs.
  * 3. Felix's path to etcd goes silent for 60 s (the node's etcd proxy stopped, etcd itself up): the
  *    rules stay as they are even though a policy change is written meanwhile, readiness is 503 with
- *    the datastore named as unreachable and why, liveness stays 200; on return Felix catches up
- *    and enforces the change within a bounded time.
+ *    the datastore named as unreachable and why, liveness stays 200. Felix is also killed and
+ *    started again a third of the way in: the new one, which can read nothing, writes nothing
+ *    (nft monitor, routes) and says the same on /readiness. On return Felix catches up and
+ *    enforces the change within a bounded time.
  *
  * Needs root, etcd, nft, nsenter, iperf3, stdbuf.
  */
-import { type ChildProcess, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
@@ -432,7 +434,21 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
         },
       } as unknown as Resource & { kind: 'NetworkPolicy' });
       changeWrittenAt = Date.now();
+      // Nothing may be written to the kernel while the datastore is away, by this Felix or by the
+      // one started in its place halfway through (which cannot read anything at all).
+      const monitor = await monitorRuleset(lab);
+      const routes = () => execFileSync('ip', ['-n', lab.node, 'route', 'show'], { encoding: 'utf8' });
+      const routesBefore = routes();
+      let restartedAt = 0;
+      const restartHealth = new Set<string>();
       while (Date.now() - tCut < OUTAGE_MS) {
+        if (restartedAt === 0 && Date.now() - tCut > OUTAGE_MS / 3) {
+          const metrics = await lab.httpGet(`http://127.0.0.1:${metricsPort}/metrics`);
+          expect(metrics.body).toMatch(/^felix_datastore_connected 0$/m);
+          await killFelix();
+          startFelix();
+          restartedAt = Date.now();
+        }
         const [ready, live, allowed, denied, deniedUdp] = await Promise.all([
           readiness(),
           liveness(),
@@ -445,6 +461,15 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
         if (denied || deniedUdp) probes.deniedOk++;
         else probes.deniedFail++;
         probes.health.push(`${ready.status}/${live.status}`);
+        if (restartedAt > 0 && Date.now() - restartedAt < 10_000) {
+          // The new Felix loads its code (no health server yet), then tries to read its
+          // configuration; it reports the datastore unreachable once a read has timed out.
+          if (ready.status === 0 || ready.body.includes('reading the configuration from the datastore')) {
+            restartHealth.add(ready.status === 0 ? 'no answer' : 'reading the configuration');
+            await sleep(500);
+            continue;
+          }
+        }
         expect(ready.status, ready.body).toBe(503);
         expect(ready.body).toMatch(
           /async_calc_graph +\| - +\| reporting live +\| reporting non-ready +\| datastore unreachable: /,
@@ -452,8 +477,11 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
         expect(live.status).toBe(200);
         await sleep(1000);
       }
-      const metrics = await lab.httpGet(`http://127.0.0.1:${metricsPort}/metrics`);
-      expect(metrics.body).toMatch(/^felix_datastore_connected 0$/m);
+      expect(restartedAt).toBeGreaterThan(0);
+      console.log(JSON.stringify({ healthRightAfterTheRestart: [...restartHealth] }));
+      expect(monitor.lines).toEqual([]);
+      expect(routes()).toBe(routesBefore);
+      monitor.child.kill('SIGTERM');
       // The flows end and the sniffer is read before the link returns (the change written
       // meanwhile lets the intruder's TCP in once Felix hears of it).
       flowStats = await stopFlows(flows);

@@ -281,8 +281,14 @@ export class FelixDaemon {
     // so a Felix started while the datastore is away says why it is not ready rather than nothing.
     // Upstream serves health only once it has read its configuration from the datastore.
     const local = resolveWith(this.#o.local).config;
+    this.health.report(CALC_GRAPH, {
+      live: true,
+      ready: false,
+      detail: 'reading the configuration from the datastore',
+    });
     if (local.HealthEnabled) await this.#serveHealth(local.HealthHost, local.HealthPort);
     await this.#loadDatastoreConfig();
+    this.health.report(CALC_GRAPH, { live: true, ready: false, detail: 'starting' });
     const cfg = this.config;
     this.#o.setLogLevel?.(cfg.LogSeverityScreen);
     for (const p of this.#resolved.problems) this.#log.warn({ param: p.param, source: p.source }, p.message);
