@@ -85,7 +85,7 @@ describe('BirdSupervisor ending BIRD', () => {
   test.runIf(existsSync('/usr/bin/setpriv'))(
     'BIRD is started through setpriv (parent-death signal KILL), which execs it with its own arguments',
     async () => {
-      const s = make();
+      const s = make({ gracefulRestart: 'never' });
       expect((await s.apply(config)).kind).toBe('started');
       // The tracked PID is BIRD's own (setpriv exec'd it), and BIRD got its usual arguments.
       // That it then dies with calico-node is checked end to end (test-e2e lab-node-loss).
@@ -99,6 +99,35 @@ describe('BirdSupervisor ending BIRD', () => {
       ]);
     },
   );
+
+  test("gracefulRestart 'always' starts BIRD in graceful restart recovery (-R) from the first start", async () => {
+    const s = make({ gracefulRestart: 'always' });
+    expect((await s.apply(config)).kind).toBe('started');
+    expect(JSON.parse(readFileSync(`${socket()}.argv`, 'utf8'))).toEqual([
+      '-f',
+      '-R',
+      '-c',
+      join(dir, 'config', 'bird.cfg'),
+      '-s',
+      socket(),
+    ]);
+  });
+
+  test('a BIRD that died is started again in graceful restart recovery (-R)', async () => {
+    const s = make({ gracefulRestart: 'auto', backoff: { initialMs: 50 } });
+    expect((await s.apply(config)).kind).toBe('started');
+    const first = s.pid!;
+    writeFileSync(`${socket()}.argv`, '');
+    process.kill(first, 'SIGKILL');
+    const end = Date.now() + 10_000;
+    // The new stand-in writes its arguments as it starts.
+    while (readFileSync(`${socket()}.argv`, 'utf8') === '' && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(s.status().restarts).toBe(1);
+    expect(s.pid).not.toBe(first);
+    expect(JSON.parse(readFileSync(`${socket()}.argv`, 'utf8'))).toContain('-R');
+  });
 
   test('dieWithParent: false starts BIRD directly', async () => {
     const s = make({ dieWithParent: false });

@@ -237,6 +237,60 @@ describe('FelixDaemon on fakes', () => {
     await until('ready again', () => daemon.ready);
   });
 
+  it('serves health while it cannot read its configuration at start: not ready naming the datastore, live', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    // A datastore that does not answer until released (as etcd behind a partition).
+    const realList = ds.list.bind(ds);
+    const slow = Object.create(ds) as KVDatastore;
+    (slow as { list: unknown }).list = async (...args: Parameters<KVDatastore['list']>) => {
+      await gate;
+      return realList(...args);
+    };
+    const early = new FelixDaemon({
+      local: {
+        env: {
+          FELIX_FELIXHOSTNAME: 'node1',
+          FELIX_HEALTHENABLED: 'true',
+          FELIX_HEALTHHOST: '127.0.0.1',
+          FELIX_HEALTHPORT: '0',
+          FELIX_MTUFILEPATH: join(dir, 'mtu'),
+        },
+        file: {},
+        hostname: 'os-host',
+      },
+      datastore: slow,
+      probeTimeoutMs: 100,
+      nft,
+      net: new Netlinux({ runner, procSys: join(dir, 'proc-sys') }),
+      log: NOOP_LOGGER,
+      debounceMs: 10,
+      interfacePollMs: 50,
+    });
+    const started = early.start();
+    try {
+      const port = await until('health listening', () => early.healthPort());
+      const r = await until('readiness names the datastore', async () => {
+        const g = await get('/readiness', port);
+        return g.body.includes('datastore unreachable: no answer in 100 ms') ? g : undefined;
+      });
+      expect(r.status).toBe(503);
+      expect(r.body).toMatch(/\| async_calc_graph +\| - +\| reporting live +\| reporting non-ready +\|/);
+      expect((await get('/liveness', port)).status).toBe(200);
+      expect(nft.dump().tables).toEqual([]);
+      release();
+      await started;
+      await until('ready once it could read', () => early.ready);
+      expect((await get('/readiness', early.healthPort())).status).toBe(200);
+    } finally {
+      release();
+      await started.catch(() => undefined);
+      await early.stop();
+    }
+  });
+
   it('logs a policy rule it does not enforce once, and renders the Allow rule as matching nothing', async () => {
     await daemon.start();
     await until('ready', () => daemon.ready);

@@ -191,6 +191,8 @@ export class FelixDaemon {
   #syncer: Syncer | undefined;
   #status: StatusReporter | undefined;
   #healthServer: Server | undefined;
+  /** `host:port` the health server listens on. */
+  #healthAt: string | undefined;
   #metricsServer: Server | undefined;
   readonly #down = new Map<string, string>();
   #flushTimer: NodeJS.Timeout | undefined;
@@ -275,7 +277,18 @@ export class FelixDaemon {
   }
 
   async start(): Promise<void> {
+    // Health answers from the start when the local configuration (environment, file) enables it,
+    // so a Felix started while the datastore is away says why it is not ready rather than nothing.
+    // Upstream serves health only once it has read its configuration from the datastore.
+    const local = resolveWith(this.#o.local).config;
+    this.health.report(CALC_GRAPH, {
+      live: true,
+      ready: false,
+      detail: 'reading the configuration from the datastore',
+    });
+    if (local.HealthEnabled) await this.#serveHealth(local.HealthHost, local.HealthPort);
     await this.#loadDatastoreConfig();
+    this.health.report(CALC_GRAPH, { live: true, ready: false, detail: 'starting' });
     const cfg = this.config;
     this.#o.setLogLevel?.(cfg.LogSeverityScreen);
     for (const p of this.#resolved.problems) this.#log.warn({ param: p.param, source: p.source }, p.message);
@@ -304,12 +317,11 @@ export class FelixDaemon {
         this.#log.warn({ what, err: errorMessage(e) }, 'dataplane background step failed'),
     });
     await this.#configureForwarding(cfg);
-    if (cfg.HealthEnabled) {
-      this.#healthServer = await startHealthServer(this.health, cfg.HealthHost, cfg.HealthPort);
-      this.#log.info(
-        { host: cfg.HealthHost, port: boundPort(this.#healthServer) },
-        'health server listening',
-      );
+    if (cfg.HealthEnabled) await this.#serveHealth(cfg.HealthHost, cfg.HealthPort);
+    else if (this.#healthServer) {
+      await closeServer(this.#healthServer);
+      this.#healthServer = undefined;
+      this.#healthAt = undefined;
     }
     if (cfg.PrometheusMetricsEnabled) {
       this.#metricsServer = await startMetricsServer(
@@ -377,12 +389,31 @@ export class FelixDaemon {
 
   // ---- configuration -------------------------------------------------------------------------
 
+  /** Serves health on `host:port`, moving the server there if it listens elsewhere. */
+  async #serveHealth(host: string, port: number): Promise<void> {
+    const at = `${host}:${port}`;
+    if (this.#healthServer && this.#healthAt === at) return;
+    await closeServer(this.#healthServer);
+    this.#healthServer = await startHealthServer(this.health, host, port);
+    this.#healthAt = at;
+    this.#log.info({ host, port: boundPort(this.#healthServer) }, 'health server listening');
+  }
+
   async #loadDatastoreConfig(): Promise<void> {
     const host = resolveWith(this.#o.local).config.FelixHostname;
     let delay = this.#o.retryMs ?? 500;
+    const timeoutMs = this.#o.probeTimeoutMs ?? 2000;
     for (;;) {
       try {
-        const list = await this.#o.datastore.list('FelixConfiguration');
+        // A datastore that does not answer at all counts as unreachable after the probe timeout
+        // (the call is abandoned; its late answer is ignored).
+        let timer: NodeJS.Timeout | undefined;
+        const list = await Promise.race([
+          this.#o.datastore.list('FelixConfiguration'),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+          }),
+        ]).finally(() => clearTimeout(timer));
         for (const fc of list.items) {
           if (fc.metadata.name === 'default') this.#globalSpec = fc.spec;
           if (fc.metadata.name === `node.${host}`) this.#hostSpec = fc.spec;
@@ -393,6 +424,12 @@ export class FelixDaemon {
           { err: errorMessage(e), retryMs: delay },
           'cannot read FelixConfiguration yet; retrying',
         );
+        this.health.report(CALC_GRAPH, {
+          live: true,
+          ready: false,
+          detail: `datastore unreachable: ${errorMessage(e)}`.slice(0, 120),
+        });
+        this.metrics.datastoreConnected.set(0);
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 5000);
         if (this.#stopped) throw new Error('stopped before the configuration could be read');

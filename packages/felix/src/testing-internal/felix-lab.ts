@@ -105,6 +105,7 @@ export class FelixLab {
   readonly #namespaces: string[] = [];
   readonly #children = new Set<ChildProcess>();
   #unix: Server | undefined;
+  #proxy: ChildProcess | undefined;
   #seq = 0;
 
   get node(): string {
@@ -141,8 +142,19 @@ export class FelixLab {
     ip(['-n', this.node, 'link', 'set', 'eth0', 'up']);
     ip(['-n', this.node, 'route', 'add', 'default', 'via', '198.18.0.1']);
     await writeFile(join(this.tmp, 'nodename'), this.nodeName);
-    const proxy = this.spawnIn(this.node, process.execPath, ['-e', PROXY_SRC, sock, '2379']);
-    await firstLine(proxy, 'ready');
+    this.#proxy = this.spawnIn(this.node, process.execPath, ['-e', PROXY_SRC, sock, '2379']);
+    await firstLine(this.#proxy, 'ready');
+  }
+
+  /**
+   * Cuts (`false`) or restores (`true`) the node's path to etcd without touching etcd: the proxy
+   * in the node namespace is stopped (SIGSTOP) or continued, so connections through it go silent
+   * as across a partition, while the test's own client (direct to etcd) can still write.
+   */
+  setEtcdLink(up: boolean): void {
+    const pid = this.#proxy?.pid;
+    if (pid === undefined) throw new Error('the lab is not started');
+    process.kill(pid, up ? 'SIGCONT' : 'SIGSTOP');
   }
 
   /** Cluster resources calico-node, calicoctl and kube-controllers would have written. */
