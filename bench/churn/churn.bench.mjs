@@ -458,6 +458,8 @@ const stats = {
   kubeRetries: 0,
   /** Pods whose Calico annotations were still there after their DEL succeeded. */
   annotatedAfterDel: 0,
+  /** DELs that deleted an endpoint written after their first look (plugin's warning). */
+  lateEndpoints: 0,
   duplicates: 0,
   addMs: [],
   worstOutageAddMs: 0,
@@ -554,6 +556,9 @@ async function delUntilDone(node, pod) {
     record(node, pod, 'DEL', r);
     if (r.code === 0) {
       stats.delsOk++;
+      // The plugin's warning when its DEL found, after releasing the addresses, an endpoint an ADD
+      // of this container wrote after the DEL's first look (a write delivered late).
+      if (r.stderr.includes('written after the first look')) stats.lateEndpoints++;
       return;
     }
     if (r.killed) stats.killedDel++;
@@ -1065,6 +1070,7 @@ async function main() {
   const fmt = (c) =>
     `addresses ${c.addresses}, handles ${c.handles}, WorkloadEndpoints ${c.weps}${KDD ? `, Pods ${c.pods}` : ''}, veths ${c.veths}, routes ${c.routes}`;
   if (KDD) console.log(`Pods still annotated after their DEL: ${stats.annotatedAfterDel}`);
+  console.log(`DELs that removed an endpoint written after their first look: ${stats.lateEndpoints}`);
   console.log(`left after every DEL: ${fmt(before)}`);
   console.log(
     `ipam check: ${leakedIps.length} leaked addresses, ${leakedHandles} leaked handles${released ? `; release: ${released.replace(/\s+/g, ' ')}` : ''}`,
