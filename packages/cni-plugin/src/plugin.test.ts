@@ -390,6 +390,32 @@ describe('calico DEL', () => {
     expect(h.backend.allocations.size).toBe(0);
   });
 
+  it('deletes this container’s endpoint written late, between its first look and the release', async () => {
+    await h.run('calico', k8sEnv('ADD'), conf());
+    const late = h.backend.endpoints.get(`default/${WEP}`)!;
+    // The ADD's create, sent before its process died on a cut link, lands after the DEL's first
+    // read: here, just before calico-ipam releases the handle.
+    const release = h.backend.releaseByHandle.bind(h.backend);
+    h.backend.releaseByHandle = async (handleId) => {
+      h.backend.endpoints.set(`default/${WEP}`, structuredClone(late));
+      return release(handleId);
+    };
+    const r = await h.run('calico', k8sEnv('DEL'), conf());
+    expect(r.exitCode).toBe(0);
+    expectClean();
+  });
+
+  it('an ADD’s endpoint create is guarded by its IPAM handle', async () => {
+    await h.run('calico', k8sEnv('ADD'), conf());
+    const wep = h.backend.endpoints.get(`default/${WEP}`)!;
+    expect((await h.run('calico', k8sEnv('DEL'), conf())).exitCode).toBe(0);
+    // The same create, arriving after the DEL released the handle: refused, nothing written.
+    await expect(
+      h.backend.writeWorkloadEndpoint(wep, { ipamHandle: `k8s-pod-network.${CID}` }),
+    ).rejects.toMatchObject({ code: 'try-again' });
+    expect(h.backend.endpoints.size).toBe(0);
+  });
+
   it('an IPAM release failure is reported, after the interface is gone', async () => {
     await h.run('calico', k8sEnv('ADD'), conf());
     h.backend.failNext('releaseByHandle', new CniPluginError('try-again', 'etcd unreachable'));

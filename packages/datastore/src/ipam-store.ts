@@ -134,6 +134,7 @@ export function affinityKey(host: string, cidr: string, type: AffinityType = 'ho
   return `${IPAM_ROOT}${type}/${host}/ipv${c.family}/block/${c.text.replace('/', '-')}`;
 }
 
+/** The etcd key of an IPAM handle, `/calico/ipam/v2/handle/<handleId>`. */
 export function handleKey(handleId: string): string {
   checkSegment('handle ID', handleId);
   return `${HANDLE_ROOT}${handleId}`;

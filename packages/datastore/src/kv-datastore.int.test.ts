@@ -6,6 +6,7 @@
 import { decodeDocuments, type IPPool, ValidationError } from '@calico-ts/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IpamStore } from './ipam-store.js';
+import { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 import { EtcdKVStore } from './kv/etcd-kv-store.js';
 import { KVDatastore } from './kv-datastore.js';
 import { type EtcdServer, etcdAvailable, startEtcd } from './testing/index.js';
@@ -135,6 +136,35 @@ describe.skipIf(!etcdAvailable())('KVDatastore and IpamStore on a real etcd', ()
     expect((await errorOf(ds.apply(doc as IPPool))).code).toBe('invalid');
     expect(await etcdDump(etcd, '/calico/')).toEqual(before);
     expect(await etcdRevision(etcd)).toBe(rev);
+  });
+
+  it('createGuarded writes only while its guard key is unchanged, over both etcd transports', async () => {
+    const http2 = new KVDatastore(new EtcdHttp2KVStore({ endpoints: etcd.endpoints }), { backend: 'etcdv3' });
+    try {
+      for (const [transport, d] of [
+        ['grpc', ds],
+        ['http2', http2],
+      ] as const) {
+        const ns = uniqueName(`guard-${transport}`);
+        const guardKey = `/calico/ipam/v2/handle/${ns}`;
+        const guard = await kv.create(guardKey, '{"handleID":"x"}');
+        await d.createGuarded(networkSet('a', ns), guard);
+        // Released (a DEL): a create that comes now writes nothing.
+        await kv.delete(guardKey);
+        const gone = await errorOf(d.createGuarded(networkSet('b', ns), guard));
+        expect(gone.code, transport).toBe('not-found');
+        // Written again (another writer): the stale guard is refused too.
+        await kv.create(guardKey, '{"handleID":"x"}');
+        const stale = await errorOf(d.createGuarded(networkSet('c', ns), guard));
+        expect(stale.code, transport).toBe('conflict');
+        const names = (await etcdDump(etcd, `/calico/resources/v3/projectcalico.org/networksets/${ns}/`)).map(
+          (e) => e.key.split('/').pop(),
+        );
+        expect(names, transport).toEqual(['a']);
+      }
+    } finally {
+      await http2.close();
+    }
   });
 
   it('a typed watch from revision R sees every change after R in order, across an etcd restart', async () => {

@@ -76,4 +76,32 @@ describe('KVDatastore (memory specifics)', () => {
       expect.objectContaining({ code: 'config' }),
     );
   });
+
+  it('creates a guarded resource only while the guard key is unchanged', async () => {
+    const s = new MemoryKVStore();
+    const d = new KVDatastore(s, { backend: 'memory' });
+    const guard = await s.create('/calico/ipam/v2/handle/h1', '{"id":"h1"}');
+    const made = await d.createGuarded(networkSet('a', 'ns'), guard);
+    expect(made.metadata.name).toBe('a');
+    // Written back unchanged, at the create's revision.
+    const after = await s.get('/calico/ipam/v2/handle/h1');
+    expect(after?.value).toBe('{"id":"h1"}');
+    expect(after?.modRevision).toBe(made.metadata.resourceVersion);
+    // Changed since it was read: refused, nothing written.
+    await expect(d.createGuarded(networkSet('b', 'ns'), guard)).rejects.toMatchObject({ code: 'conflict' });
+    // Gone (a DEL released the handle): refused, nothing written.
+    await s.delete('/calico/ipam/v2/handle/h1');
+    await expect(d.createGuarded(networkSet('c', 'ns'), after!)).rejects.toMatchObject({
+      code: 'not-found',
+      message: expect.stringContaining('/calico/ipam/v2/handle/h1 no longer exists'),
+    });
+    expect((await d.list('NetworkSet', { namespace: 'ns' })).items.map((n) => n.metadata.name)).toEqual([
+      'a',
+    ]);
+    // The resource already there, guard fine: already-exists, as create says it.
+    const g2 = await s.create('/calico/ipam/v2/handle/h2', '{}');
+    await expect(d.createGuarded(networkSet('a', 'ns'), g2)).rejects.toMatchObject({
+      code: 'already-exists',
+    });
+  });
 });

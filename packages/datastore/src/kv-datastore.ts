@@ -147,6 +147,41 @@ export class KVDatastore implements Datastore {
     return withRevision(prepared.resource, kv.modRevision) as ResourceOf<K>;
   }
 
+  /**
+   * `create`, in one transaction with `guard` (a KV read from this store) written back unchanged:
+   * the resource is created only while `guard` is still at its `modRevision`. When it is gone the
+   * create fails `not-found`, when it changed `conflict`, naming the guard's key; nothing is written.
+   * A create that reaches the store late (sent on a connection its writer had given up on) after
+   * whatever the guard stands for was removed is so refused. Costs one more put: the guard's
+   * modRevision moves on.
+   */
+  async createGuarded<K extends Kind>(
+    resource: ResourceOf<K> & { kind: K },
+    guard: KV,
+  ): Promise<ResourceOf<K>> {
+    const v = this.validate(resource, 'create');
+    await this.checkCreate(v);
+    this.stamp(v.metadata);
+    const parts = partsOf(v);
+    const prepared = prepareResource(v);
+    const subject = subjectOf(parts.kind, parts.name, parts.namespace);
+    let written: KV[];
+    try {
+      // The guard first: when both fail, that it is gone is what the caller must hear.
+      written = await this.store.writeAll([
+        { key: guard.key, value: guard.value, modRevision: guard.modRevision },
+        { key: resourceKey(parts.kind, parts.name, parts.namespace), value: prepared.text },
+      ]);
+    } catch (e) {
+      if (isDatastoreError(e, 'not-found') || isDatastoreError(e, 'conflict')) {
+        const how = e.code === 'not-found' ? 'no longer exists' : 'has changed';
+        throw new DatastoreError(e.code, `${subject} not created: ${guard.key} ${how}`, { cause: e });
+      }
+      rethrow(e, subject);
+    }
+    return withRevision(prepared.resource, written[1]!.modRevision) as ResourceOf<K>;
+  }
+
   async update<K extends Kind>(resource: ResourceOf<K> & { kind: K }): Promise<ResourceOf<K>> {
     const v = this.validate(resource, 'update');
     const parts = partsOf(v);

@@ -125,10 +125,18 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       ...(ipNATs ? { ipNATs } : {}),
       ...(podInfo ? { allowSpoofedSourcePrefixes: podInfo.request.allowedSourcePrefixes } : {}),
     });
+    // With calico-ipam the endpoint is created only while this container's IPAM handle exists: a
+    // create that reaches etcd after the runtime's DEL released the handle (this process killed, or
+    // its connection given up, while etcd was cut off) is refused instead of left behind.
+    const fromCalicoIpam =
+      ipam.type === 'calico-ipam' && (podInfo?.request.addresses.kind ?? 'ipam') !== 'no-ipam';
     // The endpoint's request goes out first: configuring the pair may hold this thread (rtnetlink
     // requests are synchronous) while etcd works on it.
     const [written, configured] = await Promise.allSettled([
-      backend.writeWorkloadEndpoint(wep),
+      backend.writeWorkloadEndpoint(
+        wep,
+        fromCalicoIpam ? { ipamHandle: ipamHandleId(conf.name, inv.containerId) } : {},
+      ),
       dp.configure({ ...pair, addresses, routes, allowIpForwarding: conf.allowIpForwarding }, containerMac),
     ]);
     if (written.status === 'fulfilled') {

@@ -10,6 +10,10 @@
  *    host end named in our own WorkloadEndpoint is deleted instead, after step 1.
  * 3. The IPAM plugin's DEL, which releases the addresses: only once the interface (and the host
  *    route to the address) is gone, so an address is never handed out while a route still uses it.
+ * 4. With calico-ipam, once the addresses are released: the WorkloadEndpoint again, deleted if it
+ *    is this container's. An ADD's create that reached the datastore late (after step 1) put it
+ *    there; ADD creates are guarded by the IPAM handle (calico-backend.ts), so after step 3 no
+ *    late one can land.
  *
  * Steps 2 and 3 run even when an earlier one failed, so as much as possible is cleaned up; the
  * first error is reported.
@@ -96,9 +100,29 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
   if (teardown === undefined) await removeInterface();
 
   // 3. The addresses.
+  let released = false;
   await attempt('release the addresses', async () => {
     await ctx.delegate.run(ipam.type, 'DEL', ctx.stdin);
+    released = true;
   });
+
+  // 4. With calico-ipam, the endpoint once more: an ADD of this container whose create reached the
+  // datastore after step 1 read (sent before its process was killed, on a connection cut off and
+  // delivered when the link came back) wrote it there. Its creates are guarded by the IPAM handle
+  // step 3 has now released, so none can land after this read.
+  if (released && ipam.type === 'calico-ipam') {
+    await attempt('delete a WorkloadEndpoint written late', async () => {
+      await retryOnConflict(5, async () => {
+        const wep = await backend.getWorkloadEndpoint(id.namespace, wepName);
+        if (!wep || wep.spec.containerID !== inv.containerId) return;
+        const pre: { uid?: string; resourceVersion?: string } = {};
+        if (wep.metadata.uid) pre.uid = wep.metadata.uid;
+        if (wep.metadata.resourceVersion) pre.resourceVersion = wep.metadata.resourceVersion;
+        await backend.deleteWorkloadEndpoint(id.namespace, wepName, pre);
+        log.warn('deleted a WorkloadEndpoint of this container written after the first look');
+      });
+    });
+  }
 
   if (firstError !== undefined) throw firstError;
   return undefined;

@@ -53,13 +53,24 @@ export interface DeletePrecondition {
   resourceVersion?: string;
 }
 
+/** How `writeWorkloadEndpoint` writes. */
+export interface WriteEndpointOptions {
+  /** The IPAM handle holding the endpoint's addresses: the endpoint is created only while it exists. */
+  ipamHandle?: string;
+}
+
 export interface PluginBackend {
   /** ClusterInformation `default` exists and says `datastoreReady`. */
   readiness(): Promise<Readiness>;
 
   getWorkloadEndpoint(namespace: string, name: string): Promise<WorkloadEndpoint | undefined>;
-  /** Creates, or replaces the existing one of that name (last writer wins). */
-  writeWorkloadEndpoint(wep: WorkloadEndpoint): Promise<WorkloadEndpoint>;
+  /**
+   * Creates, or replaces the existing one of that name (last writer wins). With `ipamHandle`, a
+   * create happens only while that IPAM handle exists, checked in the same write (etcd: one
+   * transaction): once a DEL has released the handle, a create of this ADD that reaches the
+   * datastore late is refused (`try-again`) instead of leaving an endpoint behind.
+   */
+  writeWorkloadEndpoint(wep: WorkloadEndpoint, opts?: WriteEndpointOptions): Promise<WorkloadEndpoint>;
   /** `false` when it was not there. A precondition that no longer holds ⇒ `try-again`. */
   deleteWorkloadEndpoint(namespace: string, name: string, pre?: DeletePrecondition): Promise<boolean>;
   /** Creates the profile upstream makes for non-Kubernetes networks, if missing. */
@@ -95,7 +106,7 @@ export function borrowBackend(b: PluginBackend): PluginBackend {
   return {
     readiness: () => b.readiness(),
     getWorkloadEndpoint: (ns, name) => b.getWorkloadEndpoint(ns, name),
-    writeWorkloadEndpoint: (wep) => b.writeWorkloadEndpoint(wep),
+    writeWorkloadEndpoint: (wep, opts) => b.writeWorkloadEndpoint(wep, opts),
     deleteWorkloadEndpoint: (ns, name, pre) => b.deleteWorkloadEndpoint(ns, name, pre),
     ensureNetworkProfile: (network, orch) => b.ensureNetworkProfile(network, orch),
     prefetchAssign: (node) => b.prefetchAssign?.(node),

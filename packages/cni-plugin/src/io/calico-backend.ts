@@ -23,6 +23,7 @@ import {
   type KVStore,
   loadCniClientConfig,
 } from '@calico-ts/datastore';
+import { handleKey } from '@calico-ts/datastore/internal';
 import { IpamClient, isIpamError } from '@calico-ts/ipam';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
 import type { Env } from '../spec/env.js';
@@ -35,6 +36,7 @@ import type {
   PoolCapacity,
   Readiness,
   WorkloadEndpoint,
+  WriteEndpointOptions,
 } from './backend.js';
 import type { Logger } from './logger.js';
 
@@ -90,7 +92,7 @@ export async function openCalicoBackendWith(
   }
   const ds = new KVDatastore(kv, { backend: cfg.datastoreType });
   const store = new IpamStore(kv);
-  return new CalicoBackend(ds, new IpamClient(ds, store), store, opts.mirrorHosts === true);
+  return new CalicoBackend(ds, new IpamClient(ds, store), store, opts.mirrorHosts === true, kv);
 }
 
 export class CalicoBackend implements PluginBackend {
@@ -98,12 +100,19 @@ export class CalicoBackend implements PluginBackend {
   readonly #ipam: IpamClient;
   readonly #records: IpamStore;
   readonly #mirrorHosts: boolean;
+  /** The store under `ds`, for the IPAM handle a WorkloadEndpoint create is guarded by (etcd). */
+  readonly #kv: KVStore | undefined;
 
-  constructor(ds: Datastore, ipam: IpamClient, records: IpamStore, mirrorHosts = false) {
+  /**
+   * `kv`: the store `ds` and `records` use; given, WorkloadEndpoint creates with an `ipamHandle`
+   * are made in one transaction with that handle on the etcd datastore.
+   */
+  constructor(ds: Datastore, ipam: IpamClient, records: IpamStore, mirrorHosts = false, kv?: KVStore) {
     this.#ds = ds;
     this.#ipam = ipam;
     this.#records = records;
     this.#mirrorHosts = mirrorHosts;
+    this.#kv = kv;
   }
 
   async readiness(): Promise<Readiness> {
@@ -133,13 +142,16 @@ export class CalicoBackend implements PluginBackend {
     });
   }
 
-  async writeWorkloadEndpoint(wep: WorkloadEndpoint): Promise<WorkloadEndpoint> {
+  async writeWorkloadEndpoint(
+    wep: WorkloadEndpoint,
+    opts: WriteEndpointOptions = {},
+  ): Promise<WorkloadEndpoint> {
     return op(`write WorkloadEndpoint ${wep.metadata.namespace}/${wep.metadata.name}`, async () => {
       const clean = structuredClone(wep);
       delete clean.metadata.resourceVersion;
       // Usually new: one create. A re-ADD of the same pod finds it there and updates it.
       try {
-        return (await this.#ds.create(structuredClone(clean))) as WorkloadEndpoint;
+        return await this.#createEndpoint(clean, opts.ipamHandle);
       } catch (e) {
         // On the Kubernetes datastore the endpoint is the Pod itself (its cni.projectcalico.org
         // annotations): a Pod the API server does not have cannot get one.
@@ -154,6 +166,40 @@ export class CalicoBackend implements PluginBackend {
       }
       return (await this.#ds.apply(clean)) as WorkloadEndpoint;
     });
+  }
+
+  /**
+   * The create of `writeWorkloadEndpoint`. On etcd with an IPAM handle, guarded by it: a create the
+   * kernel delivers late, after a DEL released the handle (the writer was killed or gave up while
+   * etcd was cut off), finds the handle gone and writes nothing. An update needs no guard: it is a
+   * compare-and-swap on the endpoint, which that DEL deleted. On the Kubernetes datastore the
+   * endpoint lives on the Pod, whose deletion ends it.
+   */
+  async #createEndpoint(wep: WorkloadEndpoint, ipamHandle: string | undefined): Promise<WorkloadEndpoint> {
+    const kv = this.#kv;
+    if (ipamHandle === undefined || kv === undefined || this.#ds.backend !== 'etcdv3') {
+      return (await this.#ds.create(structuredClone(wep))) as WorkloadEndpoint;
+    }
+    const ds = this.#ds as KVDatastore;
+    for (let attempt = 0; ; attempt++) {
+      const handle = await kv.get(handleKey(ipamHandle));
+      if (!handle) {
+        throw new CniPluginError(
+          'try-again',
+          `IPAM handle ${ipamHandle} no longer exists (released by a DEL of this container?): not writing its WorkloadEndpoint`,
+        );
+      }
+      try {
+        return (await ds.createGuarded(structuredClone(wep), handle)) as WorkloadEndpoint;
+      } catch (e) {
+        // The handle moved on between the read and the write (another write of it): read again.
+        if (isDatastoreError(e, 'conflict') && attempt < 4) continue;
+        if (isDatastoreError(e, 'not-found')) {
+          throw new CniPluginError('try-again', messageOf(e), { cause: e });
+        }
+        throw e;
+      }
+    }
   }
 
   async deleteWorkloadEndpoint(namespace: string, name: string, pre?: DeletePrecondition): Promise<boolean> {

@@ -15,6 +15,7 @@ import type {
   PoolCapacity,
   Readiness,
   WorkloadEndpoint,
+  WriteEndpointOptions,
 } from './backend.js';
 
 export interface FakePool {
@@ -83,10 +84,21 @@ export class FakeBackend implements PluginBackend {
     return w ? structuredClone(w) : undefined;
   }
 
-  async writeWorkloadEndpoint(wep: WorkloadEndpoint): Promise<WorkloadEndpoint> {
+  async writeWorkloadEndpoint(
+    wep: WorkloadEndpoint,
+    opts: WriteEndpointOptions = {},
+  ): Promise<WorkloadEndpoint> {
     this.#enter('writeWorkloadEndpoint');
     const key = `${wep.metadata.namespace}/${wep.metadata.name}`;
     const prev = this.endpoints.get(key);
+    // A create guarded by an IPAM handle needs the handle (here: an address it holds).
+    const handle = opts.ipamHandle;
+    if (!prev && handle !== undefined && ![...this.allocations.values()].some((a) => a.handleId === handle)) {
+      throw new CniPluginError(
+        'try-again',
+        `IPAM handle ${handle} no longer exists: not writing WorkloadEndpoint ${key}`,
+      );
+    }
     const stored = structuredClone(wep);
     stored.metadata.uid = prev?.metadata.uid ?? `uid-${++this.#uid}`;
     stored.metadata.creationTimestamp = prev?.metadata.creationTimestamp ?? new Date(0).toISOString();
