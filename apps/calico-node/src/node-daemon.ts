@@ -9,6 +9,8 @@
  *   BirdBridge (Node, BGPConfiguration, BGPPeer, IPPool, affinities) ─► BirdSupervisor ─► bird
  *     ▲ BGP passwords: the Secrets the peers reference (KubeSecretProvider, src/kube-secrets.ts)
  *     <run dir>/bird.ctl  control socket;  <run dir>/bird.pid  BIRD's PID, rewritten when it restarts
+ *     with an IPv6 address (Node spec.bgp.ipv6Address): a second BIRD on bird6.cfg, as upstream's
+ *     bird6, control socket <run dir>/bird6.ctl; its sessions count for readiness as well
  *
  * Design: composition only. Felix's readiness gains the BGP sessions, so one probe of
  * /readiness answers "policy programmed and routes exchanged". `stop()` stops BIRD (by the PID it
@@ -61,6 +63,8 @@ export interface CalicoNodeOptions {
   readonly tunnelCheckMs?: number;
   /** Where BGP password values come from (Secrets in the Kubernetes API, or files); none: sessions needing one stay down. */
   readonly secretProvider?: SecretProvider;
+  /** The node has an IPv6 address (start-up's Node, spec.bgp.ipv6Address): run BIRD for IPv6 too. */
+  readonly ipv6Bgp?: boolean;
 }
 
 /** The environment Felix sees: calico-node's, with this node's name and files filled in. */
@@ -77,6 +81,7 @@ export class CalicoNode {
   readonly felix: FelixDaemon;
   #bridge: BirdBridge | undefined;
   #supervisor: BirdSupervisor | undefined;
+  #supervisor6: BirdSupervisor | undefined;
   #bgpTimer: NodeJS.Timeout | undefined;
   #tunnelTimer: NodeJS.Timeout | undefined;
   #birdPid: number | undefined;
@@ -115,6 +120,10 @@ export class CalicoNode {
     return join(this.#o.env.varRunDir, 'bird.ctl');
   }
 
+  get bird6Socket(): string {
+    return join(this.#o.env.varRunDir, 'bird6.ctl');
+  }
+
   async start(): Promise<void> {
     const { env } = this.#o;
     if (env.networkingBackend === 'bird') {
@@ -148,11 +157,19 @@ export class CalicoNode {
       birdPath: env.birdPath,
       log: birdLog,
     });
+    if (this.#o.ipv6Bgp) {
+      this.#supervisor6 = new BirdSupervisor({
+        configDir: env.birdConfigDir,
+        socketPath: this.bird6Socket,
+        birdPath: env.birdPath,
+        log: birdLog,
+      });
+    }
     this.#bridge = new BirdBridge({
       datastore: this.#o.datastore,
       affinities: nodeAffinitySource(this.#o.kv, env.nodeName),
       nodeName: env.nodeName,
-      targets: { 4: this.#supervisor },
+      targets: { 4: this.#supervisor, ...(this.#supervisor6 ? { 6: this.#supervisor6 } : {}) },
       ...(this.#o.secretProvider ? { secretProvider: this.#o.secretProvider } : {}),
       log: birdLog,
     });
@@ -209,7 +226,9 @@ export class CalicoNode {
     }
     let report: ReturnType<typeof bgpHealthReport>;
     try {
-      report = bgpHealthReport(bgpPeersOf(await sup.client.showProtocols()));
+      const peers = bgpPeersOf(await sup.client.showProtocols());
+      if (this.#supervisor6) peers.push(...bgpPeersOf(await this.#supervisor6.client.showProtocols()));
+      report = bgpHealthReport(peers);
     } catch (e) {
       report = bgpHealthReport(e instanceof Error ? e : new Error(String(e)));
     }
