@@ -10,7 +10,8 @@
  *     ▲ BGP passwords: the Secrets the peers reference (KubeSecretProvider, src/kube-secrets.ts)
  *     <run dir>/bird.ctl  control socket;  <run dir>/bird.pid  BIRD's PID, rewritten when it restarts
  *     with an IPv6 address (Node spec.bgp.ipv6Address): a second BIRD on bird6.cfg, as upstream's
- *     bird6, control socket <run dir>/bird6.ctl; its sessions count for readiness as well
+ *     bird6, control socket <run dir>/bird6.ctl, PID in <run dir>/bird6.pid; its sessions count for
+ *     readiness as well
  *
  * Design: composition only. Felix's readiness gains the BGP sessions, so one probe of
  * /readiness answers "policy programmed and routes exchanged". `stop()` stops BIRD (by the PID it
@@ -85,6 +86,7 @@ export class CalicoNode {
   #bgpTimer: NodeJS.Timeout | undefined;
   #tunnelTimer: NodeJS.Timeout | undefined;
   #birdPid: number | undefined;
+  #bird6Pid: number | undefined;
   #cniService: PluginService | undefined;
   #stopped = false;
 
@@ -118,6 +120,10 @@ export class CalicoNode {
 
   get birdSocket(): string {
     return join(this.#o.env.varRunDir, 'bird.ctl');
+  }
+
+  get bird6PidFile(): string {
+    return join(this.#o.env.varRunDir, 'bird6.pid');
   }
 
   get bird6Socket(): string {
@@ -190,6 +196,7 @@ export class CalicoNode {
       ?.stop()
       .catch((e: unknown) => this.#o.log.warn({ err: errorMessage(e) }, 'BIRD stop failed'));
     if (this.#birdPid !== undefined) await rm(this.birdPidFile, { force: true });
+    if (this.#bird6Pid !== undefined) await rm(this.bird6PidFile, { force: true });
     await this.felix.stop();
   }
 
@@ -222,6 +229,13 @@ export class CalicoNode {
       this.#birdPid = pid;
       await writeFileAtomic(this.birdPidFile, `${pid}\n`).catch((e: unknown) =>
         this.#o.log.warn({ err: errorMessage(e) }, 'cannot write the BIRD pid file'),
+      );
+    }
+    const pid6 = this.#supervisor6?.pid;
+    if (pid6 !== undefined && pid6 !== this.#bird6Pid) {
+      this.#bird6Pid = pid6;
+      await writeFileAtomic(this.bird6PidFile, `${pid6}\n`).catch((e: unknown) =>
+        this.#o.log.warn({ err: errorMessage(e) }, 'cannot write the BIRD (IPv6) pid file'),
       );
     }
     let report: ReturnType<typeof bgpHealthReport>;
