@@ -36,7 +36,8 @@ if (missing.length > 0) {
 }
 
 const PODS = ['dual/a', 'dual/b', 'dual/c'];
-const MODES = ['bgp'] as const;
+// vxlan joins when Felix carries IPv6 over vxlan-v6.calico.
+const MODES: readonly ('bgp' | 'vxlan')[] = ['bgp'];
 
 interface NodeJson {
   metadata: { name: string };
