@@ -537,9 +537,18 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         ipam_lock_file: join(node.dir, 'ipam.lock'),
         // The node's calico-node serves the plugin here (its CALICO_VAR_RUN_DIR).
         service_socket: join(node.runDir, 'cni-plugin.sock'),
-        // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header, 20 for IPIP's). Named here
+        // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header, 20 for IPIP's;
+        // the smallest of the encapsulations in use, as Felix's MTU file says). Named here
         // because the plugin's fallback, /var/lib/calico/mtu, is the host's, shared by every lab node.
-        mtu: plan.mode === 'vxlan' ? 1450 : plan.mode === 'ipip' ? 1480 : 1500,
+        // IPv6 VXLAN's outer header is 20 bytes longer: 70 in all.
+        mtu:
+          plan.mode === 'vxlan'
+            ? labFamilies(plan).includes(6)
+              ? 1430
+              : 1450
+            : plan.mode === 'ipip'
+              ? 1480
+              : 1500,
         ipam: {
           type: 'calico-ipam',
           // With IPv6 pods: which families to assign, as strings, as upstream's conflist writes them.

@@ -211,6 +211,7 @@ export class FelixDaemon {
   readonly #blockMap = new Map<string, BlockRoutes>();
   #encapTimer: NodeJS.Timeout | undefined;
   #vxlanKey = '';
+  #vxlanKey6 = '';
   #ipipKey = '';
   #tunnelRulesKey = JSON.stringify({});
   #poolsChanged = true;
@@ -718,6 +719,31 @@ export class FelixDaemon {
         );
       }
       this.#dataplane.setIpipState(ipip);
+    }
+    // IPv6 over vxlan-v6.calico, when Felix does IPv6 at all (on when an IPv6 pool uses VXLAN).
+    if (cfg.Ipv6Support) {
+      const state6 = resolveVxlan(
+        { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
+        { vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, mtuV6: cfg.VXLANMTUV6, hostMtu },
+        6,
+      );
+      const key6 = JSON.stringify(state6);
+      if (key6 !== this.#vxlanKey6) {
+        this.#vxlanKey6 = key6;
+        if (state6.enabled) {
+          this.#log.info(
+            {
+              device: state6.device?.name,
+              tunnelAddress: state6.device?.tunnelAddress,
+              routes: state6.routes.length,
+              vteps: state6.fdb.length,
+              ...(state6.waiting.length > 0 ? { waiting: state6.waiting } : {}),
+            },
+            'IPv6 VXLAN state changed',
+          );
+        }
+        this.#dataplane.setVxlanState(state6, 6);
+      }
     }
     const key = JSON.stringify(state);
     if (key === this.#vxlanKey) return;
