@@ -1,5 +1,5 @@
 /**
- * The lab in dual stack: `lab up --nodes 3 --ip-family dual --mode bgp|vxlan`, one namespace, a pod
+ * The lab in dual stack: `lab up --nodes 3 --ip-family dual --mode bgp|vxlan` (Kubernetes datastore), one namespace, a pod
  * on each node. Observed: every Node registered an IPv4 and an IPv6 address, both default pools
  * exist, every pod has an address of each family and reaches every other pod over IPv4 and over
  * IPv6 (TCP and UDP); in bgp mode BIRD's IPv6 sessions are Established and each kernel routes the
@@ -36,8 +36,7 @@ if (missing.length > 0) {
 }
 
 const PODS = ['dual/a', 'dual/b', 'dual/c'];
-// vxlan joins when Felix carries IPv6 over vxlan-v6.calico.
-const MODES: readonly ('bgp' | 'vxlan')[] = ['bgp'];
+const MODES = ['bgp', 'vxlan'] as const;
 
 interface NodeJson {
   metadata: { name: string };
