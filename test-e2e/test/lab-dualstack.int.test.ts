@@ -7,7 +7,7 @@
  * IPv6 tunnel address and routes the other nodes' IPv6 blocks via them over vxlan-v6.calico. A
  * policy with IPv6 `nets` allows and denies what it says, over IPv6 only; `lab down` leaves nothing.
  * Needs root, ip, nsenter, etcd, bird, kubectl, openssl and kube-apiserver; under CI=true their
- * absence fails the test instead of skipping.
+ * absence fails the test instead of skipping. Also `--ip-family 6` (bgp, 2 nodes): IPv6-only pods.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -249,5 +249,58 @@ spec:
     expect(recorded.filter(alive)).toEqual([]);
     expect(bird6.filter(running)).toEqual([]);
     expect(existsSync(lab.stateDir)).toBe(false);
+  }, 60_000);
+});
+
+describe.each(missing.length === 0 ? ['6'] : [])('lab end to end: 2 nodes, --ip-family %s, bgp', () => {
+  const name = `ds6${Math.random().toString(16).slice(2, 6)}`;
+  let dir: string;
+  let lab: LabDriver;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'calico-e2e-ipv6-'));
+    lab = new LabDriver(name, join(dir, 'state'));
+    const up = await lab.run('up', '--nodes', '2', '--ip-family', '6');
+    expect(up.code, up.stdout + up.stderr).toBe(0);
+    console.log(`lab up (IPv6 only, bgp) took ${(up.ms / 1000).toFixed(1)} s`);
+    await lab.ok('ns', 'create', 'six');
+    await lab.ok('pod', 'create', 'six/a', '--node', 'n1');
+    await lab.ok('pod', 'create', 'six/b', '--node', 'n2');
+  }, 240_000);
+
+  afterAll(async () => {
+    if (lab && existsSync(join(lab.stateDir, 'state.json'))) await lab.run('down');
+    if (dir) await rm(dir, { recursive: true, force: true });
+    if (process.env.CALICO_E2E_VERBOSE === '1') console.log(lab?.log.join('\n'));
+  }, 60_000);
+
+  it('the pods have IPv6 addresses only and reach each other over IPv6; there is no IPv4 pool', async () => {
+    const s = lab.state();
+    expect(s.pods.map((p) => [p.ip, p.ip6?.startsWith('fd00:19::')])).toEqual([
+      [undefined, true],
+      [undefined, true],
+    ]);
+    const report = await lab.connectivity('tcp', 30_000);
+    expect(report.families).toEqual([6]);
+    expect(report.cells.map((c) => [c.family, c.from, c.to, c.reachable])).toEqual([
+      [6, 'six/a', 'six/b', true],
+      [6, 'six/b', 'six/a', true],
+    ]);
+    const pools = JSON.parse((await lab.ok('calicoctl', 'get', 'ippools', '-o', 'json')).stdout) as {
+      items: { spec: { cidr: string } }[];
+    };
+    expect(pools.items.map((p) => p.spec.cidr)).toEqual(['fd00:19::/64']);
+    // Asking for a family the lab's pods do not have is an error naming it.
+    const v4 = await lab.run('connectivity', '--family', '4');
+    expect(v4.code).toBe(2);
+    expect(v4.stderr).toContain('--family 4: the lab');
+  }, 120_000);
+
+  it('lab down leaves no namespace and no recorded process alive', async () => {
+    const s = lab.state();
+    const recorded = [...Object.values(s.processes), ...s.pods.map((p) => p.listener)];
+    await lab.ok('down');
+    expect(netnsList().filter((ns) => ns.startsWith(`${name}-`))).toEqual([]);
+    expect(recorded.filter(alive)).toEqual([]);
   }, 60_000);
 });
