@@ -38,6 +38,7 @@ import type {
   Node,
   ResourceOf,
 } from '@calico-ts/api';
+import { ipFamily } from '@calico-ts/api/net';
 import {
   type Datastore,
   type KVStore,
@@ -689,12 +690,22 @@ export class FelixDaemon {
         programRoutes: cfg.ProgramClusterRoutes === 'Enabled',
       },
     );
+    // IPv6 over vxlan-v6.calico, when Felix does IPv6 at all (on when an IPv6 pool uses VXLAN).
+    const state6 = cfg.Ipv6Support
+      ? resolveVxlan(
+          { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
+          { vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, mtuV6: cfg.VXLANMTUV6, hostMtu },
+          6,
+        )
+      : undefined;
     // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
     const allHosts = [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList];
+    const externalOf = (family: 4 | 6) => cfg.ExternalNodesCIDRList.filter((c) => ipFamily(c) === family);
     const tunnelRules: TunnelRules = {
       ...(ipip.enabled ? { ipipSources: allHosts } : {}),
       ...(cfg.NATOutgoingExclusions === 'IPPoolsAndHostIPs' ? { natExcludedHosts: allHosts } : {}),
-      ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] } : {}),
+      ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...externalOf(4)] } : {}),
+      ...(state6?.enabled ? { vxlanSourcesV6: [...state6.allowedSources, ...externalOf(6)] } : {}),
     };
     const tunnelRulesKey = JSON.stringify(tunnelRules);
     if (tunnelRulesKey !== this.#tunnelRulesKey) {
@@ -720,13 +731,7 @@ export class FelixDaemon {
       }
       this.#dataplane.setIpipState(ipip);
     }
-    // IPv6 over vxlan-v6.calico, when Felix does IPv6 at all (on when an IPv6 pool uses VXLAN).
-    if (cfg.Ipv6Support) {
-      const state6 = resolveVxlan(
-        { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
-        { vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, mtuV6: cfg.VXLANMTUV6, hostMtu },
-        6,
-      );
+    if (state6 !== undefined) {
       const key6 = JSON.stringify(state6);
       if (key6 !== this.#vxlanKey6) {
         this.#vxlanKey6 = key6;
