@@ -9,6 +9,7 @@
  * Needs root, ip, nsenter, etcd, bird, kubectl, openssl and kube-apiserver; under CI=true their
  * absence fails the test instead of skipping. Also `--ip-family 6` (bgp, 2 nodes): IPv6-only pods.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -188,6 +189,19 @@ describe.each(missing.length === 0 ? MODES : [])('lab end to end: 3 nodes, dual 
           });
         }
         expect(routes.some((r) => r.protocol === 'bird')).toBe(false);
+        // IPv6 VXLAN packets are accepted only from the other nodes' IPv6 addresses.
+        const set = spawnSync(
+          'ip',
+          ['netns', 'exec', node.netns, 'nft', '-j', 'list', 'set', 'ip6', 'calico', 'cali60all-vxlan-net'],
+          { encoding: 'utf8' },
+        );
+        expect(set.status, set.stderr).toBe(0);
+        const elems = (
+          JSON.parse(set.stdout) as { nftables: { set?: { elem?: unknown[] } }[] }
+        ).nftables.find((x) => x.set)?.set?.elem;
+        expect([...(elems ?? [])].map(String).sort(), `${node.name}'s IPv6 VXLAN sources`).toEqual(
+          s.plan.nodes.filter((n) => n.name !== node.name).map((n) => n.ip6!),
+        );
       }
     });
   }
