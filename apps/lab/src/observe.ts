@@ -84,6 +84,8 @@ export interface NodeStatus {
   readonly name: string;
   readonly netns: string;
   readonly ip: string;
+  /** The node's IPv6 fabric address, in a lab with IPv6 pods. */
+  readonly ip6?: string;
   readonly calicoNode: { pid?: number; running: boolean };
   readonly bird?: { pid?: number; running: boolean };
   readonly ready: boolean;
@@ -170,6 +172,7 @@ async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Pro
     name: node.name,
     netns: node.netns,
     ip: node.ip,
+    ...(node.ip6 !== undefined ? { ip6: node.ip6 } : {}),
     calicoNode: { ...(proc ? { pid: proc.pid } : {}), running: isAlive(proc) },
     ready: r.ok,
     readyDetail: r.ok ? 'ready' : r.message,
@@ -322,7 +325,7 @@ export function renderStatus(s: LabStatus): string {
       s.nodes.map((n) => [
         n.name,
         n.netns,
-        n.ip,
+        n.ip6 !== undefined ? `${n.ip} ${n.ip6}` : n.ip,
         proc(n.calicoNode),
         proc(n.bird),
         n.ready ? 'yes' : 'no',
@@ -344,7 +347,7 @@ export function renderStatus(s: LabStatus): string {
         s.pods.map((p) => [
           p.id,
           p.node,
-          p.ip ?? '-',
+          [p.ip, p.ip6].filter(Boolean).join(' ') || '-',
           p.ports
             .map((port) => {
               const name = Object.entries(p.namedPorts ?? {}).find(([, v]) => v === port)?.[0];
