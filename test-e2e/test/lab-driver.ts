@@ -55,18 +55,28 @@ export interface ProcRecord {
 export interface LabStateFile {
   namespaces: string[];
   processes: Record<string, ProcRecord>;
-  pods: { namespace: string; name: string; node: string; ip: string; listener: ProcRecord }[];
+  pods: { namespace: string; name: string; node: string; ip: string; ip6?: string; listener: ProcRecord }[];
   plan: {
     datastore: LabDatastore;
     fabricNetns: string;
     etcdNetns: string;
     etcdUrl: string;
-    nodes: { name: string; netns: string; ip: string; runDir: string }[];
+    nodes: { name: string; netns: string; ip: string; ip6?: string; runDir: string }[];
   };
 }
 
 export interface ConnectivityReport {
-  cells: { from: string; to: string; reachable: boolean; answeredBy?: string; error?: string }[];
+  /** The address families tried (labs before --ip-family: absent, IPv4). */
+  families?: (4 | 6)[];
+  cells: {
+    family?: 4 | 6;
+    from: string;
+    to: string;
+    toIP?: string;
+    reachable: boolean;
+    answeredBy?: string;
+    error?: string;
+  }[];
   allReachable: boolean;
   reachable: number;
 }
@@ -136,18 +146,19 @@ export class LabDriver {
    * differ, `from->to: expected …, got …`; empty when the matrix matches.
    */
   async reachabilityMatches(
-    allowed: (from: string, to: string) => boolean,
+    allowed: (from: string, to: string, family: 4 | 6) => boolean,
     withinMs = 30_000,
   ): Promise<string[]> {
     const end = Date.now() + withinMs;
     for (;;) {
       const r = await this.ok('connectivity', '-o', 'json', '--timeout-ms', '1500');
       const report = JSON.parse(r.stdout) as ConnectivityReport;
+      const ok = (c: ConnectivityReport['cells'][number]) => allowed(c.from, c.to, c.family ?? 4);
       const wrong = report.cells
-        .filter((c) => c.reachable !== allowed(c.from, c.to))
+        .filter((c) => c.reachable !== ok(c))
         .map(
           (c) =>
-            `${c.from}->${c.to}: expected ${allowed(c.from, c.to) ? 'reachable' : 'blocked'}, got ` +
+            `${c.from}->${c.to}${c.family === 6 ? ' (IPv6)' : ''}: expected ${ok(c) ? 'reachable' : 'blocked'}, got ` +
             (c.reachable ? 'reachable' : (c.error ?? 'blocked')),
         );
       if (report.cells.length === 0) wrong.push('no pairs to test');
@@ -160,10 +171,24 @@ export class LabDriver {
    * `lab connectivity -o json`, repeated until every pair answers or `withinMs` passes (routes to a
    * new pod's block take a moment to reach every node). Resolves to the last report.
    */
-  async connectivity(protocol: 'tcp' | 'udp', withinMs = 20_000): Promise<ConnectivityReport> {
+  async connectivity(
+    protocol: 'tcp' | 'udp',
+    withinMs = 20_000,
+    family?: 4 | 6,
+  ): Promise<ConnectivityReport> {
     const end = Date.now() + withinMs;
+    const only = family !== undefined ? ['--family', String(family)] : [];
     for (;;) {
-      const r = await this.ok('connectivity', '--protocol', protocol, '-o', 'json', '--timeout-ms', '3000');
+      const r = await this.ok(
+        'connectivity',
+        '--protocol',
+        protocol,
+        ...only,
+        '-o',
+        'json',
+        '--timeout-ms',
+        '3000',
+      );
       const report = JSON.parse(r.stdout) as ConnectivityReport;
       if (report.allReachable || Date.now() > end) return report;
       await new Promise((res) => setTimeout(res, 500));
@@ -192,6 +217,36 @@ export function alive(p: ProcRecord): boolean {
 export function blockOf(ip: string): string {
   const o = ip.split('.').map(Number);
   return `${o[0]}.${o[1]}.${o[2]}.${o[3]! & 0xc0}/26`;
+}
+
+/** The /122 IPv6 block (Calico's default IPv6 block size) holding `ip`, as the kernel prints it. */
+export function blockOf6(ip: string): string {
+  const [head, tail = ''] = ip.split('::');
+  const h = head!.split(':').filter((g) => g !== '');
+  const t = tail.split(':').filter((g) => g !== '');
+  const groups = [...h, ...Array(8 - h.length - t.length).fill('0'), ...t].map((g) => Number.parseInt(g, 16));
+  groups[7] = groups[7]! & 0xffc0;
+  // Compressed as the kernel prints it: the longest run of zero groups (two or more) becomes ::.
+  let best = [-1, 0];
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > best[1]! && j - i > 1) best = [i, j - i];
+    i = j === i ? i + 1 : j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  const text =
+    best[0]! < 0
+      ? hex.join(':')
+      : `${hex.slice(0, best[0]).join(':')}::${hex.slice(best[0]! + best[1]!).join(':')}`;
+  return `${text}/122`;
+}
+
+/** The kernel's IPv6 routes in `netns` (`ip -6 -j route`). */
+export function kernelRoutes6(netns: string): KernelRoute[] {
+  return JSON.parse(
+    spawnSync('ip', ['-n', netns, '-6', '-j', 'route', 'show'], { encoding: 'utf8' }).stdout,
+  ) as KernelRoute[];
 }
 
 export interface KernelRoute {

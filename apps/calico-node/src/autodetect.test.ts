@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
+  autodetectIP,
   autodetectIPv4,
   filterInterfaces,
   type HostInterface,
   isGlobalUnicastV4,
+  isGlobalUnicastV6,
   localCidr,
 } from './autodetect.js';
 
@@ -83,5 +85,44 @@ describe('helpers', () => {
     expect(localCidr('198.18.0.11', IFACES)).toBe('198.18.0.11/24');
     expect(localCidr('198.18.0.99', IFACES)).toBe('198.18.0.99');
     expect(localCidr('198.18.0.11/28', IFACES)).toBe('198.18.0.11/28');
+  });
+});
+
+describe('IPv6 autodetection', () => {
+  const DUAL: HostInterface[] = [
+    { name: 'lo', index: 1, cidrs: ['127.0.0.1/8', '::1/128'] },
+    { name: 'eth0', index: 2, cidrs: ['198.18.0.11/24', 'fd00:18::11/64', 'fe80::1/64'] },
+    { name: 'eth1', index: 3, cidrs: ['fe80::2/64'] },
+    { name: 'cali1234567890a', index: 5, cidrs: ['fd00:19::1/128'] },
+  ];
+  it('first-found skips link-local, loopback and the excluded interfaces', () => {
+    expect(autodetectIP(6, { kind: 'first-found' }, DUAL)).toEqual({
+      ok: true,
+      cidr: 'fd00:18::11/64',
+      interface: 'eth0',
+    });
+  });
+  it('cidr= matches within an IPv6 range only', () => {
+    expect(autodetectIP(6, { kind: 'cidr', cidrs: ['198.18.0.0/16', 'fd00:18::/48'] }, DUAL)).toMatchObject({
+      cidr: 'fd00:18::11/64',
+    });
+    expect(autodetectIP(6, { kind: 'cidr', cidrs: ['fd00:99::/48'] }, DUAL)).toEqual({
+      ok: false,
+      reason: 'no valid IPv6 address within fd00:99::/48',
+    });
+  });
+  it('the IPv4 family never picks an IPv6 address', () => {
+    expect(autodetectIPv4({ kind: 'interface', patterns: ['eth1'] }, DUAL)).toMatchObject({ ok: false });
+  });
+  it("isGlobalUnicastV6 is Go's IsGlobalUnicast", () => {
+    expect(['fd00::1', '2001:db8::1'].map(isGlobalUnicastV6)).toEqual([true, true]);
+    expect(['::', '::1', 'fe80::1', 'febf::1', 'ff02::1', '198.18.0.1'].map(isGlobalUnicastV6)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });

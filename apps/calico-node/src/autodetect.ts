@@ -1,5 +1,5 @@
 /**
- * Which IPv4 address (with its prefix) this node uses for BGP, chosen as upstream's
+ * Which IPv4 or IPv6 address (with its prefix) this node uses for BGP, chosen as upstream's
  * `autodetection` package chooses it. Pure: the host's interfaces (and, for can-reach, the source
  * address the kernel picked) are passed in.
  *
@@ -12,7 +12,7 @@ import type { AutodetectMethod } from './env.js';
 export interface HostInterface {
   readonly name: string;
   readonly index: number;
-  /** IPv4 addresses as `address/prefix` (host bits kept), in the kernel's order. */
+  /** Addresses as `address/prefix` (host bits kept), in the kernel's order; either family. */
   readonly cidrs: readonly string[];
 }
 
@@ -57,6 +57,17 @@ export function filterInterfaces(
     .filter((i) => (inc === undefined || inc.test(i.name)) && !exc?.test(i.name));
 }
 
+/** Go's `IP.IsGlobalUnicast` for IPv6: not unspecified, loopback (::1), link-local (fe80::/10) or multicast. */
+export function isGlobalUnicastV6(address: string): boolean {
+  const ip = parseIP(address);
+  if (ip === undefined || ip.family !== 6) return false;
+  const v = ip.value;
+  if (v === 0n || v === 1n) return false;
+  if (v >> 118n === 0x3fan) return false; // fe80::/10
+  if (v >> 120n === 0xffn) return false; // ff00::/8
+  return true;
+}
+
 /** Go's `IP.IsGlobalUnicast` for IPv4: not unspecified, loopback, link-local, multicast or broadcast. */
 export function isGlobalUnicastV4(address: string): boolean {
   const ip = parseIP(address);
@@ -70,13 +81,15 @@ export function isGlobalUnicastV4(address: string): boolean {
 }
 
 function firstGlobal(
+  family: 4 | 6,
   ifaces: readonly HostInterface[],
   within: readonly string[] = [],
 ): { cidr: string; interface: string } | undefined {
+  const global = family === 4 ? isGlobalUnicastV4 : isGlobalUnicastV6;
   for (const i of ifaces) {
     for (const c of i.cidrs) {
       const address = c.split('/')[0]!;
-      if (!isGlobalUnicastV4(address)) continue;
+      if (!global(address)) continue;
       if (within.length > 0 && !within.some((w) => cidrHolds(w, address))) continue;
       return { cidr: c, interface: i.name };
     }
@@ -88,7 +101,7 @@ function cidrHolds(cidr: string, address: string): boolean {
   const c = parseCidr(cidr);
   const a = parseIP(address);
   if (!c || !a || c.family !== a.family) return false;
-  const shift = BigInt(32 - c.prefix);
+  const shift = BigInt((c.family === 4 ? 32 : 128) - c.prefix);
   return a.value >> shift === c.network >> shift;
 }
 
@@ -123,28 +136,42 @@ export function autodetectIPv4(
   ifaces: readonly HostInterface[],
   reachSource?: string,
 ): AutodetectResult {
+  return autodetectIP(4, method, ifaces, reachSource);
+}
+
+/** The address of `family` that `method` picks (`IP_AUTODETECTION_METHOD` / `IP6_AUTODETECTION_METHOD`). */
+export function autodetectIP(
+  family: 4 | 6,
+  method: AutodetectMethod,
+  ifaces: readonly HostInterface[],
+  reachSource?: string,
+): AutodetectResult {
   const found = (r: { cidr: string; interface: string } | undefined, why: string): AutodetectResult =>
     r ? { ok: true, ...r } : { ok: false, reason: why };
+  const v = `IPv${family}`;
   switch (method.kind) {
     case 'first-found':
       return found(
-        firstGlobal(filterInterfaces(ifaces, [], DEFAULT_INTERFACES_TO_EXCLUDE)),
-        'no valid IPv4 addresses found on the host interfaces',
+        firstGlobal(family, filterInterfaces(ifaces, [], DEFAULT_INTERFACES_TO_EXCLUDE)),
+        `no valid ${v} addresses found on the host interfaces`,
       );
     case 'interface':
       return found(
-        firstGlobal(filterInterfaces(ifaces, method.patterns)),
-        `no valid IPv4 address on an interface matching ${method.patterns.join(', ')}`,
+        firstGlobal(family, filterInterfaces(ifaces, method.patterns)),
+        `no valid ${v} address on an interface matching ${method.patterns.join(', ')}`,
       );
     case 'skip-interface':
       return found(
-        firstGlobal(filterInterfaces(ifaces, [], [...DEFAULT_INTERFACES_TO_EXCLUDE, ...method.patterns])),
-        `no valid IPv4 address on an interface not matching ${method.patterns.join(', ')}`,
+        firstGlobal(
+          family,
+          filterInterfaces(ifaces, [], [...DEFAULT_INTERFACES_TO_EXCLUDE, ...method.patterns]),
+        ),
+        `no valid ${v} address on an interface not matching ${method.patterns.join(', ')}`,
       );
     case 'cidr':
       return found(
-        firstGlobal(filterInterfaces(ifaces), method.cidrs),
-        `no valid IPv4 address within ${method.cidrs.join(', ')}`,
+        firstGlobal(family, filterInterfaces(ifaces), method.cidrs),
+        `no valid ${v} address within ${method.cidrs.join(', ')}`,
       );
     case 'can-reach': {
       if (reachSource === undefined) {

@@ -5,6 +5,7 @@ import {
   parseAutodetectionMethod,
   parseIPSetting,
   parseNodeEnv,
+  parsePool6Settings,
   parsePoolSettings,
 } from './env.js';
 import { isNodeError } from './errors.js';
@@ -198,5 +199,82 @@ describe('the whole DaemonSet environment', () => {
   });
   it('refuses an unknown backend', () => {
     configError(() => parseNodeEnv({ CALICO_NETWORKING_BACKEND: 'gobgp' }, 'h'), /"gobgp" is not supported/);
+  });
+});
+
+describe('IPv6 settings', () => {
+  it('reads IP6 like IP, and refuses an IPv4 address there naming IP6', () => {
+    expect(parseIPSetting(undefined, 6)).toEqual({ kind: 'unset' });
+    expect(parseIPSetting('autodetect', 6)).toEqual({ kind: 'autodetect' });
+    expect(parseIPSetting('fd00:18::11/64', 6)).toEqual({ kind: 'address', value: 'fd00:18::11/64' });
+    configError(() => parseIPSetting('198.18.0.1', 6), /^IP6="198.18.0.1" is not a valid IPv6 address/);
+    configError(() => parseIPSetting('fd00::1', 4), /^IP="fd00::1" is not a valid IPv4 address/);
+  });
+  it('names IP6_AUTODETECTION_METHOD in its errors', () => {
+    expect(parseAutodetectionMethod('cidr=fd00:18::/64', 'IP6_AUTODETECTION_METHOD')).toEqual({
+      kind: 'cidr',
+      cidrs: ['fd00:18::/64'],
+    });
+    configError(
+      () => parseAutodetectionMethod('bogus', 'IP6_AUTODETECTION_METHOD'),
+      /^IP6_AUTODETECTION_METHOD="bogus" is not a known method/,
+    );
+  });
+  it("pool defaults are upstream's: block 122, no NAT outgoing, CIDR chosen later", () => {
+    expect(parsePool6Settings({})).toEqual({
+      enabled: true,
+      ipipMode: 'Never',
+      vxlanMode: 'Never',
+      blockSize: 122,
+      natOutgoing: false,
+      nodeSelector: '',
+      disableBGPExport: false,
+    });
+  });
+  it('pool takes CALICO_IPV6POOL_*; FELIX_IPV6SUPPORT=false, NO_DEFAULT_POOLS or none disable it', () => {
+    expect(
+      parsePool6Settings({
+        CALICO_IPV6POOL_CIDR: 'fd00:19::/48',
+        CALICO_IPV6POOL_VXLAN: 'Always',
+        CALICO_IPV6POOL_BLOCK_SIZE: '120',
+        CALICO_IPV6POOL_NAT_OUTGOING: 'true',
+      }),
+    ).toMatchObject({ cidr: 'fd00:19::/48', vxlanMode: 'Always', blockSize: 120, natOutgoing: true });
+    expect(
+      parsePool6Settings({ FELIX_IPV6SUPPORT: 'false', CALICO_IPV6POOL_CIDR: 'fd00:19::/48' }).enabled,
+    ).toBe(false);
+    expect(parsePool6Settings({ NO_DEFAULT_POOLS: 'true' }).enabled).toBe(false);
+    expect(parsePool6Settings({ CALICO_IPV6POOL_CIDR: 'none' }).enabled).toBe(false);
+  });
+  it('pool refuses IPIP, an IPv4 CIDR, a block size out of range and a CIDR smaller than a block', () => {
+    configError(() => parsePool6Settings({ CALICO_IPV6POOL_IPIP: 'Always' }), /IPIP cannot carry IPv6/);
+    configError(
+      () => parsePool6Settings({ CALICO_IPV6POOL_CIDR: '198.19.0.0/16' }),
+      /^CALICO_IPV6POOL_CIDR="198.19.0.0\/16" is not a valid IPv6 CIDR/,
+    );
+    configError(
+      () => parsePool6Settings({ CALICO_IPV6POOL_BLOCK_SIZE: '26' }),
+      /IPv6 block sizes are 116 to 128/,
+    );
+    configError(
+      () => parsePool6Settings({ CALICO_IPV6POOL_CIDR: 'fd00:19::/124' }),
+      /smaller than one block \(\/122\)/,
+    );
+  });
+  it('parseNodeEnv carries IP6, its method, the pool and FELIX_IPV6SUPPORT', () => {
+    const env = parseNodeEnv(
+      {
+        NODENAME: 'n1',
+        IP6: 'autodetect',
+        IP6_AUTODETECTION_METHOD: 'interface=eth0',
+        FELIX_IPV6SUPPORT: 'true',
+      },
+      'h',
+    );
+    expect(env.ip6).toEqual({ kind: 'autodetect' });
+    expect(env.ip6AutodetectionMethod).toEqual({ kind: 'interface', patterns: ['eth0'] });
+    expect(env.pool6.enabled).toBe(true);
+    expect(env.ipv6Support).toBe(true);
+    expect(parseNodeEnv({ NODENAME: 'n1', FELIX_IPV6SUPPORT: 'false' }, 'h').ipv6Support).toBe(false);
   });
 });

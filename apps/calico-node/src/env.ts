@@ -10,9 +10,16 @@
  *   IP                                    "" | autodetect | none | <IPv4>[/<prefix>]
  *   IP_AUTODETECTION_METHOD               first-found (default) | can-reach=<addr> | interface=<re>,…
  *                                         | skip-interface=<re>,… | cidr=<cidr>,…
+ *   IP6                                   "" | autodetect | none | <IPv6>[/<prefix>]; only autodetect
+ *                                         looks for one (unset keeps what the Node has)
+ *   IP6_AUTODETECTION_METHOD              the methods of IP_AUTODETECTION_METHOD, for IPv6
  *   AS                                    this node's AS number (plain or asdot)
  *   CALICO_K8S_NODE_REF                   the Kubernetes node name, recorded in spec.orchRefs
  *   CALICO_IPV4POOL_CIDR|_IPIP|_VXLAN|_BLOCK_SIZE|_NAT_OUTGOING|_NODE_SELECTOR|_DISABLE_BGP_EXPORT
+ *   CALICO_IPV6POOL_CIDR|_VXLAN|_BLOCK_SIZE|_NAT_OUTGOING|_NODE_SELECTOR|_DISABLE_BGP_EXPORT
+ *                                         the IPv6 pool, made only with FELIX_IPV6SUPPORT not false;
+ *                                         no CIDR: a random ULA /48 (fdXX:…::/48), as upstream
+ *   FELIX_IPV6SUPPORT                     false: no IPv6 pool (also read by Felix itself)
  *   NO_DEFAULT_POOLS                      true: create no pool
  *   DISABLE_NODE_IP_CHECK                 true: do not refuse an address another Node has
  * calico-ts additions, so several nodes can share one host (the lab):
@@ -37,7 +44,7 @@ export type IPSetting =
   | { readonly kind: 'unset' }
   | { readonly kind: 'autodetect' }
   | { readonly kind: 'none' }
-  /** An address, with or without a prefix length (`10.0.0.5` or `10.0.0.5/24`). */
+  /** An address, with or without a prefix length (`10.0.0.5`, `10.0.0.5/24`, `fd00::5/64`). */
   | { readonly kind: 'address'; readonly value: string };
 
 export type AutodetectMethod =
@@ -61,6 +68,11 @@ export interface PoolSettings {
   readonly disableBGPExport: boolean;
 }
 
+/** The default IPv6 pool's settings; `cidr` absent: a random ULA /48 is chosen when it is made. */
+export interface IPv6PoolSettings extends Omit<PoolSettings, 'cidr'> {
+  readonly cidr?: string;
+}
+
 export interface NodeEnv {
   readonly nodeName: string;
   readonly networkingBackend: NetworkingBackend;
@@ -70,6 +82,12 @@ export interface NodeEnv {
   readonly asNumber?: number;
   readonly k8sNodeRef?: string;
   readonly pool: PoolSettings;
+  /** `IP6`: this node's IPv6 address (spec.bgp.ipv6Address). */
+  readonly ip6: IPSetting;
+  readonly ip6AutodetectionMethod: AutodetectMethod;
+  readonly pool6: IPv6PoolSettings;
+  /** FELIX_IPV6SUPPORT (default true). */
+  readonly ipv6Support: boolean;
   readonly disableNodeIPCheck: boolean;
   readonly varLibDir: string;
   readonly varRunDir: string;
@@ -81,6 +99,7 @@ export interface NodeEnv {
 
 export const DEFAULT_IPV4_POOL_CIDR = '192.168.0.0/16';
 export const DEFAULT_IPV4_BLOCK_SIZE = 26;
+export const DEFAULT_IPV6_BLOCK_SIZE = 122;
 export const DEFAULT_VAR_LIB_DIR = '/var/lib/calico';
 export const DEFAULT_VAR_RUN_DIR = '/var/run/calico';
 export const DEFAULT_BIRD_CONFIG_DIR = '/etc/calico/confd/config';
@@ -102,28 +121,36 @@ export function envBool(env: Env, name: string, dflt: boolean): boolean {
   return !['false', '0', 'no', 'n', 'f'].includes(v.toLowerCase());
 }
 
-export function parseIPSetting(value: string | undefined): IPSetting {
+/** `IP` (family 4) or `IP6` (family 6). */
+export function parseIPSetting(value: string | undefined, family: 4 | 6 = 4): IPSetting {
   const v = (value ?? '').trim();
   if (v === '') return { kind: 'unset' };
   if (v === 'autodetect') return { kind: 'autodetect' };
   if (v === 'none') return { kind: 'none' };
   const c = parseCidrOrIP(v);
-  if (c === undefined || c.family !== 4) {
-    fail(`IP="${v}" is not a valid IPv4 address; use an address, an address/prefix, autodetect or none`);
+  if (c === undefined || c.family !== family) {
+    const name = family === 4 ? 'IP' : 'IP6';
+    fail(
+      `${name}="${v}" is not a valid IPv${family} address; use an address, an address/prefix, autodetect or none`,
+    );
   }
   return { kind: 'address', value: v };
 }
 
 const SPLIT_LIST = /\s*,\s*/;
 
-export function parseAutodetectionMethod(value: string | undefined): AutodetectMethod {
+/** `IP_AUTODETECTION_METHOD`, or the variable named by `name` (`IP6_AUTODETECTION_METHOD`). */
+export function parseAutodetectionMethod(
+  value: string | undefined,
+  name = 'IP_AUTODETECTION_METHOD',
+): AutodetectMethod {
   const v = (value ?? '').trim();
   if (v === '' || v === 'first-found') return { kind: 'first-found' };
   const after = (prefix: string) => v.slice(prefix.length);
   if (v.startsWith('can-reach=')) {
     const dest = after('can-reach=');
     if (parseIP(dest) === undefined && !/^[a-zA-Z0-9.-]+$/.test(dest)) {
-      fail(`IP_AUTODETECTION_METHOD can-reach needs an address or host name, got "${dest}"`);
+      fail(`${name} can-reach needs an address or host name, got "${dest}"`);
     }
     return { kind: 'can-reach', destination: dest };
   }
@@ -134,7 +161,7 @@ export function parseAutodetectionMethod(value: string | undefined): AutodetectM
         try {
           new RegExp(p);
         } catch {
-          fail(`IP_AUTODETECTION_METHOD ${kind}: "${p}" is not a valid regular expression`);
+          fail(`${name} ${kind}: "${p}" is not a valid regular expression`);
         }
       }
       return { kind, patterns };
@@ -143,17 +170,15 @@ export function parseAutodetectionMethod(value: string | undefined): AutodetectM
   if (v.startsWith('cidr=')) {
     const cidrs = after('cidr=').split(SPLIT_LIST);
     for (const c of cidrs) {
-      if (parseCidr(c) === undefined) fail(`IP_AUTODETECTION_METHOD cidr: "${c}" is not a valid CIDR`);
+      if (parseCidr(c) === undefined) fail(`${name} cidr: "${c}" is not a valid CIDR`);
     }
     return { kind: 'cidr', cidrs };
   }
   if (v === 'kubernetes-internal-ip') {
-    return fail(
-      'IP_AUTODETECTION_METHOD kubernetes-internal-ip needs the Kubernetes API, which is not supported',
-    );
+    return fail(`${name} kubernetes-internal-ip needs the Kubernetes API, which is not supported`);
   }
   return fail(
-    `IP_AUTODETECTION_METHOD="${v}" is not a known method; use first-found, can-reach=<address>, ` +
+    `${name}="${v}" is not a known method; use first-found, can-reach=<address>, ` +
       'interface=<regex>, skip-interface=<regex> or cidr=<cidr>',
   );
 }
@@ -192,41 +217,69 @@ export function parsePoolSettings(env: Env): PoolSettings {
   if (noDefault && (cidrEnv !== '' || (env.CALICO_IPV6POOL_CIDR ?? '') !== '')) {
     fail('NO_DEFAULT_POOLS=true cannot be combined with CALICO_IPV4POOL_CIDR or CALICO_IPV6POOL_CIDR');
   }
-  const enabled = !noDefault && cidrEnv !== 'none';
-  const blockText = env.CALICO_IPV4POOL_BLOCK_SIZE ?? '';
-  let blockSize = DEFAULT_IPV4_BLOCK_SIZE;
+  const common = poolCommon(env, 4, !noDefault && cidrEnv !== 'none');
+  return { ...common, cidr: common.cidr ?? DEFAULT_IPV4_POOL_CIDR };
+}
+
+/**
+ * The default IPv6 pool (CALICO_IPV6POOL_*): made only when FELIX_IPV6SUPPORT is not false, as
+ * upstream's. IPIP cannot carry IPv6, so CALICO_IPV6POOL_IPIP other than Never is an error; NAT
+ * outgoing defaults to false and the block size to 122.
+ */
+export function parsePool6Settings(env: Env): IPv6PoolSettings {
+  const noDefault = (env.NO_DEFAULT_POOLS ?? '').toLowerCase() === 'true';
+  const enabled =
+    !noDefault && envBool(env, 'FELIX_IPV6SUPPORT', true) && (env.CALICO_IPV6POOL_CIDR ?? '') !== 'none';
+  return poolCommon(env, 6, enabled);
+}
+
+function poolCommon(env: Env, family: 4 | 6, enabled: boolean): IPv6PoolSettings {
+  const v = `CALICO_IPV${family}POOL`;
+  const [minBlock, maxBlock] = family === 4 ? [20, 32] : [116, 128];
+  const blockText = env[`${v}_BLOCK_SIZE`] ?? '';
+  let blockSize = family === 4 ? DEFAULT_IPV4_BLOCK_SIZE : DEFAULT_IPV6_BLOCK_SIZE;
   if (blockText !== '') {
-    if (!/^[0-9]+$/.test(blockText)) fail(`CALICO_IPV4POOL_BLOCK_SIZE="${blockText}" is not a number`);
+    if (!/^[0-9]+$/.test(blockText)) fail(`${v}_BLOCK_SIZE="${blockText}" is not a number`);
     blockSize = Number(blockText);
   }
-  if (enabled && (blockSize < 20 || blockSize > 32)) {
-    fail(`CALICO_IPV4POOL_BLOCK_SIZE=${blockSize} is out of range; IPv4 block sizes are 20 to 32`);
+  if (enabled && (blockSize < minBlock || blockSize > maxBlock)) {
+    fail(
+      `${v}_BLOCK_SIZE=${blockSize} is out of range; IPv${family} block sizes are ${minBlock} to ${maxBlock}`,
+    );
   }
-  const nodeSelector = env.CALICO_IPV4POOL_NODE_SELECTOR ?? '';
+  const nodeSelector = env[`${v}_NODE_SELECTOR`] ?? '';
   if (enabled && nodeSelector !== '') {
     const problem = validateSelector(nodeSelector);
-    if (problem !== undefined) fail(`CALICO_IPV4POOL_NODE_SELECTOR="${nodeSelector}": ${problem}`);
+    if (problem !== undefined) fail(`${v}_NODE_SELECTOR="${nodeSelector}": ${problem}`);
   }
-  let cidr = DEFAULT_IPV4_POOL_CIDR;
+  const cidrEnv = env[`${v}_CIDR`] ?? '';
+  let cidr: string | undefined;
   if (enabled && cidrEnv !== '') {
     const c = parseCidr(cidrEnv);
-    if (c === undefined || c.family !== 4) fail(`CALICO_IPV4POOL_CIDR="${cidrEnv}" is not a valid IPv4 CIDR`);
+    if (c === undefined || c.family !== family)
+      fail(`${v}_CIDR="${cidrEnv}" is not a valid IPv${family} CIDR`);
+    if (c !== undefined && c.prefix > blockSize) {
+      fail(`${v}_CIDR="${cidrEnv}" is smaller than one block (/${blockSize}); set ${v}_BLOCK_SIZE`);
+    }
     cidr = cidrEnv;
   }
-  const ipipMode = enabled ? parseEncapMode('CALICO_IPV4POOL_IPIP', env.CALICO_IPV4POOL_IPIP) : 'Never';
-  const vxlanMode = enabled ? parseEncapMode('CALICO_IPV4POOL_VXLAN', env.CALICO_IPV4POOL_VXLAN) : 'Never';
+  const ipipMode = enabled ? parseEncapMode(`${v}_IPIP`, env[`${v}_IPIP`]) : 'Never';
+  const vxlanMode = enabled ? parseEncapMode(`${v}_VXLAN`, env[`${v}_VXLAN`]) : 'Never';
+  if (family === 6 && ipipMode !== 'Never') {
+    fail(`${v}_IPIP=${env[`${v}_IPIP`]}: IPIP cannot carry IPv6; use ${v}_VXLAN or Never`);
+  }
   if (ipipMode !== 'Never' && vxlanMode !== 'Never') {
-    fail('CALICO_IPV4POOL_IPIP and CALICO_IPV4POOL_VXLAN cannot both be enabled');
+    fail(`${v}_IPIP and ${v}_VXLAN cannot both be enabled`);
   }
   return {
     enabled,
-    cidr,
+    ...(cidr !== undefined ? { cidr } : {}),
     ipipMode,
     vxlanMode,
     blockSize,
-    natOutgoing: envBool(env, 'CALICO_IPV4POOL_NAT_OUTGOING', true),
+    natOutgoing: envBool(env, `${v}_NAT_OUTGOING`, family === 4),
     nodeSelector,
-    disableBGPExport: envBool(env, 'CALICO_IPV4POOL_DISABLE_BGP_EXPORT', false),
+    disableBGPExport: envBool(env, `${v}_DISABLE_BGP_EXPORT`, false),
   };
 }
 
@@ -248,6 +301,13 @@ export function parseNodeEnv(env: Env, hostname: string): NodeEnv {
     ...(asText !== '' ? { asNumber: parseASNumber(asText) } : {}),
     ...(k8sRef !== '' ? { k8sNodeRef: k8sRef } : {}),
     pool: parsePoolSettings(env),
+    ip6: parseIPSetting(env.IP6, 6),
+    ip6AutodetectionMethod: parseAutodetectionMethod(
+      env.IP6_AUTODETECTION_METHOD,
+      'IP6_AUTODETECTION_METHOD',
+    ),
+    pool6: parsePool6Settings(env),
+    ipv6Support: envBool(env, 'FELIX_IPV6SUPPORT', true),
     disableNodeIPCheck: (env.DISABLE_NODE_IP_CHECK ?? '') === 'true',
     varLibDir: env.CALICO_VAR_LIB_DIR || DEFAULT_VAR_LIB_DIR,
     varRunDir: env.CALICO_VAR_RUN_DIR || DEFAULT_VAR_RUN_DIR,

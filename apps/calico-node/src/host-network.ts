@@ -1,5 +1,5 @@
 /**
- * What start-up reads from the host's network: its interfaces with their IPv4 addresses
+ * What start-up reads from the host's network: its interfaces with their IPv4 and IPv6 addresses
  * (`ip -json addr` through netlinux) and the source address the kernel picks towards a destination
  * (a connected UDP socket; nothing is sent).
  */
@@ -9,7 +9,8 @@ import type { HostInterface } from './autodetect.js';
 
 export async function listHostInterfaces(net: Pick<Netlinux, 'listAddrs'>): Promise<HostInterface[]> {
   const byIndex = new Map<number, { name: string; index: number; cidrs: string[] }>();
-  for (const a of await net.listAddrs({ family: 4 })) {
+  const addrs = [...(await net.listAddrs({ family: 4 })), ...(await net.listAddrs({ family: 6 }))];
+  for (const a of addrs) {
     let i = byIndex.get(a.index);
     if (!i) {
       i = { name: a.dev, index: a.index, cidrs: [] };
@@ -23,7 +24,7 @@ export async function listHostInterfaces(net: Pick<Netlinux, 'listAddrs'>): Prom
 /** The local address a UDP socket connected to `destination`:80 gets; undefined if unroutable. */
 export function reachSource(destination: string, timeoutMs = 2000): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const sock = createSocket('udp4');
+    const sock = createSocket(destination.includes(':') ? 'udp6' : 'udp4');
     const done = (v: string | undefined) => {
       clearTimeout(timer);
       try {

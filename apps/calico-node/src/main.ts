@@ -87,7 +87,7 @@ async function main(): Promise<number> {
   const startupLog = log.child({ component: 'startup' });
   const ipam = new IpamClient(datastore, new IpamStore(kv));
   log.info({ version: CALICO_VERSION }, 'calico-node starting');
-  await runStartup(env, {
+  const { node: registered } = await runStartup(env, {
     datastore,
     interfaces: () => listHostInterfaces(net),
     reachSource: (d) => reachSource(d),
@@ -116,6 +116,7 @@ async function main(): Promise<number> {
     ipam,
     log,
     ...(secretProvider ? { secretProvider } : {}),
+    ipv6Bgp: env.ipv6Support && Boolean(registered.spec.bgp?.ipv6Address),
     setLogLevel: (level) => {
       log.level = pinoLevel(level);
     },

@@ -9,6 +9,9 @@
  *   BirdBridge (Node, BGPConfiguration, BGPPeer, IPPool, affinities) ─► BirdSupervisor ─► bird
  *     ▲ BGP passwords: the Secrets the peers reference (KubeSecretProvider, src/kube-secrets.ts)
  *     <run dir>/bird.ctl  control socket;  <run dir>/bird.pid  BIRD's PID, rewritten when it restarts
+ *     with an IPv6 address (Node spec.bgp.ipv6Address): a second BIRD on bird6.cfg, as upstream's
+ *     bird6, control socket <run dir>/bird6.ctl, PID in <run dir>/bird6.pid; its sessions count for
+ *     readiness as well
  *
  * Design: composition only. Felix's readiness gains the BGP sessions, so one probe of
  * /readiness answers "policy programmed and routes exchanged". `stop()` stops BIRD (by the PID it
@@ -61,6 +64,8 @@ export interface CalicoNodeOptions {
   readonly tunnelCheckMs?: number;
   /** Where BGP password values come from (Secrets in the Kubernetes API, or files); none: sessions needing one stay down. */
   readonly secretProvider?: SecretProvider;
+  /** The node has an IPv6 address (start-up's Node, spec.bgp.ipv6Address): run BIRD for IPv6 too. */
+  readonly ipv6Bgp?: boolean;
 }
 
 /** The environment Felix sees: calico-node's, with this node's name and files filled in. */
@@ -77,9 +82,11 @@ export class CalicoNode {
   readonly felix: FelixDaemon;
   #bridge: BirdBridge | undefined;
   #supervisor: BirdSupervisor | undefined;
+  #supervisor6: BirdSupervisor | undefined;
   #bgpTimer: NodeJS.Timeout | undefined;
   #tunnelTimer: NodeJS.Timeout | undefined;
   #birdPid: number | undefined;
+  #bird6Pid: number | undefined;
   #cniService: PluginService | undefined;
   #stopped = false;
 
@@ -115,6 +122,14 @@ export class CalicoNode {
     return join(this.#o.env.varRunDir, 'bird.ctl');
   }
 
+  get bird6PidFile(): string {
+    return join(this.#o.env.varRunDir, 'bird6.pid');
+  }
+
+  get bird6Socket(): string {
+    return join(this.#o.env.varRunDir, 'bird6.ctl');
+  }
+
   async start(): Promise<void> {
     const { env } = this.#o;
     if (env.networkingBackend === 'bird') {
@@ -148,11 +163,19 @@ export class CalicoNode {
       birdPath: env.birdPath,
       log: birdLog,
     });
+    if (this.#o.ipv6Bgp) {
+      this.#supervisor6 = new BirdSupervisor({
+        configDir: env.birdConfigDir,
+        socketPath: this.bird6Socket,
+        birdPath: env.birdPath,
+        log: birdLog,
+      });
+    }
     this.#bridge = new BirdBridge({
       datastore: this.#o.datastore,
       affinities: nodeAffinitySource(this.#o.kv, env.nodeName),
       nodeName: env.nodeName,
-      targets: { 4: this.#supervisor },
+      targets: { 4: this.#supervisor, ...(this.#supervisor6 ? { 6: this.#supervisor6 } : {}) },
       ...(this.#o.secretProvider ? { secretProvider: this.#o.secretProvider } : {}),
       log: birdLog,
     });
@@ -173,6 +196,7 @@ export class CalicoNode {
       ?.stop()
       .catch((e: unknown) => this.#o.log.warn({ err: errorMessage(e) }, 'BIRD stop failed'));
     if (this.#birdPid !== undefined) await rm(this.birdPidFile, { force: true });
+    if (this.#bird6Pid !== undefined) await rm(this.bird6PidFile, { force: true });
     await this.felix.stop();
   }
 
@@ -207,9 +231,18 @@ export class CalicoNode {
         this.#o.log.warn({ err: errorMessage(e) }, 'cannot write the BIRD pid file'),
       );
     }
+    const pid6 = this.#supervisor6?.pid;
+    if (pid6 !== undefined && pid6 !== this.#bird6Pid) {
+      this.#bird6Pid = pid6;
+      await writeFileAtomic(this.bird6PidFile, `${pid6}\n`).catch((e: unknown) =>
+        this.#o.log.warn({ err: errorMessage(e) }, 'cannot write the BIRD (IPv6) pid file'),
+      );
+    }
     let report: ReturnType<typeof bgpHealthReport>;
     try {
-      report = bgpHealthReport(bgpPeersOf(await sup.client.showProtocols()));
+      const peers = bgpPeersOf(await sup.client.showProtocols());
+      if (this.#supervisor6) peers.push(...bgpPeersOf(await this.#supervisor6.client.showProtocols()));
+      report = bgpHealthReport(peers);
     } catch (e) {
       report = bgpHealthReport(e instanceof Error ? e : new Error(String(e)));
     }

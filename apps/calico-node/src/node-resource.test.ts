@@ -1,17 +1,20 @@
 import type { ClusterInformation, IPPool, Node } from '@calico-ts/api';
 import { describe, expect, it } from 'vitest';
 import type { AutodetectResult, HostInterface } from './autodetect.js';
-import { parsePoolSettings } from './env.js';
+import { parsePool6Settings, parsePoolSettings } from './env.js';
 import { isNodeError } from './errors.js';
 import {
   CALICO_VERSION,
   conflictingNode,
+  decideIP,
   decideIPv4,
   defaultIPv4Pool,
+  defaultIPv6Pool,
   desiredClusterInformation,
   desiredGlobalFelixConfig,
   desiredNode,
   desiredNodeFelixConfig,
+  randomUlaPrefix,
 } from './node-resource.js';
 
 const IFACES: HostInterface[] = [{ name: 'eth0', index: 2, cidrs: ['198.18.0.11/24'] }];
@@ -202,5 +205,60 @@ describe('default Felix configurations', () => {
       spec: { defaultEndpointToHostAction: 'Return' },
     });
     expect(desiredNodeFelixConfig('n1', desiredNodeFelixConfig('n1', undefined))).toBeUndefined();
+  });
+});
+
+describe('IPv6 decisions', () => {
+  const detect6 = (): AutodetectResult => ({ ok: true, cidr: 'fd00:18::11/64', interface: 'eth0' });
+  const never = (): AutodetectResult => {
+    throw new Error('must not autodetect');
+  };
+  it('IP6 unset keeps what the Node has and never autodetects; autodetect does', () => {
+    expect(decideIP(6, { kind: 'unset' }, undefined, never, []).address).toBeUndefined();
+    expect(decideIP(6, { kind: 'unset' }, 'fd00:18::12/64', never, []).address).toBe('fd00:18::12/64');
+    expect(decideIP(6, { kind: 'autodetect' }, undefined, detect6, []).address).toBe('fd00:18::11/64');
+    expect(decideIP(6, { kind: 'address', value: 'fd00:18::13' }, undefined, never, []).address).toBe(
+      'fd00:18::13/128',
+    );
+  });
+  it('a failed IPv6 autodetection names IP6_AUTODETECTION_METHOD', () => {
+    const fail = (): AutodetectResult => ({ ok: false, reason: 'nothing' });
+    expect(() => decideIP(6, { kind: 'autodetect' }, undefined, fail, [])).toThrow(
+      'cannot autodetect an IPv6 address (nothing); choose another IP6_AUTODETECTION_METHOD or set IP6',
+    );
+  });
+  it('the Node carries spec.bgp.ipv6Address beside ipv4Address', () => {
+    const env = { nodeName: 'n1', networkingBackend: 'bird' as const };
+    const { node } = desiredNode(env, undefined, '198.18.0.11/24', 'fd00:18::11/64');
+    expect(node.spec.bgp).toEqual({ ipv4Address: '198.18.0.11/24', ipv6Address: 'fd00:18::11/64' });
+  });
+  it("conflicts compare IPv6 addresses with the other Nodes' ipv6Address", () => {
+    const other = {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'Node',
+      metadata: { name: 'n2' },
+      spec: { bgp: { ipv4Address: '198.18.0.12/24', ipv6Address: 'fd00:18:0::11/64' } },
+    } as Node;
+    expect(conflictingNode('n1', 'fd00:18::11/64', [other])).toBe('n2');
+    expect(conflictingNode('n1', 'fd00:18::12/64', [other])).toBeUndefined();
+  });
+  it('the default IPv6 pool: made when none exists, named default-ipv6-ippool, ULA when no CIDR', () => {
+    const pool = defaultIPv6Pool(parsePool6Settings({}), [], () => 'fd12:3456:789a::/48');
+    expect(pool?.metadata.name).toBe('default-ipv6-ippool');
+    expect(pool?.spec).toMatchObject({
+      cidr: 'fd12:3456:789a::/48',
+      blockSize: 122,
+      natOutgoing: false,
+      ipipMode: 'Never',
+      vxlanMode: 'Never',
+    });
+    expect(defaultIPv6Pool(parsePool6Settings({}), [pool!])).toBeUndefined();
+    expect(defaultIPv6Pool(parsePool6Settings({ FELIX_IPV6SUPPORT: 'false' }), [])).toBeUndefined();
+    const v4 = defaultIPv4Pool(parsePoolSettings({}), [])!;
+    expect(defaultIPv6Pool(parsePool6Settings({}), [v4], () => 'fd00:1::/48')?.spec.cidr).toBe('fd00:1::/48');
+  });
+  it('randomUlaPrefix is fd00::/8 with 40 random bits, a /48', () => {
+    expect(randomUlaPrefix(() => Uint8Array.from([0x12, 0x34, 0x56, 0x00, 0x9a]))).toBe('fd12:3456:9a::/48');
+    expect(randomUlaPrefix()).toMatch(/^fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::\/48$/);
   });
 });

@@ -4,14 +4,15 @@
  * calico-node ensures. No I/O: the start-up sequence (startup.ts) reads, calls these, and writes.
  */
 import type { ClusterInformation, FelixConfiguration, IPPool, Node, Tier } from '@calico-ts/api';
-import { parseCidrOrIP } from '@calico-ts/api/net';
+import { formatCidr, parseCidrOrIP } from '@calico-ts/api/net';
 import { type AutodetectResult, type HostInterface, localCidr } from './autodetect.js';
-import type { IPSetting, NodeEnv, PoolSettings } from './env.js';
+import type { IPSetting, IPv6PoolSettings, NodeEnv, PoolSettings } from './env.js';
 import { NodeError } from './errors.js';
 
 /** The Calico release this calico-node speaks for (what calicoctl's version check compares). */
 export const CALICO_VERSION = 'v3.32.1';
 export const DEFAULT_IPV4_POOL_NAME = 'default-ipv4-ippool';
+export const DEFAULT_IPV6_POOL_NAME = 'default-ipv6-ippool';
 
 export interface AddressDecision {
   /** `a.b.c.d/nn`, or undefined for no IPv4 address. */
@@ -30,46 +31,74 @@ export function decideIPv4(
   detect: () => AutodetectResult,
   ifaces: readonly HostInterface[],
 ): AddressDecision {
+  const d = decideIP(4, setting, existing, detect, ifaces);
+  return { ipv4Address: d.address, notes: d.notes };
+}
+
+/**
+ * This node's address of `family` (`IP` or `IP6`). IPv4 autodetects when unset and the Node has no
+ * address yet; IPv6 (upstream's IP6 defaults to none) only when asked to (`IP6=autodetect`).
+ */
+export function decideIP(
+  family: 4 | 6,
+  setting: IPSetting,
+  existing: string | undefined,
+  detect: () => AutodetectResult,
+  ifaces: readonly HostInterface[],
+): { readonly address: string | undefined; readonly notes: readonly string[] } {
   const notes: string[] = [];
+  const v = `IPv${family}`;
   const current = existing === '' ? undefined : existing;
-  if (setting.kind === 'autodetect' || (setting.kind === 'unset' && current === undefined)) {
+  const autodetect =
+    setting.kind === 'autodetect' || (family === 4 && setting.kind === 'unset' && current === undefined);
+  if (autodetect) {
     const r = detect();
     if (r.ok) {
-      notes.push(`using autodetected IPv4 address ${r.cidr} on interface ${r.interface}`);
-      return { ipv4Address: r.cidr, notes };
+      notes.push(`using autodetected ${v} address ${r.cidr} on interface ${r.interface}`);
+      return { address: r.cidr, notes };
     }
     if (current === undefined) {
+      const [method, name] =
+        family === 4 ? ['IP_AUTODETECTION_METHOD', 'IP'] : ['IP6_AUTODETECTION_METHOD', 'IP6'];
       throw new NodeError(
         'autodetect',
-        `cannot autodetect an IPv4 address (${r.reason}); choose another IP_AUTODETECTION_METHOD or set IP`,
+        `cannot autodetect an ${v} address (${r.reason}); choose another ${method} or set ${name}`,
       );
     }
     notes.push(`autodetection failed (${r.reason}); keeping the existing address ${current}`);
-    return { ipv4Address: current, notes };
+    return { address: current, notes };
   }
   if (setting.kind === 'none' || setting.kind === 'unset') {
-    return { ipv4Address: current, notes };
+    return { address: current, notes };
   }
   const cidr = localCidr(setting.value, ifaces);
-  if (!cidr.includes('/')) notes.push(`no interface holds ${setting.value}; using it as a /32`);
   const parsed = parseCidrOrIP(cidr)!;
+  if (!cidr.includes('/')) notes.push(`no interface holds ${setting.value}; using it as a /${parsed.prefix}`);
   const text = cidr.includes('/') ? cidr : `${setting.value}/${parsed.prefix}`;
-  notes.push(`using IPv4 address ${text} from the environment`);
-  return { ipv4Address: text, notes };
+  notes.push(`using ${v} address ${text} from the environment`);
+  return { address: text, notes };
 }
 
-const addressOf = (cidr: string | undefined) => (cidr === undefined ? undefined : cidr.split('/')[0]);
-
-/** The name of another Node already using `ipv4Address`, if any (upstream's conflict check). */
+/**
+ * The name of another Node already using `address`, if any (upstream's conflict check): compared
+ * with the other Nodes' `ipv4Address`, or their `ipv6Address` for an IPv6 address.
+ */
 export function conflictingNode(
   nodeName: string,
-  ipv4Address: string | undefined,
+  address: string | undefined,
   nodes: readonly Node[],
 ): string | undefined {
-  const mine = addressOf(ipv4Address);
+  const mine = parseCidrOrIP(address ?? '');
   if (mine === undefined) return undefined;
-  return nodes.find((n) => n.metadata.name !== nodeName && addressOf(n.spec.bgp?.ipv4Address) === mine)
-    ?.metadata.name;
+  const same = (other: string | undefined) => {
+    const o = parseCidrOrIP(other ?? '');
+    return o !== undefined && o.family === mine.family && o.address === mine.address;
+  };
+  return nodes.find(
+    (n) =>
+      n.metadata.name !== nodeName &&
+      same(mine.family === 4 ? n.spec.bgp?.ipv4Address : n.spec.bgp?.ipv6Address),
+  )?.metadata.name;
 }
 
 /**
@@ -80,6 +109,7 @@ export function desiredNode(
   env: Pick<NodeEnv, 'nodeName' | 'networkingBackend' | 'asNumber' | 'k8sNodeRef'>,
   existing: Node | undefined,
   ipv4Address: string | undefined,
+  ipv6Address?: string,
 ): { node: Node; changed: boolean } {
   const base: Node = existing ?? {
     apiVersion: 'projectcalico.org/v3',
@@ -92,6 +122,8 @@ export function desiredNode(
     const bgp = { ...(spec.bgp ?? {}) };
     if (ipv4Address !== undefined) bgp.ipv4Address = ipv4Address;
     else delete bgp.ipv4Address;
+    if (ipv6Address !== undefined) bgp.ipv6Address = ipv6Address;
+    else delete bgp.ipv6Address;
     if (env.asNumber !== undefined) bgp.asNumber = env.asNumber;
     if (Object.keys(bgp).length > 0) spec.bgp = bgp;
     else delete spec.bgp;
@@ -106,14 +138,47 @@ export function desiredNode(
 
 /** The default IPv4 pool upstream creates when no IPv4 pool exists; undefined when disabled. */
 export function defaultIPv4Pool(pool: PoolSettings, existing: readonly IPPool[]): IPPool | undefined {
+  return defaultPool(4, pool, existing, () => pool.cidr);
+}
+
+/**
+ * The default IPv6 pool upstream creates when no IPv6 pool exists and IPv6 is on; without
+ * CALICO_IPV6POOL_CIDR its CIDR is a random ULA /48 (`ula()`). Undefined when disabled.
+ */
+export function defaultIPv6Pool(
+  pool: IPv6PoolSettings,
+  existing: readonly IPPool[],
+  ula: () => string = randomUlaPrefix,
+): IPPool | undefined {
+  return defaultPool(6, pool, existing, () => pool.cidr ?? ula());
+}
+
+/** A random unique local IPv6 /48 (RFC 4193: fd00::/8 and 40 random bits), upstream's GenerateIPv6ULAPrefix. */
+export function randomUlaPrefix(random: (n: number) => Uint8Array = randomBytes): string {
+  let v = 0xfdn;
+  for (const byte of random(5)) v = (v << 8n) | BigInt(byte);
+  const network = v << 80n;
+  return formatCidr({ family: 6, address: network, prefix: 48, network });
+}
+
+function randomBytes(n: number): Uint8Array {
+  return globalThis.crypto.getRandomValues(new Uint8Array(n));
+}
+
+function defaultPool(
+  family: 4 | 6,
+  pool: IPv6PoolSettings,
+  existing: readonly IPPool[],
+  cidr: () => string,
+): IPPool | undefined {
   if (!pool.enabled) return undefined;
-  if (existing.some((p) => parseCidrOrIP(p.spec.cidr)?.family === 4)) return undefined;
+  if (existing.some((p) => parseCidrOrIP(p.spec.cidr)?.family === family)) return undefined;
   return {
     apiVersion: 'projectcalico.org/v3',
     kind: 'IPPool',
-    metadata: { name: DEFAULT_IPV4_POOL_NAME },
+    metadata: { name: family === 4 ? DEFAULT_IPV4_POOL_NAME : DEFAULT_IPV6_POOL_NAME },
     spec: {
-      cidr: pool.cidr,
+      cidr: cidr(),
       natOutgoing: pool.natOutgoing,
       ipipMode: pool.ipipMode,
       vxlanMode: pool.vxlanMode,

@@ -142,4 +142,39 @@ describe('start-up', () => {
     });
     expect(value(`${R}/nodes/p1`).spec).toEqual({});
   });
+
+  it('dual stack: registers both addresses and makes both default pools', async () => {
+    const ifaces: HostInterface[] = [
+      { name: 'lo', index: 1, cidrs: ['127.0.0.1/8', '::1/128'] },
+      { name: 'eth0', index: 2, cidrs: ['198.18.0.11/24', 'fd00:18::11/64', 'fe80::1/64'] },
+    ];
+    const env = labEnv('n1', {
+      IP6: 'autodetect',
+      IP6_AUTODETECTION_METHOD: 'interface=eth0',
+      CALICO_IPV6POOL_CIDR: 'fd00:19::/48',
+      FELIX_IPV6SUPPORT: 'true',
+    });
+    await runStartup(env, deps(ifaces));
+    expect(value(`${R}/nodes/n1`).spec.bgp).toEqual({
+      ipv4Address: '198.18.0.11/24',
+      ipv6Address: 'fd00:18::11/64',
+    });
+    const pool6 = value(`${R}/ippools/default-ipv6-ippool`).spec;
+    expect(pool6).toMatchObject({ cidr: 'fd00:19::/48', blockSize: 122 });
+    // natOutgoing false is left out of the stored JSON, as Go's omitempty does.
+    expect(pool6.natOutgoing ?? false).toBe(false);
+    expect(value(`${R}/ippools/default-ipv4-ippool`).spec.cidr).toBe('198.19.0.0/16');
+    // Another node with the same IPv6 address is refused.
+    const err = await runStartup(
+      labEnv('n2', { IP6: 'autodetect', IP6_AUTODETECTION_METHOD: 'interface=eth0' }),
+      deps([{ name: 'eth0', index: 2, cidrs: ['198.18.0.12/24', 'fd00:18::11/64'] }]),
+    ).catch((e: unknown) => e);
+    expect((err as Error).message).toBe("Calico node 'n1' is already using the IPv6 address fd00:18::11");
+  });
+
+  it('IPv4 only with FELIX_IPV6SUPPORT=false: no IPv6 address and no IPv6 pool', async () => {
+    await runStartup(labEnv('n1', { FELIX_IPV6SUPPORT: 'false' }), deps(eth0('198.18.0.11')));
+    expect(value(`${R}/nodes/n1`).spec.bgp).toEqual({ ipv4Address: '198.18.0.11/24' });
+    expect(value(`${R}/ippools/default-ipv6-ippool`)).toBeUndefined();
+  });
 });

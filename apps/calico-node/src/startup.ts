@@ -1,8 +1,8 @@
 /**
  * calico-node's start-up sequence (upstream `calico-node -startup`), run once before Felix and BIRD:
  *
- *   Node <name> ──get──► decideIPv4 (IP / autodetection) ──► conflict check ──► create|update Node
- *   IPPools ──list──► default pool when no IPv4 pool exists (CALICO_IPV4POOL_*) ──► create
+ *   Node <name> ──get──► decideIP (IP, IP6 / autodetection) ──► conflict check ──► create|update Node
+ *   IPPools ──list──► default pool per family without one (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*) ──► create
  *   ClusterInformation default (GUID, type, version, datastoreReady), tiers default / kube-admin /
  *   kube-baseline, FelixConfiguration default and node.<name>, BGPConfiguration default
  *   <CALICO_VAR_LIB_DIR>/nodename ◄── the node name (what the CNI plugin reads)
@@ -15,14 +15,15 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ClusterInformation, FelixConfiguration, Kind, Node, ResourceOf } from '@calico-ts/api';
 import { type Datastore, isDatastoreError } from '@calico-ts/datastore';
-import { autodetectIPv4, type HostInterface } from './autodetect.js';
+import { autodetectIP, type HostInterface } from './autodetect.js';
 import type { NodeEnv } from './env.js';
 import { errorMessage, NodeError } from './errors.js';
 import {
   conflictingNode,
   DEFAULT_TIERS,
-  decideIPv4,
+  decideIP,
   defaultIPv4Pool,
+  defaultIPv6Pool,
   desiredClusterInformation,
   desiredGlobalFelixConfig,
   desiredNode,
@@ -33,10 +34,12 @@ import { reconcileTunnelAddresses, type TunnelIpam } from './tunnel-address.js';
 
 export interface StartupDeps {
   readonly datastore: Datastore;
-  /** This host's interfaces with their IPv4 addresses. */
+  /** This host's interfaces with their IPv4 and IPv6 addresses. */
   readonly interfaces: () => Promise<HostInterface[]>;
   /** The source address the kernel picks to reach `destination`; undefined when unreachable. */
   readonly reachSource: (destination: string) => Promise<string | undefined>;
+  /** The default IPv6 pool's CIDR when CALICO_IPV6POOL_CIDR is unset (default: a random ULA /48). */
+  readonly ula?: () => string;
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
   readonly guid?: () => string;
   /** IPAM, for this node's VXLAN tunnel address; absent: no tunnel address is managed. */
@@ -86,43 +89,60 @@ export async function registerNode(env: NodeEnv, deps: StartupDeps): Promise<Nod
   for (let attempt = 0; ; attempt++) {
     const existing = await getOrUndefined(ds, 'Node', env.nodeName);
     let ipv4Address: string | undefined;
+    let ipv6Address: string | undefined;
     if (env.networkingBackend !== 'none') {
       const ifaces = await deps.interfaces();
-      const method = env.autodetectionMethod;
-      const reach = method.kind === 'can-reach' ? await deps.reachSource(method.destination) : undefined;
-      const decision = decideIPv4(
-        env.ip,
-        existing?.spec.bgp?.ipv4Address,
-        () => autodetectIPv4(method, ifaces, reach),
-        ifaces,
-      );
-      for (const n of decision.notes) deps.log(n);
-      ipv4Address = decision.ipv4Address;
-      if (ipv4Address === undefined) {
+      const decide = async (family: 4 | 6): Promise<string | undefined> => {
+        const [setting, method, current] =
+          family === 4
+            ? [env.ip, env.autodetectionMethod, existing?.spec.bgp?.ipv4Address]
+            : [env.ip6, env.ip6AutodetectionMethod, existing?.spec.bgp?.ipv6Address];
+        const reach = method.kind === 'can-reach' ? await deps.reachSource(method.destination) : undefined;
+        const decision = decideIP(
+          family,
+          setting,
+          current,
+          () => autodetectIP(family, method, ifaces, reach),
+          ifaces,
+        );
+        for (const n of decision.notes) deps.log(n);
+        return decision.address;
+      };
+      ipv4Address = await decide(4);
+      ipv6Address = await decide(6);
+      if (ipv4Address === undefined && ipv6Address === undefined) {
         throw new NodeError(
           'autodetect',
-          'no IPv4 address configured or detected, required for Calico networking; set IP or use ' +
-            'CALICO_NETWORKING_BACKEND=none',
+          'no IPv4 or IPv6 address configured or detected, required for Calico networking; set IP or IP6, ' +
+            'or use CALICO_NETWORKING_BACKEND=none',
         );
       }
-      if (ipv4Address !== existing?.spec.bgp?.ipv4Address && !env.disableNodeIPCheck) {
+      const changedAddresses = [
+        ipv4Address !== existing?.spec.bgp?.ipv4Address ? ipv4Address : undefined,
+        ipv6Address !== existing?.spec.bgp?.ipv6Address ? ipv6Address : undefined,
+      ].filter((a): a is string => a !== undefined);
+      if (changedAddresses.length > 0 && !env.disableNodeIPCheck) {
         const nodes = await ds.list('Node');
-        const other = conflictingNode(env.nodeName, ipv4Address, nodes.items);
-        if (other !== undefined) {
-          throw new NodeError(
-            'conflict',
-            `Calico node '${other}' is already using the IPv4 address ${ipv4Address.split('/')[0]}`,
-          );
+        for (const address of changedAddresses) {
+          const other = conflictingNode(env.nodeName, address, nodes.items);
+          if (other !== undefined) {
+            const v = address.includes(':') ? 'IPv6' : 'IPv4';
+            throw new NodeError(
+              'conflict',
+              `Calico node '${other}' is already using the ${v} address ${address.split('/')[0]}`,
+            );
+          }
         }
       }
     }
-    const { node, changed } = desiredNode(env, existing, ipv4Address);
+    const { node, changed } = desiredNode(env, existing, ipv4Address, ipv6Address);
     if (!changed) return existing!;
     try {
       const written = existing === undefined ? await ds.create(node) : await ds.update(node);
       deps.log(existing === undefined ? 'created Node' : 'updated Node', {
         node: env.nodeName,
         ipv4Address: written.spec.bgp?.ipv4Address,
+        ipv6Address: written.spec.bgp?.ipv6Address,
       });
       return written;
     } catch (e) {
@@ -133,21 +153,30 @@ export async function registerNode(env: NodeEnv, deps: StartupDeps): Promise<Nod
   }
 }
 
-export async function ensurePools(env: NodeEnv, ds: Datastore, log: StartupDeps['log']): Promise<void> {
-  if (!env.pool.enabled) {
+export async function ensurePools(
+  env: NodeEnv,
+  ds: Datastore,
+  log: StartupDeps['log'],
+  ula?: () => string,
+): Promise<void> {
+  if (!env.pool.enabled && !env.pool6.enabled) {
     log('skipping IP pool configuration');
     return;
   }
   const pools = await ds.list('IPPool');
-  const pool = defaultIPv4Pool(env.pool, pools.items);
-  if (pool === undefined) return;
-  if (await createIgnoringExists(ds, pool)) {
-    log('created default IPv4 pool', {
-      cidr: pool.spec.cidr,
-      ipipMode: pool.spec.ipipMode,
-      vxlanMode: pool.spec.vxlanMode,
-      natOutgoing: pool.spec.natOutgoing,
-    });
+  for (const [v, pool] of [
+    ['IPv4', defaultIPv4Pool(env.pool, pools.items)],
+    ['IPv6', defaultIPv6Pool(env.pool6, pools.items, ula)],
+  ] as const) {
+    if (pool === undefined) continue;
+    if (await createIgnoringExists(ds, pool)) {
+      log(`created default ${v} pool`, {
+        cidr: pool.spec.cidr,
+        ipipMode: pool.spec.ipipMode,
+        vxlanMode: pool.spec.vxlanMode,
+        natOutgoing: pool.spec.natOutgoing,
+      });
+    }
   }
 }
 
@@ -218,7 +247,7 @@ export async function runStartup(env: NodeEnv, deps: StartupDeps): Promise<Start
   const guid = deps.guid ?? newClusterGUID;
   deps.log('starting node', { node: env.nodeName, backend: env.networkingBackend });
   const node = await registerNode(env, deps);
-  await ensurePools(env, deps.datastore, deps.log);
+  await ensurePools(env, deps.datastore, deps.log, deps.ula);
   await ensureDefaultConfig(env, deps.datastore, guid);
   if (deps.ipam && env.networkingBackend !== 'none') {
     await reconcileTunnelAddresses(deps.datastore, deps.ipam, env.nodeName, deps.log);

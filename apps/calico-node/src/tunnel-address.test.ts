@@ -62,4 +62,22 @@ describe('reconciling the tunnel address on the datastore', () => {
     expect(kv.dump().kvs[handleKey]).toBeUndefined();
     await expect(ipam.getAssignmentAttributes(addr!)).rejects.toThrow(/not assigned/);
   });
+
+  it('dual stack: an IPv6 VXLAN pool gives the node spec.ipv6VXLANTunnelAddr from IPv6 IPAM', async () => {
+    await ds.create(pool('default-ipv4-ippool', '198.19.0.0/16', { vxlanMode: 'Always' }));
+    await ds.create(pool('default-ipv6-ippool', 'fd00:19::/64', { vxlanMode: 'Always', blockSize: 122 }));
+    const v4 = await reconcileTunnelAddresses(ds, ipam, 'n1', () => {});
+    const spec = (await ds.get('Node', 'n1')).spec;
+    expect(spec.ipv4VXLANTunnelAddr).toBe(v4);
+    expect(spec.ipv6VXLANTunnelAddr).toMatch(/^fd00:19::[0-9a-f:]+$/);
+    const attrs = await ipam.getAssignmentAttributes(spec.ipv6VXLANTunnelAddr!);
+    expect(attrs.handleId).toBe('vxlan-v6-tunnel-addr-n1');
+    expect(attrs.attrs).toMatchObject({ node: 'n1', type: 'vxlanV6TunnelAddress' });
+    // Turning VXLAN off in the IPv6 pool releases only the IPv6 address.
+    const p6 = await ds.get('IPPool', 'default-ipv6-ippool');
+    await ds.update({ ...p6, spec: { ...p6.spec, vxlanMode: 'Never' } });
+    expect(await reconcileTunnelAddresses(ds, ipam, 'n1', () => {})).toBe(v4);
+    expect((await ds.get('Node', 'n1')).spec.ipv6VXLANTunnelAddr).toBeUndefined();
+    expect(kv.dump().kvs['/calico/ipam/v2/handle/vxlan-v6-tunnel-addr-n1']).toBeUndefined();
+  });
 });

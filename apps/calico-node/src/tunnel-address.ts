@@ -1,15 +1,20 @@
 /**
  * This node's tunnel addresses (upstream `calico-node -allocate-tunnel-addrs`): Felix's
  * `ensureVxlanTunnelAddress` / `ensureIpipTunnelAddress` hold one IPAM address per encapsulation
- * its pools use (`Node.spec.ipv4VXLANTunnelAddr`, `spec.bgp.ipv4IPIPTunnelAddr`) and release it when
+ * its pools use (`Node.spec.ipv4VXLANTunnelAddr`, `spec.ipv6VXLANTunnelAddr`, `spec.bgp.ipv4IPIPTunnelAddr`) and release it when
  * no pool needs it. calico-node runs them at start-up and then every minute.
  */
 import type { Datastore } from '@calico-ts/datastore';
-import { ensureIpipTunnelAddress, ensureVxlanTunnelAddress, type TunnelIpam } from '@calico-ts/felix';
+import {
+  ensureIpipTunnelAddress,
+  ensureVxlanTunnelAddress,
+  ensureVxlanV6TunnelAddress,
+  type TunnelIpam,
+} from '@calico-ts/felix';
 
 export type { TunnelIpam };
 
-/** Both tunnel addresses made right; logs what changed. Resolves to the VXLAN address, if any. */
+/** Every tunnel address made right; logs what changed. Resolves to the (IPv4) VXLAN address, if any. */
 export async function reconcileTunnelAddresses(
   ds: Datastore,
   ipam: TunnelIpam,
@@ -17,9 +22,11 @@ export async function reconcileTunnelAddresses(
   log: (message: string, fields?: Record<string, unknown>) => void,
 ): Promise<string | undefined> {
   const vxlan = await ensureVxlanTunnelAddress(ds, ipam, nodeName);
+  const vxlan6 = await ensureVxlanV6TunnelAddress(ds, ipam, nodeName);
   const ipip = await ensureIpipTunnelAddress(ds, ipam, nodeName);
   for (const [kind, r] of [
     ['VXLAN', vxlan],
+    ['IPv6 VXLAN', vxlan6],
     ['IPIP', ipip],
   ] as const) {
     if (r.action === 'assigned' || r.action === 'removed') {

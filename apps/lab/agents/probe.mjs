@@ -38,7 +38,7 @@ function tcp(t) {
 function udp(t) {
   return new Promise((resolve) => {
     const t0 = performance.now();
-    const sock = createSocket('udp4');
+    const sock = createSocket(t.ip.includes(':') ? 'udp6' : 'udp4');
     let settled = false;
     const finish = (r) => {
       if (settled) return;

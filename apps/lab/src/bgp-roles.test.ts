@@ -85,5 +85,8 @@ describe('BGP roles in lab status', () => {
       'n3 mesh Connect',
     );
     expect(peerLabel(peer('198.18.0.50', 'global'))).toBe('198.18.0.50 global Established');
+    expect(peerLabel(peer('fd00:18::12', 'node-to-node mesh', { node: 'n2' }))).toBe(
+      'n2/v6 mesh Established',
+    );
   });
 });

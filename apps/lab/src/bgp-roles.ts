@@ -64,5 +64,7 @@ const KIND: Record<BgpPeer['type'], string> = {
 
 /** `n2 rr-client Established`, `198.18.0.50 global Active`. */
 export function peerLabel(p: LabBgpPeer): string {
-  return `${p.node ?? p.peerIP} ${p.rrClient ? 'rr-client' : KIND[p.type]} ${p.bgpState || p.state}`;
+  // A node's IPv6 session (bird6) is told apart from its IPv4 one.
+  const who = p.node !== undefined && p.peerIP.includes(':') ? `${p.node}/v6` : (p.node ?? p.peerIP);
+  return `${who} ${p.rrClient ? 'rr-client' : KIND[p.type]} ${p.bgpState || p.state}`;
 }

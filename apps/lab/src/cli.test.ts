@@ -17,7 +17,14 @@ describe('pnpm lab command line', () => {
   it('up: defaults 3 nodes, bgp, the Kubernetes datastore; flags in both forms', () => {
     expect(parseLabArgs(['up'])).toEqual({
       name: 'lab',
-      command: { kind: 'up', nodes: 3, mode: 'bgp', datastore: 'kubernetes', topology: 'flat' },
+      command: {
+        kind: 'up',
+        nodes: 3,
+        mode: 'bgp',
+        datastore: 'kubernetes',
+        topology: 'flat',
+        ipFamily: '4',
+      },
     });
     expect(parseLabArgs(['up', '--nodes', '5', '--mode=vxlan', '--datastore=etcdv3']).command).toEqual({
       kind: 'up',
@@ -25,6 +32,7 @@ describe('pnpm lab command line', () => {
       mode: 'vxlan',
       datastore: 'etcdv3',
       topology: 'flat',
+      ipFamily: '4',
     });
   });
   it('up --images: a switch, no value', () => {
@@ -34,6 +42,7 @@ describe('pnpm lab command line', () => {
       mode: 'vxlan',
       datastore: 'kubernetes',
       topology: 'flat',
+      ipFamily: '4',
       images: true,
     });
     usageError(['up', '--images=yes'], /--images takes no value/);
@@ -148,8 +157,22 @@ describe('pnpm lab command line', () => {
       mode: 'policy-only',
       datastore: 'kubernetes',
       topology: 'flat',
+      ipFamily: '4',
     });
     expect(usageText('up')).toMatch(/policy-only: Calico polices only/);
+  });
+  it('up --ip-family: 4, 6 or dual; connectivity --family: 4 or 6', () => {
+    expect(parseLabArgs(['up', '--ip-family', 'dual']).command).toMatchObject({
+      kind: 'up',
+      ipFamily: 'dual',
+    });
+    expect(parseLabArgs(['up', '--ip-family=6']).command).toMatchObject({ ipFamily: '6' });
+    usageError(['up', '--ip-family', 'ipv6'], /--ip-family must be 4, 6 or dual, got "ipv6"/);
+    expect(usageText('up')).toContain('--ip-family 4|6|dual');
+    expect(parseLabArgs(['connectivity']).command).not.toHaveProperty('families');
+    expect(parseLabArgs(['connectivity', '--family', '6']).command).toMatchObject({ families: [6] });
+    usageError(['connectivity', '--family', '5'], /--family must be 4 or 6, got "5"/);
+    expect(usageText('connectivity')).toContain('--family 4|6');
   });
   it('up --mode ipip', () => {
     expect(parseLabArgs(['up', '--mode', 'ipip']).command).toMatchObject({ kind: 'up', mode: 'ipip' });
@@ -165,7 +188,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--node', '3'],
-      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --tls, --images\)/,
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --images\)/,
     );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

@@ -16,9 +16,11 @@ import {
   DEFAULT_DATASTORE,
   DEFAULT_LAB_NAME,
   LAB_DATASTORES,
+  LAB_IP_FAMILIES,
   LAB_MODES,
   LAB_TOPOLOGIES,
   type LabDatastore,
+  type LabIPFamily,
   type LabMode,
   type LabTopology,
   MAX_NODES,
@@ -34,6 +36,8 @@ export type LabCommand =
       readonly mode: LabMode;
       readonly datastore: LabDatastore;
       readonly topology: LabTopology;
+      /** `--ip-family`: the pods' address families (default 4). */
+      readonly ipFamily: LabIPFamily;
       /** etcd with client-certificate authentication only. */
       readonly tls?: true;
       /** Run calico-node, install-cni and kube-controllers from their images with podman. */
@@ -67,6 +71,8 @@ export type LabCommand =
       readonly protocol: Protocol;
       readonly output: Output;
       readonly timeoutMs: number;
+      /** `--family`: the one family to try; absent: every family the lab's pods have. */
+      readonly families?: readonly (4 | 6)[];
     }
   | { readonly kind: 'bench'; readonly pods: number; readonly output: Output }
   /** The overall usage, or one command's (`topic`, e.g. `pod create`). */
@@ -90,7 +96,7 @@ network it does not make (no BIRD, no Calico IPAM). Needs root.
 
 Commands:
   up [--nodes 3] [--mode bgp|ipip|vxlan|policy-only] [--datastore kubernetes|etcdv3]
-     [--topology flat|two-subnets] [--tls] [--images]
+     [--topology flat|two-subnets] [--ip-family 4|6|dual] [--tls] [--images]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -103,7 +109,7 @@ Commands:
   pod exec NS/NAME -- CMD [ARGS...]       run a command in the pod's network namespace
   calicoctl ARGS...                       calicoctl against the lab's datastore
   kubectl ARGS...                         kubectl against the lab's API server
-  connectivity [--port 80] [--protocol tcp|udp] [-o table|json] [--timeout-ms 1500]
+  connectivity [--port 80] [--protocol tcp|udp] [--family 4|6] [-o table|json] [--timeout-ms 1500]
                                           pod × pod matrix of real connection attempts
   bench [--pods 6] [-o table|json]        pod create time, BGP route convergence, TCP connect
                                           times, with throw-away pods in namespace lab-bench
@@ -118,8 +124,8 @@ const GLOBAL = 'Global options (before the command): --name NAME, --state-dir DI
 /** Each command's own usage, printed by `lab COMMAND --help` / `-h` and `lab help COMMAND`. */
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|ipip|vxlan|policy-only]
-                   [--datastore kubernetes|etcdv3] [--topology flat|two-subnets] [--tls]
-                   [--images]
+                   [--datastore kubernetes|etcdv3] [--topology flat|two-subnets]
+                   [--ip-family 4|6|dual] [--tls] [--images]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -142,6 +148,12 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    198.18.1.0/24 (198.18.1.(10+N)), the fabric namespace routing between them;
                    with --mode vxlan only, and the pool's VXLAN mode CrossSubnet: pods on nodes of
                    one subnet talk unencapsulated, across the router through vxlan.calico
+  --ip-family F    4: IPv4 pods only (default); dual: every pod gets an IPv4 and an IPv6 address,
+                   the fabric also carries fd00:18::/64 (br0 fd00:18::1, node nX fd00:18::(10+X)),
+                   calico-node autodetects IP6 on eth0, the IPv6 pool is fd00:19::/64 (blocks of
+                   /122), BIRD runs IPv6 sessions too (bgp) or VXLAN runs over vxlan-v6.calico
+                   (vxlan); 6: IPv6 pods only (--mode bgp). Flat topology; not with ipip or
+                   policy-only
   --tls            etcd over https, accepting only clients with a certificate from a CA made
                    at lab up (<state>/etcd-tls); kube-apiserver, calico-node, the CNI plugin
                    (etcd_ca_cert_file, etcd_cert_file, etcd_key_file), calicoctl and
@@ -206,10 +218,12 @@ Runs the machine's kubectl (or CALICO_LAB_KUBECTL_BIN) in the etcd namespace wit
 admin kubeconfig. Everything after \`kubectl\` is kubectl's: \`pnpm lab kubectl help\` shows
 kubectl's own help.
 `,
-  connectivity: `Usage: pnpm lab connectivity [--port 80] [--protocol tcp|udp] [-o table|json] [--timeout-ms 1500]
+  connectivity: `Usage: pnpm lab connectivity [--port 80] [--protocol tcp|udp] [--family 4|6] [-o table|json]
+                             [--timeout-ms 1500]
 
 Every pod tries every other pod's listener from its own network namespace; a cell is reachable
-only when the destination itself answered.
+only when the destination itself answered. Each address family the lab's pods have is tried (one
+matrix each), or only the one --family names; in JSON each cell carries its \`family\`.
 `,
   bench: `Usage: pnpm lab bench [--pods 6] [-o table|json]
 
@@ -365,6 +379,7 @@ export function parseLabArgs(
           '--mode': 'value',
           '--datastore': 'value',
           '--topology': 'value',
+          '--ip-family': 'value',
           '--tls': 'switch',
           '--images': 'switch',
         },
@@ -386,6 +401,9 @@ export function parseLabArgs(
       const topology = one(flags, '--topology') ?? 'flat';
       if (!(LAB_TOPOLOGIES as readonly string[]).includes(topology))
         usage(`--topology must be flat or two-subnets, got "${topology}"`);
+      const ipFamily = one(flags, '--ip-family') ?? '4';
+      if (!(LAB_IP_FAMILIES as readonly string[]).includes(ipFamily))
+        usage(`--ip-family must be 4, 6 or dual, got "${ipFamily}"`);
       if (flags.has('--tls') && flags.has('--images'))
         usage('--tls runs the built programs: the containers of --images are not given the certificates yet');
       return done({
@@ -394,6 +412,7 @@ export function parseLabArgs(
         mode: mode as LabMode,
         datastore: datastore as LabDatastore,
         topology: topology as LabTopology,
+        ipFamily: ipFamily as LabIPFamily,
         ...(flags.has('--tls') ? { tls: true as const } : {}),
         ...(flags.has('--images') ? { images: true as const } : {}),
       });
@@ -490,9 +509,13 @@ export function parseLabArgs(
           '-o': 'value',
           '--output': 'value',
           '--timeout-ms': 'value',
+          '--family': 'value',
         },
         'connectivity',
       );
+      const family = one(flags, '--family');
+      if (family !== undefined && family !== '4' && family !== '6')
+        usage(`--family must be 4 or 6, got "${family}"`);
       noPositionals('connectivity', positionals);
       const protocol = (one(flags, '--protocol') ?? 'tcp').toLowerCase();
       if (protocol !== 'tcp' && protocol !== 'udp') usage(`--protocol must be tcp or udp, got "${protocol}"`);
@@ -502,6 +525,7 @@ export function parseLabArgs(
         protocol: protocol as Protocol,
         output: output(flags),
         timeoutMs: int(one(flags, '--timeout-ms') ?? '1500', '--timeout-ms', 50, 60_000),
+        ...(family !== undefined ? { families: [Number(family) as 4 | 6] } : {}),
       });
     }
     default:

@@ -28,6 +28,7 @@ import {
   kubeControllersEnv,
   type LabImages,
   type LabPlan,
+  labFamilies,
   type NodePlan,
   nodeCniBinDir,
   usesBird,
@@ -252,9 +253,16 @@ export function podmanRunArgs(spec: ContainerSpec, hostRunFlags: readonly string
   ];
 }
 
-/** The readiness probe the DaemonSet runs in calico-node's container. */
+/**
+ * The readiness probe the DaemonSet runs in calico-node's container: BIRD's sessions of each
+ * family the pods have (`-bird-ready`, `-bird6-ready`, as upstream's IPv6 manifests set them).
+ */
 export function calicoNodeReadinessProbe(plan: LabPlan): string[] {
-  return ['/usr/bin/calico-node', '-felix-ready', ...(usesBird(plan.mode) ? ['-bird-ready'] : [])];
+  const families = labFamilies(plan);
+  const bird = usesBird(plan.mode)
+    ? [...(families.includes(4) ? ['-bird-ready'] : []), ...(families.includes(6) ? ['-bird6-ready'] : [])]
+    : [];
+  return ['/usr/bin/calico-node', '-felix-ready', ...bird];
 }
 
 /** The probes the Deployment runs in kube-controllers' container. */

@@ -46,6 +46,8 @@ export async function tearDown(state: LabState, stateDir: string, out: Progress)
   for (const node of state.plan.nodes) {
     const bird = recordFromPidFile(join(node.runDir, 'bird.pid'), join(node.runDir, 'bird.ctl'));
     await stop(`BIRD of ${node.name}`, bird, 3000);
+    const bird6 = recordFromPidFile(join(node.runDir, 'bird6.pid'), join(node.runDir, 'bird6.ctl'));
+    await stop(`BIRD (IPv6) of ${node.name}`, bird6, 3000);
   }
   // The rest (kube-apiserver, etcd) in the reverse order they were started: a server before what
   // it stores its data in.

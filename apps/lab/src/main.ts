@@ -16,7 +16,7 @@ import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
 import { kubectlEnv } from './kube.js';
 import { labStatus, measureConnectivity, renderStatus } from './observe.js';
-import { kubePlanOf, labInterfacePrefix, planLab, stateDirOf } from './plan.js';
+import { kubePlanOf, labFamilies, labInterfacePrefix, planLab, stateDirOf } from './plan.js';
 import { artifacts, checkRoot, kubectlPath } from './prereqs.js';
 import { Progress } from './progress.js';
 import { connectivityMatrix } from './render.js';
@@ -109,6 +109,7 @@ async function run(args: LabArgs): Promise<number> {
         mode: cmd.mode,
         datastore: cmd.datastore,
         topology: cmd.topology,
+        ipFamily: cmd.ipFamily,
         ...(cmd.tls ? { tls: true } : {}),
         stateDir,
         ...(cmd.images ? { images: labImages(imageRef) } : {}),
@@ -166,6 +167,13 @@ async function run(args: LabArgs): Promise<number> {
       return 0;
     }
     case 'connectivity': {
+      const has = labFamilies(state.plan);
+      const missing = cmd.families?.find((f) => !has.includes(f));
+      if (missing !== undefined)
+        throw new LabError(
+          'usage',
+          `--family ${missing}: the lab "${state.name}" has IPv${has.join(' and IPv')} pods only (lab up --ip-family)`,
+        );
       const report = await measureConnectivity(state, arts, cmd);
       process.stdout.write(
         cmd.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : `${connectivityMatrix(report)}\n`,

@@ -16,12 +16,13 @@ import {
 } from './bgp-roles.js';
 import { errorMessage } from './errors.js';
 import { kubeControllersProbe, runKubectl } from './kube.js';
-import { kubeControllersEnv, type LabPlan, type NodePlan, usesBird } from './plan.js';
+import { kubeControllersEnv, type LabPlan, labFamilies, type NodePlan, usesBird } from './plan.js';
 import { type Artifacts, kubectlPath } from './prereqs.js';
 import { childNamed, isAlive, type ProcRecord, recordFromPidFile, runAsync } from './processes.js';
 import {
   type ConnectivityReport,
   connectivityReport,
+  mergeConnectivityReports,
   type PodTarget,
   type ProbeResult,
   table,
@@ -31,13 +32,30 @@ import { nodeReadiness, nsenter } from './up.js';
 
 const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+/**
+ * Every pod tries every other pod, once per family in `families` (default: every family the lab's
+ * pods have), each family's attempts to the pods' addresses of that family.
+ */
 export async function measureConnectivity(
   state: LabState,
   arts: Artifacts,
-  opts: { protocol: 'tcp' | 'udp'; port: number; timeoutMs: number },
+  opts: { protocol: 'tcp' | 'udp'; port: number; timeoutMs: number; families?: readonly (4 | 6)[] },
 ): Promise<ConnectivityReport> {
-  const pods = state.pods.filter((p) => p.ip !== undefined);
-  const targets: PodTarget[] = pods.map((p) => ({ id: `${p.namespace}/${p.name}`, ip: p.ip! }));
+  const families = opts.families ?? labFamilies(state.plan);
+  const reports: ConnectivityReport[] = [];
+  for (const family of families) reports.push(await measureFamily(state, arts, opts, family));
+  return mergeConnectivityReports(reports);
+}
+
+async function measureFamily(
+  state: LabState,
+  arts: Artifacts,
+  opts: { protocol: 'tcp' | 'udp'; port: number; timeoutMs: number },
+  family: 4 | 6,
+): Promise<ConnectivityReport> {
+  const addressOf = (p: LabState['pods'][number]) => (family === 4 ? p.ip : p.ip6);
+  const pods = state.pods.filter((p) => addressOf(p) !== undefined);
+  const targets: PodTarget[] = pods.map((p) => ({ id: `${p.namespace}/${p.name}`, ip: addressOf(p)! }));
   const results = new Map<string, ProbeResult[] | Error>();
   await Promise.all(
     pods.map(async (src) => {
@@ -59,13 +77,15 @@ export async function measureConnectivity(
       }
     }),
   );
-  return connectivityReport(opts.protocol, opts.port, targets, results);
+  return connectivityReport(opts.protocol, opts.port, targets, results, family);
 }
 
 export interface NodeStatus {
   readonly name: string;
   readonly netns: string;
   readonly ip: string;
+  /** The node's IPv6 fabric address, in a lab with IPv6 pods. */
+  readonly ip6?: string;
   readonly calicoNode: { pid?: number; running: boolean };
   readonly bird?: { pid?: number; running: boolean };
   readonly ready: boolean;
@@ -110,6 +130,7 @@ export interface LabStatus {
     id: string;
     node: string;
     ip?: string;
+    ip6?: string;
     netns: string;
     ports: readonly number[];
     namedPorts?: Readonly<Record<string, number>>;
@@ -151,33 +172,43 @@ async function nodeStatus(state: LabState, arts: Artifacts, node: NodePlan): Pro
     name: node.name,
     netns: node.netns,
     ip: node.ip,
+    ...(node.ip6 !== undefined ? { ip6: node.ip6 } : {}),
     calicoNode: { ...(proc ? { pid: proc.pid } : {}), running: isAlive(proc) },
     ready: r.ok,
     readyDetail: r.ok ? 'ready' : r.message,
   };
   if (!usesBird(plan.mode)) return base;
   const bird = birdRecord(state, node);
+  const nodeAt = new Map(
+    plan.nodes.flatMap((n) => [[n.ip, n.name] as const, ...(n.ip6 ? [[n.ip6, n.name] as const] : [])]),
+  );
   try {
-    const client = new BirdControlClient(join(node.runDir, 'bird.ctl'));
-    const nodeAt = new Map(plan.nodes.map((n) => [n.ip, n.name]));
-    const peers = await Promise.all(
-      bgpPeersOf(await client.showProtocols()).map(async (p): Promise<LabBgpPeer> => {
-        // `show protocols all` tells whether BIRD reflects routes to this peer.
-        const all = await client.command(`show protocols all "${p.protocol}"`).catch(() => undefined);
-        const session = all ? sessionWordsOf(all.lines.map((l) => l.text)) : undefined;
-        const name = nodeAt.get(p.peerIP);
-        return {
-          ...p,
-          ...(name ? { node: name } : {}),
-          rrClient: isRouteReflectorSession(session),
-          ...(session ? { session } : {}),
-        };
-      }),
-    );
+    // Both BIRDs' sessions with IPv6 pods: bird6.ctl is the IPv6 one (upstream's bird6).
+    const sockets = ['bird.ctl', ...(labFamilies(plan).includes(6) ? ['bird6.ctl'] : [])];
+    const peers: LabBgpPeer[] = [];
+    for (const socket of sockets) peers.push(...(await peersOver(join(node.runDir, socket), nodeAt)));
     return { ...base, bird: { ...(bird ? { pid: bird.pid } : {}), running: isAlive(bird) }, peers };
   } catch (e) {
     return { ...base, bird: { running: isAlive(bird) }, peersError: errorMessage(e) };
   }
+}
+
+async function peersOver(socket: string, nodeAt: ReadonlyMap<string, string>): Promise<LabBgpPeer[]> {
+  const client = new BirdControlClient(socket);
+  return Promise.all(
+    bgpPeersOf(await client.showProtocols()).map(async (p): Promise<LabBgpPeer> => {
+      // `show protocols all` tells whether BIRD reflects routes to this peer.
+      const all = await client.command(`show protocols all "${p.protocol}"`).catch(() => undefined);
+      const session = all ? sessionWordsOf(all.lines.map((l) => l.text)) : undefined;
+      const name = nodeAt.get(p.peerIP);
+      return {
+        ...p,
+        ...(name ? { node: name } : {}),
+        rrClient: isRouteReflectorSession(session),
+        ...(session ? { session } : {}),
+      };
+    }),
+  );
 }
 
 export async function labStatus(state: LabState, arts: Artifacts): Promise<LabStatus> {
@@ -224,6 +255,7 @@ export async function labStatus(state: LabState, arts: Artifacts): Promise<LabSt
       id: `${p.namespace}/${p.name}`,
       node: p.node,
       ...(p.ip ? { ip: p.ip } : {}),
+      ...(p.ip6 ? { ip6: p.ip6 } : {}),
       netns: p.netns,
       ports: p.ports,
       ...(p.namedPorts ? { namedPorts: p.namedPorts } : {}),
@@ -293,7 +325,7 @@ export function renderStatus(s: LabStatus): string {
       s.nodes.map((n) => [
         n.name,
         n.netns,
-        n.ip,
+        n.ip6 !== undefined ? `${n.ip} ${n.ip6}` : n.ip,
         proc(n.calicoNode),
         proc(n.bird),
         n.ready ? 'yes' : 'no',
@@ -315,7 +347,7 @@ export function renderStatus(s: LabStatus): string {
         s.pods.map((p) => [
           p.id,
           p.node,
-          p.ip ?? '-',
+          [p.ip, p.ip6].filter(Boolean).join(' ') || '-',
           p.ports
             .map((port) => {
               const name = Object.entries(p.namedPorts ?? {}).find(([, v]) => v === port)?.[0];

@@ -5,6 +5,7 @@ import {
   cniConflist,
   kubeControllersEnv,
   kubePlanOf,
+  labFamilies,
   labInterfacePrefix,
   planLab,
   pluginConfig,
@@ -239,6 +240,60 @@ describe('lab plan', () => {
     const plain = planLab({ name: 'lab', nodes: 1, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });
     expect(plain.etcdUrl).toBe('http://198.18.0.2:2379');
     expect(JSON.stringify(calicoNodeEnv(plain, plain.nodes[0]!, '/bin'))).not.toContain('CERT_FILE');
+  });
+  it('--ip-family dual: IPv6 fabric addresses, IP6 autodetected, the IPv6 pool, both families assigned', () => {
+    const p = planLab({ name: 'ds1', nodes: 2, mode: 'bgp', ipFamily: 'dual', stateDir: '/s' });
+    expect(labFamilies(p)).toEqual([4, 6]);
+    expect(p.nodes.map((n) => [n.ip, n.ip6])).toEqual([
+      ['198.18.0.11', 'fd00:18::11'],
+      ['198.18.0.12', 'fd00:18::12'],
+    ]);
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({
+      IP: 'autodetect',
+      IP6: 'autodetect',
+      IP6_AUTODETECTION_METHOD: 'interface=eth0',
+      CALICO_IPV4POOL_CIDR: '198.19.0.0/16',
+      CALICO_IPV6POOL_CIDR: 'fd00:19::/64',
+      CALICO_IPV6POOL_BLOCK_SIZE: '122',
+      CALICO_IPV6POOL_VXLAN: 'Never',
+      FELIX_IPV6SUPPORT: 'true',
+    });
+    expect(JSON.parse(pluginConfig(cniConflist(p, p.nodes[0]!))).ipam).toEqual({
+      type: 'calico-ipam',
+      assign_ipv4: 'true',
+      assign_ipv6: 'true',
+    });
+    const vx = planLab({ name: 'ds2', nodes: 2, mode: 'vxlan', ipFamily: 'dual', stateDir: '/s' });
+    expect(calicoNodeEnv(vx, vx.nodes[0]!, '/usr/bin')).toMatchObject({ CALICO_IPV6POOL_VXLAN: 'Always' });
+  });
+  it('--ip-family 6: no IPv4 pool or address; --ip-family 4 (default) is IPv4 only as before', () => {
+    const p = planLab({ name: 'ds1', nodes: 2, mode: 'bgp', ipFamily: '6', stateDir: '/s' });
+    expect(calicoNodeEnv(p, p.nodes[0]!, '/usr/bin')).toMatchObject({
+      IP: 'none',
+      IP6: 'autodetect',
+      CALICO_IPV4POOL_CIDR: 'none',
+      FELIX_IPV6SUPPORT: 'true',
+    });
+    expect(JSON.parse(pluginConfig(cniConflist(p, p.nodes[0]!))).ipam).toMatchObject({
+      assign_ipv4: 'false',
+      assign_ipv6: 'true',
+    });
+    const v4 = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    expect(v4.ipFamily).toBeUndefined();
+    expect(v4.nodes[0]!.ip6).toBeUndefined();
+    const env = calicoNodeEnv(v4, v4.nodes[0]!, '/usr/bin');
+    expect(env.FELIX_IPV6SUPPORT).toBe('false');
+    expect(env.IP6).toBeUndefined();
+    expect(JSON.parse(pluginConfig(cniConflist(v4, v4.nodes[0]!))).ipam).toEqual({ type: 'calico-ipam' });
+  });
+  it('refuses IPv6 pods where the mode cannot carry them', () => {
+    const plan = (mode: 'ipip' | 'vxlan' | 'policy-only', ipFamily: '6' | 'dual') => () =>
+      planLab({ name: 'x', nodes: 2, mode, ipFamily, stateDir: '/s' });
+    expect(plan('ipip', 'dual')).toThrow(
+      /--ip-family dual runs with --mode bgp or vxlan.*IPIP cannot carry IPv6/,
+    );
+    expect(plan('vxlan', '6')).toThrow(/--ip-family 6 runs with --mode bgp, got --mode vxlan/);
+    expect(plan('policy-only', 'dual')).toThrow(/--ip-family dual runs with --mode bgp or vxlan/);
   });
   it('refuses policy-only on etcd', () => {
     expect(() =>

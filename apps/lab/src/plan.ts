@@ -35,6 +35,13 @@
  * on etcd (`--datastore etcdv3`) the Calico data stays under /calico/ in the same etcd and the CNI
  * plugin and kube-controllers read Kubernetes through that kubeconfig.
  *
+ * `--ip-family dual` (bgp or vxlan): the fabric also carries IPv6, br0 fd00:18::1/64 and node nX
+ * fd00:18::(10+X)/64 (the same digits as its IPv4 address), each node's IPv6 default route via
+ * fd00:18::1; calico-node autodetects IP6 on eth0 and makes the IPv6 pool fd00:19::/64 (blocks of
+ * /122; in vxlan mode vxlanMode Always, carried by vxlan-v6.calico), and the CNI assigns every pod
+ * an address of each family. `--ip-family 6` (bgp): the pods get IPv6 only (no IPv4 pool, IP=none);
+ * the fabric keeps its IPv4 addresses for the control plane. The default, `4`, is IPv4 only.
+ *
  * Nothing is connected to the host's own namespace: only lab namespaces reach etcd or each other.
  * The default lab is named `lab` and its nodes' namespaces are `n1`…; another name prefixes them
  * (`<name>-n1`) so two labs never share a namespace.
@@ -68,6 +75,21 @@ export const ETCD_IP = '198.18.0.2';
 export const POD_POOL = '198.19.0.0/16';
 export const BRIDGE = 'br0';
 
+/** `--ip-family`: the pods' address families. */
+export type LabIPFamily = '4' | '6' | 'dual';
+export const LAB_IP_FAMILIES: readonly LabIPFamily[] = ['4', '6', 'dual'];
+
+/** The fabric's IPv6 subnet, gateway (on br0) and the IPv6 pod pool. */
+export const FABRIC_SUBNET6 = 'fd00:18::/64';
+export const FABRIC_GATEWAY6 = 'fd00:18::1';
+export const POD_POOL6 = 'fd00:19::/64';
+
+/** The address families a lab's pods have: [4], [6] or [4, 6]. */
+export function labFamilies(plan: Pick<LabPlan, 'ipFamily'>): readonly (4 | 6)[] {
+  const f = plan.ipFamily ?? '4';
+  return f === 'dual' ? [4, 6] : f === '6' ? [6] : [4];
+}
+
 export type LabTopology = 'flat' | 'two-subnets';
 export const LAB_TOPOLOGIES: readonly LabTopology[] = ['flat', 'two-subnets'];
 
@@ -90,6 +112,8 @@ export interface NodePlan {
   readonly name: string;
   readonly netns: string;
   readonly ip: string;
+  /** The node's IPv6 fabric address (labs with IPv6 pods). */
+  readonly ip6?: string;
   /** The veth end in the fabric namespace (the node's end is `eth0`). */
   readonly fabricIf: string;
   /** The fabric subnet the node is on (absent in labs made before topologies: br0). */
@@ -156,6 +180,8 @@ export interface LabPlan {
   readonly datastore: LabDatastore;
   /** Absent in labs made before topologies: flat. */
   readonly topology?: LabTopology;
+  /** `--ip-family`; absent in labs made before it: IPv4 only. */
+  readonly ipFamily?: LabIPFamily;
   /** `--tls`: etcd over https with client-certificate authentication only. */
   readonly etcdTls?: EtcdTlsPlan;
   /** Set when the lab runs the container images (`--images`). */
@@ -197,6 +223,7 @@ export function planLab(opts: {
   mode: LabMode;
   datastore?: LabDatastore;
   topology?: LabTopology;
+  ipFamily?: LabIPFamily;
   tls?: boolean;
   stateDir: string;
   images?: LabImages;
@@ -215,6 +242,9 @@ export function planLab(opts: {
   }
   const topology = opts.topology ?? 'flat';
   checkTopology(topology, opts.mode, opts.nodes);
+  const ipFamily = opts.ipFamily ?? '4';
+  checkIPFamily(ipFamily, opts.mode, topology);
+  const v6 = ipFamily !== '4';
   const subnets = fabricSubnets(topology);
   const prefix = nodeNetnsPrefix(opts.name);
   const nodes: NodePlan[] = [];
@@ -227,6 +257,7 @@ export function planLab(opts: {
       name,
       netns: `${prefix}${name}`,
       ip: `198.18.${subnet.octet}.${10 + i}`,
+      ...(v6 ? { ip6: `fd00:18::${10 + i}` } : {}),
       fabricIf: name,
       subnet,
       dir,
@@ -255,6 +286,7 @@ export function planLab(opts: {
     mode: opts.mode,
     datastore,
     topology,
+    ...(ipFamily !== '4' ? { ipFamily } : {}),
     ...(etcdTls ? { etcdTls } : {}),
     ...(opts.images ? { images: opts.images } : {}),
     kube: {
@@ -292,6 +324,30 @@ function checkTopology(topology: LabTopology, mode: LabMode, nodes: number): voi
         'from the other',
     );
   if (nodes < 2) throw new LabError('usage', '--topology two-subnets needs at least 2 nodes, one per subnet');
+}
+
+/**
+ * IPv6 pods need a mode that carries IPv6: bgp (BIRD's IPv6 sessions) or, dual stack, vxlan
+ * (vxlan-v6.calico). IPIP cannot carry IPv6; policy-only's pods come from host-local on IPv4
+ * ranges; two subnets would need an IPv6 router in the fabric, which the lab does not make.
+ */
+function checkIPFamily(family: LabIPFamily, mode: LabMode, topology: LabTopology): void {
+  if (family === '4') return;
+  if (mode === 'bgp' || (mode === 'vxlan' && family === 'dual')) {
+    if (topology !== 'flat')
+      throw new LabError(
+        'usage',
+        `--ip-family ${family} runs on the flat topology only; leave out --topology`,
+      );
+    return;
+  }
+  throw new LabError(
+    'usage',
+    family === '6'
+      ? `--ip-family 6 runs with --mode bgp, got --mode ${mode}`
+      : `--ip-family dual runs with --mode bgp or vxlan, got --mode ${mode}` +
+          (mode === 'ipip' ? ' (IPIP cannot carry IPv6)' : ''),
+  );
 }
 
 /** The lab's Kubernetes control plane, or a clear error for a lab made before it had one. */
@@ -357,12 +413,26 @@ function networkingEnv(plan: LabPlan): Record<string, string> {
       CALICO_CNI_SERVICE_SOCKET: 'none',
     };
   }
+  const families = labFamilies(plan);
+  const v4 = families.includes(4);
+  const v6 = families.includes(6);
   return {
     CALICO_NETWORKING_BACKEND: usesBird(plan.mode) ? 'bird' : 'vxlan',
     CLUSTER_TYPE: usesBird(plan.mode) ? 'k8s,bgp' : 'k8s,vxlan',
-    IP: 'autodetect',
+    IP: v4 ? 'autodetect' : 'none',
     IP_AUTODETECTION_METHOD: 'interface=eth0',
-    CALICO_IPV4POOL_CIDR: POD_POOL,
+    ...(v6
+      ? {
+          IP6: 'autodetect',
+          IP6_AUTODETECTION_METHOD: 'interface=eth0',
+          CALICO_IPV6POOL_CIDR: POD_POOL6,
+          CALICO_IPV6POOL_BLOCK_SIZE: '122',
+          CALICO_IPV6POOL_VXLAN: plan.mode === 'vxlan' ? 'Always' : 'Never',
+          CALICO_IPV6POOL_NAT_OUTGOING: 'false',
+        }
+      : {}),
+    FELIX_IPV6SUPPORT: v6 ? 'true' : 'false',
+    CALICO_IPV4POOL_CIDR: v4 ? POD_POOL : 'none',
     CALICO_IPV4POOL_BLOCK_SIZE: '26',
     CALICO_IPV4POOL_IPIP: plan.mode === 'ipip' ? 'Always' : 'Never',
     CALICO_IPV4POOL_VXLAN:
@@ -381,13 +451,14 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
     PATH: path,
     NODENAME: node.name,
     CALICO_K8S_NODE_REF: node.name,
-    ...networkingEnv(plan),
     ...datastoreEnv(plan),
     // On etcd too, as a pod's in-cluster config would: BGP password Secrets are read from the API.
     KUBECONFIG: plan.kube.kubeconfig,
     NAMESPACE: LAB_SECRETS_NAMESPACE,
     FELIX_HEALTHENABLED: 'true',
+    // IPv4 only unless the lab has IPv6 pods (networkingEnv says so).
     FELIX_IPV6SUPPORT: 'false',
+    ...networkingEnv(plan),
     FELIX_LOGSEVERITYSCREEN: 'info',
     FELIX_DEFAULTENDPOINTTOHOSTACTION: 'ACCEPT',
     // A file that does not exist: the host's /etc/calico/felix.cfg must not leak into the lab.
@@ -466,10 +537,28 @@ export function cniConflist(plan: LabPlan, node: NodePlan): Record<string, unkno
         ipam_lock_file: join(node.dir, 'ipam.lock'),
         // The node's calico-node serves the plugin here (its CALICO_VAR_RUN_DIR).
         service_socket: join(node.runDir, 'cni-plugin.sock'),
-        // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header, 20 for IPIP's). Named here
+        // What Felix works out for the fabric's 1500 (less 50 for the VXLAN header, 20 for IPIP's;
+        // the smallest of the encapsulations in use, as Felix's MTU file says). Named here
         // because the plugin's fallback, /var/lib/calico/mtu, is the host's, shared by every lab node.
-        mtu: plan.mode === 'vxlan' ? 1450 : plan.mode === 'ipip' ? 1480 : 1500,
-        ipam: { type: 'calico-ipam' },
+        // IPv6 VXLAN's outer header is 20 bytes longer: 70 in all.
+        mtu:
+          plan.mode === 'vxlan'
+            ? labFamilies(plan).includes(6)
+              ? 1430
+              : 1450
+            : plan.mode === 'ipip'
+              ? 1480
+              : 1500,
+        ipam: {
+          type: 'calico-ipam',
+          // With IPv6 pods: which families to assign, as strings, as upstream's conflist writes them.
+          ...(labFamilies(plan).includes(6)
+            ? {
+                assign_ipv4: String(labFamilies(plan).includes(4)),
+                assign_ipv6: 'true',
+              }
+            : {}),
+        },
         policy: { type: 'k8s' },
       },
     ],

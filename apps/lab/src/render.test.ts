@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { connectivityMatrix, connectivityReport, type ProbeResult, table } from './render.js';
+import {
+  connectivityMatrix,
+  connectivityReport,
+  mergeConnectivityReports,
+  type ProbeResult,
+  table,
+} from './render.js';
 
 const PODS = [
   { id: 'a/p1', ip: '198.19.0.1' },
@@ -39,6 +45,48 @@ describe('connectivity report', () => {
         'a/p2                ok    ·     ok',
         'b/p3                ok    ok    ·',
         '6/6 reachable',
+      ].join('\n'),
+    );
+  });
+  it('dual stack: one matrix per family, cells tagged with theirs, counts over both', () => {
+    const v6 = [
+      { id: 'a/p1', ip: 'fd00:19::1' },
+      { id: 'a/p2', ip: 'fd00:19::41' },
+    ];
+    const all = (pods: { id: string }[]) =>
+      new Map<string, ProbeResult[] | Error>(
+        pods.map((s) => [s.id, pods.filter((d) => d.id !== s.id).map((d) => ok(d.id))]),
+      );
+    const r4 = connectivityReport('tcp', 80, PODS.slice(0, 2), all(PODS.slice(0, 2)), 4);
+    const r6 = connectivityReport(
+      'tcp',
+      80,
+      v6,
+      new Map([
+        ['a/p1', [ok('a/p2')]],
+        ['a/p2', [{ id: 'a/p1', reachable: false, error: 'timeout', ms: 1500 }]],
+      ]),
+      6,
+    );
+    const r = mergeConnectivityReports([r4, r6]);
+    expect(r.families).toEqual([4, 6]);
+    expect(r.cells.map((c) => [c.family, c.from, c.toIP, c.reachable])).toEqual([
+      [4, 'a/p1', '198.19.0.65', true],
+      [4, 'a/p2', '198.19.0.1', true],
+      [6, 'a/p1', 'fd00:19::41', true],
+      [6, 'a/p2', 'fd00:19::1', false],
+    ]);
+    expect([r.reachable, r.unreachable, r.allReachable]).toEqual([3, 1, false]);
+    expect(connectivityMatrix(r)).toBe(
+      [
+        'FROM \\ TO (tcp/80 IPv4)  a/p1  a/p2',
+        'a/p1                     ·     ok',
+        'a/p2                     ok    ·',
+        'FROM \\ TO (tcp/80 IPv6)  a/p1  a/p2',
+        'a/p1                     ·     ok',
+        'a/p2                     --    ·',
+        '3/4 reachable',
+        '  a/p2 -> a/p1 (fd00:19::1): timeout',
       ].join('\n'),
     );
   });

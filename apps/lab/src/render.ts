@@ -22,6 +22,8 @@ export interface ProbeResult {
 }
 
 export interface ConnectivityCell {
+  /** The address family of the attempt (`toIP`'s). */
+  readonly family: 4 | 6;
   readonly from: string;
   readonly to: string;
   readonly toIP: string;
@@ -35,6 +37,8 @@ export interface ConnectivityCell {
 export interface ConnectivityReport {
   readonly protocol: 'tcp' | 'udp';
   readonly port: number;
+  /** The address families tried, each pod pair once per family. */
+  readonly families: readonly (4 | 6)[];
   readonly pods: readonly string[];
   readonly cells: readonly ConnectivityCell[];
   readonly reachable: number;
@@ -56,6 +60,7 @@ export function connectivityReport(
   port: number,
   pods: readonly PodTarget[],
   results: ReadonlyMap<string, readonly ProbeResult[] | Error>,
+  family: 4 | 6 = 4,
 ): ConnectivityReport {
   const cells: ConnectivityCell[] = [];
   for (const src of pods) {
@@ -64,6 +69,7 @@ export function connectivityReport(
       if (dst.id === src.id) continue;
       if (got === undefined || got instanceof Error) {
         cells.push({
+          family,
           from: src.id,
           to: dst.id,
           toIP: dst.ip,
@@ -76,6 +82,7 @@ export function connectivityReport(
       const r = got.find((x) => x.id === dst.id);
       const ok = r?.reachable === true && r.reply === dst.id;
       cells.push({
+        family,
         from: src.id,
         to: dst.id,
         toIP: dst.ip,
@@ -86,11 +93,28 @@ export function connectivityReport(
       });
     }
   }
+  return summarise(
+    protocol,
+    port,
+    [family],
+    pods.map((p) => p.id),
+    cells,
+  );
+}
+
+function summarise(
+  protocol: 'tcp' | 'udp',
+  port: number,
+  families: readonly (4 | 6)[],
+  pods: readonly string[],
+  cells: readonly ConnectivityCell[],
+): ConnectivityReport {
   const reachable = cells.filter((c) => c.reachable).length;
   return {
     protocol,
     port,
-    pods: pods.map((p) => p.id),
+    families,
+    pods,
     cells,
     reachable,
     unreachable: cells.length - reachable,
@@ -98,17 +122,39 @@ export function connectivityReport(
   };
 }
 
-/** Rows = sources, columns = destinations; `ok`, `--` (unreachable) or `·` (itself). */
+/** One report of several families' reports (same protocol and port): cells and counts of all. */
+export function mergeConnectivityReports(reports: readonly ConnectivityReport[]): ConnectivityReport {
+  const first = reports[0];
+  if (first === undefined) throw new Error('mergeConnectivityReports needs at least one report');
+  const pods = [...new Set(reports.flatMap((r) => r.pods))];
+  return summarise(
+    first.protocol,
+    first.port,
+    reports.flatMap((r) => r.families),
+    pods,
+    reports.flatMap((r) => r.cells),
+  );
+}
+
+/**
+ * Rows = sources, columns = destinations; `ok`, `--` (unreachable) or `·` (itself). One matrix per
+ * family; the family is named in the header unless the report is IPv4 only.
+ */
 export function connectivityMatrix(report: ConnectivityReport): string {
-  const header = [`FROM \\ TO (${report.protocol}/${report.port})`, ...report.pods];
-  const rows = report.pods.map((from) => [
-    from,
-    ...report.pods.map((to) => {
-      if (to === from) return '·';
-      const c = report.cells.find((x) => x.from === from && x.to === to);
-      return c?.reachable ? 'ok' : '--';
-    }),
-  ]);
+  const families = report.families;
+  const label = (f: 4 | 6) => (families.length === 1 && f === 4 ? '' : ` IPv${f}`);
+  const matrices = families.map((f) => {
+    const header = [`FROM \\ TO (${report.protocol}/${report.port}${label(f)})`, ...report.pods];
+    const rows = report.pods.map((from) => [
+      from,
+      ...report.pods.map((to) => {
+        if (to === from) return '·';
+        const c = report.cells.find((x) => x.family === f && x.from === from && x.to === to);
+        return c?.reachable ? 'ok' : '--';
+      }),
+    ]);
+    return table(header, rows);
+  });
   const summary =
     report.cells.length === 0
       ? 'no pairs to test: create at least two pods'
@@ -116,5 +162,5 @@ export function connectivityMatrix(report: ConnectivityReport): string {
   const failures = report.cells
     .filter((c) => !c.reachable)
     .map((c) => `  ${c.from} -> ${c.to} (${c.toIP}): ${c.error ?? 'unreachable'}`);
-  return [table(header, rows), summary, ...failures].join('\n');
+  return [...matrices, summary, ...failures].join('\n');
 }

@@ -26,7 +26,10 @@ export interface PodRecord {
   readonly containerId: string;
   /** The Pod's metadata.uid (K8S_POD_UID for the CNI plugin). */
   uid?: string;
+  /** The pod's IPv4 address (none in an IPv6-only lab). */
   ip?: string;
+  /** The pod's IPv6 address, in a lab with IPv6 pods. */
+  ip6?: string;
   readonly ports: readonly number[];
   /** Named TCP ports (`--ports http=80`): name → port. */
   readonly namedPorts?: Readonly<Record<string, number>>;

@@ -60,6 +60,7 @@ import {
   cniConflist,
   ETCD_IP,
   FABRIC_GATEWAY,
+  FABRIC_GATEWAY6,
   type FabricSubnet,
   fabricSubnets,
   type KubePlan,
@@ -176,12 +177,16 @@ export class LabBuilder {
     for (const s of subnets) {
       await net.createBridge({ name: s.bridge }, plan.fabricNetns);
       await net.addAddr(s.bridge, `${s.gateway}/24`, {}, plan.fabricNetns);
+      // No duplicate address detection: an address is usable (BIRD binds it) at once.
+      if (plan.ipFamily !== undefined && plan.ipFamily !== '4')
+        await net.addAddr(s.bridge, `${FABRIC_GATEWAY6}/64`, { noDad: true }, plan.fabricNetns);
       await net.setLinkUp(s.bridge, plan.fabricNetns);
     }
     // Two subnets: the fabric namespace is the router between them.
     if (subnets.length > 1) await net.writeSysctl('net.ipv4.ip_forward', 1, plan.fabricNetns);
     this.out.step(
       `fabric: namespace ${plan.fabricNetns}, ${subnets.map((s) => `bridge ${s.bridge} ${s.gateway}/24`).join(', ')}` +
+        `${plan.ipFamily !== undefined && plan.ipFamily !== '4' ? ` and ${FABRIC_GATEWAY6}/64` : ''}` +
         `${subnets.length > 1 ? ' routed between them' : ''} (not connected to the host)`,
     );
   }
@@ -448,6 +453,17 @@ export class LabBuilder {
     await this.attach(node.netns, node.fabricIf, node.ip, true, node.subnet);
     // A Kubernetes host forwards; pods' traffic crosses this namespace.
     await this.net.writeSysctl('net.ipv4.ip_forward', 1, node.netns);
+    if (node.ip6 !== undefined) {
+      await this.net.writeSysctls(
+        [
+          ['net.ipv6.conf.all.disable_ipv6', 0],
+          ['net.ipv6.conf.all.forwarding', 1],
+        ],
+        node.netns,
+      );
+      await this.net.addAddr('eth0', `${node.ip6}/64`, { noDad: true }, node.netns);
+      await this.net.addRoute({ dst: 'default', gateway: FABRIC_GATEWAY6, dev: 'eth0' }, node.netns);
+    }
   }
 
   /**
@@ -666,7 +682,8 @@ export async function labUp(
   mkdirSync(plan.stateDir, { recursive: true });
   b.save();
   out.step(
-    `lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, datastore ${plan.datastore}, ` +
+    `lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, ` +
+      `${plan.ipFamily !== undefined && plan.ipFamily !== '4' ? `IP family ${plan.ipFamily}, ` : ''}datastore ${plan.datastore}, ` +
       `${plan.images ? `images ${Object.values(plan.images).join(', ')}, ` : ''}state in ${plan.stateDir}`,
   );
   // Certificates are made while the namespaces and etcd come up.
@@ -683,7 +700,7 @@ export async function labUp(
     for (const node of plan.nodes) await b.node(node);
     await b.cloudRoutes();
     out.step(
-      `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}`).join(', ')} (default via ${[...new Set(plan.nodes.map((n) => n.subnet?.gateway ?? FABRIC_GATEWAY))].join(' or ')})`,
+      `nodes: ${plan.nodes.map((n) => `${n.netns} ${n.ip}${n.ip6 ? ` ${n.ip6}` : ''}`).join(', ')} (default via ${[...new Set(plan.nodes.map((n) => n.subnet?.gateway ?? FABRIC_GATEWAY))].join(' or ')})`,
     );
     await b.waitEtcd();
     b.files();

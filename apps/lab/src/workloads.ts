@@ -317,7 +317,7 @@ async function reportPodStatus(api: KubeApi, pod: PodRecord, hostIP: string): Pr
     const current = await api.get(path);
     if (!current) throw new LabError('command', `the Pod ${pod.namespace}/${pod.name} is gone`);
     const status = kubePodStatus({
-      podIPs: pod.ip ? [pod.ip] : [],
+      podIPs: [pod.ip, pod.ip6].filter((a): a is string => a !== undefined),
       hostIP,
       started: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     });
@@ -427,7 +427,9 @@ export async function podCreate(
     if (add.status !== 0)
       throw new LabError('command', `CNI ADD on ${node.name} failed: ${cniFailure(add.stdout, add.stderr)}`);
     const result = JSON.parse(add.stdout) as { ips?: { address: string }[] };
-    pod.ip = result.ips?.[0]?.address.split('/')[0];
+    const addresses = (result.ips ?? []).map((i) => i.address.split('/')[0]!);
+    pod.ip = addresses.find((a) => !a.includes(':'));
+    pod.ip6 = addresses.find((a) => a.includes(':'));
     writeState(state);
     const wep = await podWorkloadEndpoint(plan, pod);
     const logDir = join(plan.stateDir, 'pods');
@@ -442,6 +444,7 @@ export async function podCreate(
         `${pod.namespace}/${pod.name}`,
         '--ports',
         pod.ports.join(','),
+        ...(pod.ip6 !== undefined ? ['--ipv6'] : []),
       ],
       { env: { PATH }, log },
     );
@@ -449,7 +452,7 @@ export async function podCreate(
     await waitForLine(log, 'ready', pod.listener, 10_000);
     await withKubeApi(plan, (api) => reportPodStatus(api, pod, node.ip));
     out.line(
-      `pod ${pod.namespace}/${pod.name} on ${node.name}: ${pod.ip} (endpoint ${wep.metadata.name}, ` +
+      `pod ${pod.namespace}/${pod.name} on ${node.name}: ${[pod.ip, pod.ip6].filter(Boolean).join(' ')} (endpoint ${wep.metadata.name}, ` +
         `interface ${wep.spec.interfaceName}), listening on tcp+udp ${req.ports
           .map((p) => (p.name ? `${p.name}=${p.port}` : String(p.port)))
           .join(',')}, Running` +

@@ -107,6 +107,7 @@ export {
   ensureIpipTunnelAddress,
   ensureTunnelAddress,
   ensureVxlanTunnelAddress,
+  ensureVxlanV6TunnelAddress,
   TUNNEL_ADDRESS_ERROR_CODES,
   TunnelAddressError,
   type TunnelAddressErrorCode,

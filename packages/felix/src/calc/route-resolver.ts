@@ -65,6 +65,12 @@ export interface NodeInfo {
   readonly vxlanTunnelAddr?: string;
   readonly vxlanTunnelMac?: string;
   readonly ipipTunnelAddr?: string;
+  /** The node's IPv6 address (spec.bgp.ipv6Address, else an IPv6 InternalIP/ExternalIP). */
+  readonly ipv6?: string;
+  readonly ipv6Subnet?: string;
+  /** spec.ipv6VXLANTunnelAddr and spec.vxlanTunnelMACAddrV6. */
+  readonly vxlanTunnelAddrV6?: string;
+  readonly vxlanTunnelMacV6?: string;
 }
 
 /** Upstream's choice of a node's address: spec.bgp.ipv4Address, else an InternalIP, else an ExternalIP. */
@@ -88,6 +94,23 @@ export function nodeInfoOf(node: Node): NodeInfo {
     info.ipv4 = formatIP({ family: 4, value: addr.address });
     info.ipv4Subnet = formatCidr(addr);
   }
+  let addr6: Cidr | undefined;
+  if (spec.bgp?.ipv6Address) addr6 = parseCidrOrIP(spec.bgp.ipv6Address);
+  if (!addr6 && !(spec.bgp?.ipv4Address || spec.bgp?.ipv6Address)) {
+    for (const type of ['InternalIP', 'ExternalIP'] as const) {
+      const a = (spec.addresses ?? []).find((x) => x.type === type && parseCidrOrIP(x.address)?.family === 6);
+      if (a) {
+        addr6 = parseCidrOrIP(a.address);
+        break;
+      }
+    }
+  }
+  if (addr6 && addr6.family === 6) {
+    info.ipv6 = formatIP({ family: 6, value: addr6.address });
+    info.ipv6Subnet = formatCidr(addr6);
+  }
+  if (spec.ipv6VXLANTunnelAddr) info.vxlanTunnelAddrV6 = spec.ipv6VXLANTunnelAddr;
+  if (spec.vxlanTunnelMACAddrV6) info.vxlanTunnelMacV6 = spec.vxlanTunnelMACAddrV6.toLowerCase();
   if (spec.ipv4VXLANTunnelAddr) info.vxlanTunnelAddr = spec.ipv4VXLANTunnelAddr;
   if (spec.vxlanTunnelMACAddr) info.vxlanTunnelMac = spec.vxlanTunnelMACAddr.toLowerCase();
   if (spec.bgp?.ipv4IPIPTunnelAddr) info.ipipTunnelAddr = spec.bgp.ipv4IPIPTunnelAddr;
@@ -134,7 +157,7 @@ export interface BlockRoute {
   readonly encap: PoolEncap;
   /** Whether `dst` is a whole block (not a borrowed address). */
   readonly block: boolean;
-  /** The destination node's IPv4 address, when known. */
+  /** The destination node's address of the route's family, when known. */
   readonly nodeIP?: string;
   readonly sameSubnet: boolean;
 }
@@ -149,28 +172,33 @@ export function poolFor(pools: readonly PoolInfo[], dst: string): PoolInfo | und
   return best;
 }
 
-/** Every IPv4 block and borrowed address with the node it belongs to, sorted by destination. */
-export function resolveBlockRoutes(input: EncapInput): BlockRoute[] {
+/**
+ * Every block and borrowed address of `family` (IPv4 by default) with the node it belongs to,
+ * sorted by destination; the node addresses and subnets are those of the same family.
+ */
+export function resolveBlockRoutes(input: EncapInput, family: 4 | 6 = 4): BlockRoute[] {
   const nodes = new Map(input.nodes.map((n) => [n.metadata.name, nodeInfoOf(n)]));
   const me = nodes.get(input.hostname);
   const pools = input.pools.map(poolInfoOf).filter((p): p is PoolInfo => p !== undefined);
   const byDst = new Map<string, BlockRoute>();
+  const ipOf = (n: NodeInfo | undefined) => (family === 4 ? n?.ipv4 : n?.ipv6);
+  const mySubnet = family === 4 ? me?.ipv4Subnet : me?.ipv6Subnet;
   const add = (dst: string, node: string, block: boolean) => {
-    if (parseCidr(dst)?.family !== 4) return;
+    if (parseCidr(dst)?.family !== family) return;
     const pool = poolFor(pools, dst);
-    const info = nodes.get(node);
+    const nodeIP = ipOf(nodes.get(node));
     const sameSubnet =
       pool?.crossSubnet === true &&
-      me?.ipv4Subnet !== undefined &&
-      info?.ipv4 !== undefined &&
-      cidrContains(me.ipv4Subnet, info.ipv4);
+      mySubnet !== undefined &&
+      nodeIP !== undefined &&
+      cidrContains(mySubnet, nodeIP);
     byDst.set(dst, {
       dst,
       node,
       local: node === input.hostname,
       encap: pool?.encap ?? 'none',
       block,
-      ...(info?.ipv4 !== undefined ? { nodeIP: info.ipv4 } : {}),
+      ...(nodeIP !== undefined ? { nodeIP } : {}),
       sameSubnet,
     });
   };

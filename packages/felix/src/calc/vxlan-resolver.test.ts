@@ -272,3 +272,71 @@ describe('encapRouteProtocol', () => {
     expect(encapRouteProtocol(4)).toBe(4);
   });
 });
+
+describe('resolveVxlan, IPv6 (vxlan-v6.calico)', () => {
+  const dualNode = (name: string, v4: string, v6: string, tunnel6?: string) => {
+    const n = node(name, v4);
+    return {
+      ...n,
+      spec: {
+        ...n.spec,
+        bgp: { ...n.spec.bgp, ipv6Address: v6 },
+        ...(tunnel6 ? { ipv6VXLANTunnelAddr: tunnel6 } : {}),
+      },
+    };
+  };
+  const dual = (): EncapInput => ({
+    hostname: 'node-a',
+    nodes: [
+      dualNode('node-a', '198.18.0.2/24', 'fd00:18::2/64', 'fd00:19::'),
+      dualNode('node-b', '198.18.0.3/24', 'fd00:18::3/64', 'fd00:19::40'),
+    ],
+    pools: [
+      encapPool('v4', '198.19.0.0/16', { vxlanMode: 'Never' }),
+      encapPool('v6', 'fd00:19::/64', { vxlanMode: 'Always' }),
+    ],
+    blocks: [
+      block('198.19.0.0/26', 'node-a'),
+      block('fd00:19::/122', 'node-a'),
+      block('fd00:19::40/122', 'node-b'),
+    ],
+  });
+
+  it('the IPv6 pool makes the IPv6 device, /128-based routes via the remote tunnel addresses, MTU less 70', () => {
+    expect(resolveVxlan(dual(), CFG, 6)).toEqual({
+      enabled: true,
+      device: {
+        name: 'vxlan-v6.calico',
+        vni: 4096,
+        port: 4789,
+        mtu: 1430,
+        mac: vtepMacFor('node-a', 6),
+        parentAddress: 'fd00:18::2',
+        tunnelAddress: 'fd00:19::',
+      },
+      routes: [
+        { kind: 'blackhole', dst: 'fd00:19::/122' },
+        { kind: 'tunnel', dst: 'fd00:19::40/122', gateway: 'fd00:19::40', dev: 'vxlan-v6.calico' },
+      ],
+      neighbours: [{ dst: 'fd00:19::40', lladdr: vtepMacFor('node-b', 6) }],
+      fdb: [{ mac: vtepMacFor('node-b', 6), dst: 'fd00:18::3' }],
+      allowedSources: ['fd00:18::3'],
+      waiting: [],
+    });
+    // VXLANMTUV6 when set; the IPv4 family sees no VXLAN pool of its own.
+    expect(resolveVxlan(dual(), { ...CFG, mtuV6: 1400 }, 6).device?.mtu).toBe(1400);
+    expect(resolveVxlan(dual(), CFG, 4).enabled).toBe(false);
+  });
+
+  it('an IPv4 VXLAN pool alone leaves IPv6 VXLAN off; a node without an IPv6 tunnel address waits', () => {
+    const v4only = { ...dual(), pools: [encapPool('v4', '198.19.0.0/16', { vxlanMode: 'Always' })] };
+    expect(resolveVxlan(v4only, CFG, 6).enabled).toBe(false);
+    const noTunnel = {
+      ...dual(),
+      nodes: [dualNode('node-a', '198.18.0.2/24', 'fd00:18::2/64'), dual().nodes[1]!],
+    };
+    const s = resolveVxlan(noTunnel, CFG, 6);
+    expect(s.device).toBeUndefined();
+    expect(s.waiting).toContain('this node (node-a) has no IPv6 VXLAN tunnel address or node IP yet');
+  });
+});

@@ -1,5 +1,5 @@
 /**
- * The desired IPv4 VXLAN state of this node (upstream `felix/calc/vxlan_resolver.go` for the VTEPs,
+ * The desired VXLAN state of this node, per address family (upstream `felix/calc/vxlan_resolver.go` for the VTEPs,
  * `felix/dataplane/linux/vxlan_mgr.go` + `route_mgr.go` for what is programmed from them). Pure.
  *
  *   Nodes ──► VTEPs: node IP + tunnel address + MAC (spec.vxlanTunnelMACAddr, else derived)
@@ -14,12 +14,16 @@
  *   per local block in a VXLAN pool (not a /32): blackhole <block>
  *   a remote tunnel address outside that node's own blocks: <addr>/32 dev vxlan.calico
  *
+ * IPv6 (`family` 6) is the same over vxlan-v6.calico: VTEPs from spec.bgp.ipv6Address,
+ * spec.ipv6VXLANTunnelAddr and spec.vxlanTunnelMACAddrV6 (else the MAC derived from `<name>-v6`),
+ * the IPv6 pools' blocks, a /128 tunnel address, MTU VXLANMTUV6 (0: the host MTU less 70).
+ *
  * VXLAN is on when FelixConfiguration says so (`vxlanEnabled`), else when any pool uses it. A
  * remote node is a VTEP only with both a node IP and a tunnel address; until this node itself is
  * one, there is no device and no tunnel route (same-subnet and blackhole routes need neither).
  */
 import { createHash } from 'node:crypto';
-import { cidrContains } from '@calico-ts/api/net';
+import { cidrContains, ipFamily } from '@calico-ts/api/net';
 import {
   type BlockRoute,
   compareCidr,
@@ -40,6 +44,8 @@ export interface VxlanConfig {
   readonly port: number;
   /** VXLANMTU; 0 means the host MTU less 50. */
   readonly mtu: number;
+  /** VXLANMTUV6, for vxlan-v6.calico; 0 or absent means the host MTU less 70. */
+  readonly mtuV6?: number;
   /** The smallest MTU of the host's interfaces (MTUIfacePattern). */
   readonly hostMtu: number;
 }
@@ -52,8 +58,13 @@ export interface VxlanDevice {
   readonly mac: string;
   /** This node's IP: the VXLAN source address; its interface is the device's parent. */
   readonly parentAddress: string;
-  /** Assigned to the device as a /32. */
+  /** Assigned to the device as a /32 (IPv6: /128). */
   readonly tunnelAddress: string;
+}
+
+/** The VXLAN device of a family: vxlan.calico (4) or vxlan-v6.calico (6). */
+export function vxlanDeviceName(family: 4 | 6): string {
+  return family === 4 ? VXLAN_DEVICE_V4 : VXLAN_DEVICE_V6;
 }
 
 export type EncapRoute =
@@ -115,51 +126,64 @@ interface Vtep {
   readonly mac: string;
 }
 
-function vtepOf(n: NodeInfo): Vtep | undefined {
-  if (n.ipv4 === undefined || n.vxlanTunnelAddr === undefined) return undefined;
-  return {
-    node: n.name,
-    nodeIP: n.ipv4,
-    tunnelAddr: n.vxlanTunnelAddr,
-    mac: n.vxlanTunnelMac ?? vtepMacFor(n.name, 4),
-  };
+function vtepOf(n: NodeInfo, family: 4 | 6): Vtep | undefined {
+  const [nodeIP, tunnelAddr, mac] =
+    family === 4
+      ? [n.ipv4, n.vxlanTunnelAddr, n.vxlanTunnelMac]
+      : [n.ipv6, n.vxlanTunnelAddrV6, n.vxlanTunnelMacV6];
+  if (nodeIP === undefined || tunnelAddr === undefined) return undefined;
+  return { node: n.name, nodeIP, tunnelAddr, mac: mac ?? vtepMacFor(n.name, family) };
 }
 
-export function vxlanEnabled(input: Pick<EncapInput, 'pools'>, cfg: Pick<VxlanConfig, 'enabled'>): boolean {
-  return cfg.enabled ?? input.pools.some((p) => poolInfoOf(p)?.encap === 'vxlan');
+/** VXLAN of `family` is on: FelixConfiguration's `vxlanEnabled`, else a pool of that family uses it. */
+export function vxlanEnabled(
+  input: Pick<EncapInput, 'pools'>,
+  cfg: Pick<VxlanConfig, 'enabled'>,
+  family: 4 | 6 = 4,
+): boolean {
+  return (
+    cfg.enabled ??
+    input.pools.some((p) => poolInfoOf(p)?.encap === 'vxlan' && ipFamily(p.spec.cidr) === family)
+  );
 }
 
-export function resolveVxlan(input: EncapInput, cfg: VxlanConfig): VxlanState {
-  if (!vxlanEnabled(input, cfg)) {
+/** The VXLAN state of `family` (IPv4 unless told) for `input.hostname`. */
+export function resolveVxlan(input: EncapInput, cfg: VxlanConfig, family: 4 | 6 = 4): VxlanState {
+  const dev = vxlanDeviceName(family);
+  const hostBits = family === 4 ? '/32' : '/128';
+  if (!vxlanEnabled(input, cfg, family)) {
     return { enabled: false, routes: [], neighbours: [], fdb: [], allowedSources: [], waiting: [] };
   }
   const infos = input.nodes.map(nodeInfoOf);
   const vteps = new Map<string, Vtep>();
   const waiting: string[] = [];
   for (const n of infos) {
-    const v = vtepOf(n);
+    const v = vtepOf(n, family);
     if (v) vteps.set(n.name, v);
   }
   const mine = vteps.get(input.hostname);
   let device: VxlanDevice | undefined;
   if (mine) {
+    const mtu = family === 4 ? cfg.mtu : (cfg.mtuV6 ?? 0);
     device = {
-      name: VXLAN_DEVICE_V4,
+      name: dev,
       vni: cfg.vni,
       port: cfg.port,
-      mtu: cfg.mtu > 0 ? cfg.mtu : cfg.hostMtu - 50,
+      mtu: mtu > 0 ? mtu : cfg.hostMtu - (family === 4 ? 50 : 70),
       mac: mine.mac,
       parentAddress: mine.nodeIP,
       tunnelAddress: mine.tunnelAddr,
     };
   } else {
-    waiting.push(`this node (${input.hostname}) has no VXLAN tunnel address or node IP yet`);
+    waiting.push(
+      `this node (${input.hostname}) has no ${family === 6 ? 'IPv6 ' : ''}VXLAN tunnel address or node IP yet`,
+    );
   }
 
-  const blockRoutes = resolveBlockRoutes(input).filter((r) => r.encap === 'vxlan');
+  const blockRoutes = resolveBlockRoutes(input, family).filter((r) => r.encap === 'vxlan');
   const routes = new Map<string, EncapRoute>();
   const route = (r: BlockRoute): EncapRoute | undefined => {
-    if (r.local) return r.block && !r.dst.endsWith('/32') ? { kind: 'blackhole', dst: r.dst } : undefined;
+    if (r.local) return r.block && !r.dst.endsWith(hostBits) ? { kind: 'blackhole', dst: r.dst } : undefined;
     if (r.sameSubnet && r.nodeIP !== undefined) return { kind: 'same-subnet', dst: r.dst, gateway: r.nodeIP };
     const v = vteps.get(r.node);
     if (!v) {
@@ -167,7 +191,7 @@ export function resolveVxlan(input: EncapInput, cfg: VxlanConfig): VxlanState {
       return undefined;
     }
     if (!device) return undefined;
-    return { kind: 'tunnel', dst: r.dst, gateway: v.tunnelAddr, dev: VXLAN_DEVICE_V4 };
+    return { kind: 'tunnel', dst: r.dst, gateway: v.tunnelAddr, dev };
   };
   for (const r of blockRoutes) {
     const out = route(r);
@@ -187,16 +211,16 @@ export function resolveVxlan(input: EncapInput, cfg: VxlanConfig): VxlanState {
       fdb.push({ mac: v.mac, dst: v.nodeIP });
       // A tunnel address outside the node's own blocks (borrowed, or from a /32 block) is not
       // covered by a block route: reach it on the device directly, as upstream does.
-      const dst = `${v.tunnelAddr}/32`;
+      const dst = `${v.tunnelAddr}${hostBits}`;
       const inOwnBlock = (ownBlocks.get(v.node) ?? []).some(
-        (b) => !b.endsWith('/32') && cidrContains(b, dst),
+        (b) => !b.endsWith(hostBits) && cidrContains(b, dst),
       );
       const inVxlanPool = input.pools.some((p) => {
         const info = poolInfoOf(p);
         return info?.encap === 'vxlan' && cidrContains(info.cidr, dst);
       });
       if (!inOwnBlock && inVxlanPool && routes.get(dst)?.kind !== 'same-subnet') {
-        routes.set(dst, { kind: 'device', dst, dev: VXLAN_DEVICE_V4 });
+        routes.set(dst, { kind: 'device', dst, dev });
       }
     }
   }

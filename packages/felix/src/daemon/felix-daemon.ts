@@ -38,6 +38,7 @@ import type {
   Node,
   ResourceOf,
 } from '@calico-ts/api';
+import { ipFamily } from '@calico-ts/api/net';
 import {
   type Datastore,
   type KVStore,
@@ -213,6 +214,7 @@ export class FelixDaemon {
   readonly #blockMap = new Map<string, BlockRoutes>();
   #encapTimer: NodeJS.Timeout | undefined;
   #vxlanKey = '';
+  #vxlanKey6 = '';
   #ipipKey = '';
   #tunnelRulesKey = JSON.stringify({});
   #poolsChanged = true;
@@ -725,12 +727,22 @@ export class FelixDaemon {
         programRoutes: cfg.ProgramClusterRoutes === 'Enabled',
       },
     );
+    // IPv6 over vxlan-v6.calico, when Felix does IPv6 at all (on when an IPv6 pool uses VXLAN).
+    const state6 = cfg.Ipv6Support
+      ? resolveVxlan(
+          { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
+          { vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, mtuV6: cfg.VXLANMTUV6, hostMtu },
+          6,
+        )
+      : undefined;
     // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
     const allHosts = [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList];
+    const externalOf = (family: 4 | 6) => cfg.ExternalNodesCIDRList.filter((c) => ipFamily(c) === family);
     const tunnelRules: TunnelRules = {
       ...(ipip.enabled ? { ipipSources: allHosts } : {}),
       ...(cfg.NATOutgoingExclusions === 'IPPoolsAndHostIPs' ? { natExcludedHosts: allHosts } : {}),
-      ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...cfg.ExternalNodesCIDRList] } : {}),
+      ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...externalOf(4)] } : {}),
+      ...(state6?.enabled ? { vxlanSourcesV6: [...state6.allowedSources, ...externalOf(6)] } : {}),
     };
     const tunnelRulesKey = JSON.stringify(tunnelRules);
     if (tunnelRulesKey !== this.#tunnelRulesKey) {
@@ -755,6 +767,25 @@ export class FelixDaemon {
         );
       }
       this.#dataplane.setIpipState(ipip);
+    }
+    if (state6 !== undefined) {
+      const key6 = JSON.stringify(state6);
+      if (key6 !== this.#vxlanKey6) {
+        this.#vxlanKey6 = key6;
+        if (state6.enabled) {
+          this.#log.info(
+            {
+              device: state6.device?.name,
+              tunnelAddress: state6.device?.tunnelAddress,
+              routes: state6.routes.length,
+              vteps: state6.fdb.length,
+              ...(state6.waiting.length > 0 ? { waiting: state6.waiting } : {}),
+            },
+            'IPv6 VXLAN state changed',
+          );
+        }
+        this.#dataplane.setVxlanState(state6, 6);
+      }
     }
     const key = JSON.stringify(state);
     if (key === this.#vxlanKey) return;

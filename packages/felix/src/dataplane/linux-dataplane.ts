@@ -9,6 +9,7 @@
  *   update(state): the same from a whole state (everything compared)
  *   InterfaceMonitor (poll `ip link`) ──► RouteManager.onInterface ──► route apply (soon)
  *   setVxlanState(state) ──► VxlanManager ──► vxlan.calico, its routes, neighbours, FDB (soon)
+ *   setVxlanState(state, 6) ──► VxlanManager (IPv6) ──► vxlan-v6.calico, the same for IPv6
  *   setIpipState(state)  ──► IpipManager  ──► tunl0, the IPIP pools' routes (soon)
  *        (the two share the tunnel route protocol; each leaves the other's destinations alone)
  *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN + IPIP resync
@@ -73,6 +74,7 @@ export class LinuxDataplane {
   readonly #routes: RouteManager;
   readonly #monitor: InterfaceMonitor;
   readonly #vxlan: VxlanManager;
+  readonly #vxlan6: VxlanManager;
   readonly #ipip: IpipManager;
   readonly #renderer: IncrementalRenderer;
   #hasState = false;
@@ -106,6 +108,14 @@ export class LinuxDataplane {
       claimedElsewhere: (dst) => this.#ipip.wants(dst),
       log: this.#log,
     });
+    this.#vxlan6 = new VxlanManager({
+      net: opts.net,
+      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
+      protocol: opts.encapRouteProtocol ?? 80,
+      workloadPrefixes: opts.rulesConfig.interfacePrefixes,
+      family: 6,
+      log: this.#log,
+    });
     this.#ipip = new IpipManager({
       net: opts.net,
       ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
@@ -135,6 +145,11 @@ export class LinuxDataplane {
 
   get vxlanManager(): VxlanManager {
     return this.#vxlan;
+  }
+
+  /** The IPv6 VXLAN manager (vxlan-v6.calico). */
+  get vxlanManagerV6(): VxlanManager {
+    return this.#vxlan6;
   }
 
   /** The IPIP device and route manager. */
@@ -177,9 +192,12 @@ export class LinuxDataplane {
     this.#renderer.setTunnelRules(t);
   }
 
-  /** Records the desired VXLAN state and programs it shortly (coalescing quick successions). */
-  setVxlanState(state: VxlanState): void {
-    this.#vxlan.setState(state);
+  /**
+   * Records the desired VXLAN state of `family` (IPv4 unless told) and programs both families
+   * shortly (coalescing quick successions).
+   */
+  setVxlanState(state: VxlanState, family: 4 | 6 = 4): void {
+    (family === 4 ? this.#vxlan : this.#vxlan6).setState(state);
     if (this.#vxlanSoon !== undefined || this.#stopped) return;
     this.#vxlanSoon = setTimeout(() => {
       this.#vxlanSoon = undefined;
@@ -190,9 +208,23 @@ export class LinuxDataplane {
     }, 10);
   }
 
-  /** Reads the VXLAN device, routes, neighbours and FDB back and makes them right. */
+  /**
+   * Reads the VXLAN devices, routes, neighbours and FDB back and makes them right: IPv4, then IPv6
+   * (a family without a recorded state is left alone). Resolves to the IPv4 result.
+   */
   resyncVxlan(): Promise<VxlanApplyResult | undefined> {
-    return this.#serial(() => this.#vxlan.apply());
+    return this.#serial(async () => {
+      let failure: unknown;
+      const r = await this.#vxlan.apply().catch((e: unknown) => {
+        failure = e;
+        return undefined;
+      });
+      await this.#vxlan6.apply().catch((e: unknown) => {
+        failure ??= e;
+      });
+      if (failure !== undefined) throw failure;
+      return r;
+    });
   }
 
   /** Records the desired IPIP state and programs it shortly (coalescing quick successions). */

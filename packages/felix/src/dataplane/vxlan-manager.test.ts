@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EncapInput } from '../calc/route-resolver.js';
 import { block, encapPool, node } from '../calc/testing-internal/encap-resources.js';
-import { resolveVxlan, type VxlanConfig } from '../calc/vxlan-resolver.js';
+import { resolveVxlan, type VxlanConfig, vtepMacFor } from '../calc/vxlan-resolver.js';
 import { FakeTunnelNet } from './testing-internal/fake-tunnel-net.js';
 import { VxlanManager } from './vxlan-manager.js';
 
@@ -173,5 +173,45 @@ describe('VxlanManager', () => {
       'link eth0 mtu 1500 up',
       'route blackhole 198.19.0.0/26 proto 80',
     ]);
+  });
+
+  it('IPv6: a second manager programs vxlan-v6.calico and IPv6 routes, and the IPv4 one leaves them alone', async () => {
+    net.addUplink('eth1', 'fd00:18::2/64');
+    const v6node = (name: string, v4: string, v6: string, tunnel6: string) => {
+      const n = node(name, v4);
+      return {
+        ...n,
+        spec: { ...n.spec, bgp: { ...n.spec.bgp, ipv6Address: v6 }, ipv6VXLANTunnelAddr: tunnel6 },
+      };
+    };
+    const dual: EncapInput = {
+      hostname: 'node-a',
+      nodes: [
+        v6node('node-a', '198.18.0.2/24', 'fd00:18::2/64', 'fd00:19::'),
+        v6node('node-b', '198.18.0.3/24', 'fd00:18::3/64', 'fd00:19::40'),
+      ],
+      pools: [encapPool('v6', 'fd00:19::/64', { vxlanMode: 'Always' })],
+      blocks: [block('fd00:19::/122', 'node-a'), block('fd00:19::40/122', 'node-b')],
+    };
+    const v6 = new VxlanManager({ net, protocol: 80, workloadPrefixes: ['cali'], family: 6 });
+    v6.setState(resolveVxlan(dual, CFG, 6));
+    expect((await v6.apply())?.device).toBe('created');
+    const mac = (n: string) => resolveVxlan(dual, CFG, 6).fdb.find((f) => f.dst === n)?.mac;
+    expect(net.dump().filter((l) => l.includes('vxlan-v6.calico') || l.includes('fd00:19::'))).toEqual(
+      [
+        'addr fd00:19::/128 dev vxlan-v6.calico',
+        `fdb ${mac('fd00:18::3')} dev vxlan-v6.calico dst fd00:18::3 permanent`,
+        `link vxlan-v6.calico mtu 1430 up vxlan id 4096 dstport 4789 local fd00:18::2 dev eth1 address ${vtepMacFor('node-a', 6)}`,
+        `neigh fd00:19::40 dev vxlan-v6.calico lladdr ${mac('fd00:18::3')} permanent`,
+        'route blackhole fd00:19::/122 proto 80',
+        'route fd00:19::40/122 via fd00:19::40 dev vxlan-v6.calico proto 80 onlink',
+      ].sort(),
+    );
+    expect(net.sysctls.get('net.ipv6.conf.vxlan-v6.calico.forwarding')).toBe('1');
+    // IPv4 VXLAN off: its manager removes nothing of IPv6's.
+    vm.setState(resolveVxlan(dual, CFG, 4));
+    await vm.apply();
+    expect(net.dump().filter((l) => l.includes('fd00:19::')).length).toBe(4);
+    expect((await v6.apply())?.device).toBe('unchanged');
   });
 });

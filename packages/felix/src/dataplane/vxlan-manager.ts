@@ -13,6 +13,10 @@
  *   VXLAN off: the device is deleted (its routes, neighbours and FDB go with it) and owned routes
  *   elsewhere are removed.
  *
+ * One manager per address family (`family`, default 4): vxlan.calico with IPv4 routes, or
+ * vxlan-v6.calico with IPv6 routes, a /128 tunnel address and IPv6 neighbours; each owns only
+ * routes of its family.
+ *
  * Ownership: everything on the VXLAN device is Felix's. Elsewhere a route is ours when it carries
  * the tunnel route protocol (80 unless DeviceRouteProtocol says otherwise) and is a blackhole or a
  * gateway route on a non-workload interface, unless the IPIP manager wants that destination
@@ -25,9 +29,9 @@
 import type { Link, Netlinux, Route, RouteSpec } from '@calico-ts/netlinux';
 import {
   type EncapRoute,
-  VXLAN_DEVICE_V4,
   type VxlanDevice,
   type VxlanState,
+  vxlanDeviceName,
 } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import { matchesPrefixes } from './interface-monitor.js';
@@ -64,6 +68,8 @@ export interface VxlanManagerOptions {
   readonly workloadPrefixes: readonly string[];
   /** Destinations another manager (IPIP) programs with the same protocol: never ours. */
   readonly claimedElsewhere?: (dst: string) => boolean;
+  /** The address family: 4 (vxlan.calico, the default) or 6 (vxlan-v6.calico). */
+  readonly family?: 4 | 6;
   readonly log?: Logger;
 }
 
@@ -99,11 +105,16 @@ function routeKey(r: { dst: string }): string {
 export class VxlanManager {
   readonly #o: VxlanManagerOptions;
   readonly #log: Logger;
+  readonly #family: 4 | 6;
+  /** This family's device name. */
+  readonly device: string;
   #state: VxlanState | undefined;
 
   constructor(opts: VxlanManagerOptions) {
     this.#o = opts;
     this.#log = opts.log ?? NOOP_LOGGER;
+    this.#family = opts.family ?? 4;
+    this.device = vxlanDeviceName(this.#family);
   }
 
   get state(): VxlanState | undefined {
@@ -129,18 +140,18 @@ export class VxlanManager {
     };
     const ns = this.#o.netns;
     const links = await this.#o.net.listLinks(ns);
-    const existing = links.find((l) => l.name === VXLAN_DEVICE_V4);
+    const existing = links.find((l) => l.name === this.device);
 
     let deviceReady = false;
     let parentDev: string | undefined;
     if (!st.enabled) {
       if (existing) {
-        await this.#o.net.deleteLink(VXLAN_DEVICE_V4, { ignoreMissing: true }, ns);
+        await this.#o.net.deleteLink(this.device, { ignoreMissing: true }, ns);
         out.device = 'removed';
       }
     } else if (st.device) {
-      const addrs = await this.#o.net.listAddrs({ family: 4 }, ns);
-      parentDev = addrs.find((a) => a.address === st.device?.parentAddress && a.dev !== VXLAN_DEVICE_V4)?.dev;
+      const addrs = await this.#o.net.listAddrs({ family: this.#family }, ns);
+      parentDev = addrs.find((a) => a.address === st.device?.parentAddress && a.dev !== this.device)?.dev;
       if (parentDev === undefined) {
         errors.push(`no interface holds this node's IP ${st.device.parentAddress}`);
       } else {
@@ -148,7 +159,7 @@ export class VxlanManager {
           out.device = await this.#ensureDevice(st.device, existing, parentDev);
           deviceReady = true;
         } catch (e) {
-          errors.push(`device ${VXLAN_DEVICE_V4}: ${errorMessage(e)}`);
+          errors.push(`device ${this.device}: ${errorMessage(e)}`);
         }
       }
     } else if (existing) {
@@ -172,8 +183,9 @@ export class VxlanManager {
             out.fdbSet,
             out.fdbRemoved,
           ].some((l) => l.length > 0);
-    if (changed) this.#log.info(out, 'VXLAN dataplane updated');
-    if (errors.length > 0) throw new Error(`VXLAN programming failed: ${errors.join('; ')}`);
+    const v = this.#family === 4 ? 'VXLAN' : 'IPv6 VXLAN';
+    if (changed) this.#log.info(out, `${v} dataplane updated`);
+    if (errors.length > 0) throw new Error(`${v} programming failed: ${errors.join('; ')}`);
     return out;
   }
 
@@ -217,21 +229,25 @@ export class VxlanManager {
       await net.setLink(want.name, { mtu: want.mtu }, ns);
       action = 'updated';
     }
-    const cidr = `${want.tunnelAddress}/32`;
-    const addrs = await net.listAddrs({ dev: want.name, family: 4 }, ns);
+    const cidr = `${want.tunnelAddress}/${this.#family === 4 ? 32 : 128}`;
+    // The kernel's own link-local address of an IPv6 device stays.
+    const addrs = (await net.listAddrs({ dev: want.name, family: this.#family }, ns)).filter(
+      (a) => !(this.#family === 6 && a.address.startsWith('fe80:')),
+    );
     for (const a of addrs) {
       if (a.cidr === cidr) continue;
       await net.delAddr(want.name, a.cidr, { ignoreMissing: true }, ns);
       if (action === 'unchanged') action = 'updated';
     }
     if (!addrs.some((a) => a.cidr === cidr)) {
-      await net.addAddr(want.name, cidr, undefined, ns);
+      // IPv6: no duplicate address detection, so the address is usable at once.
+      await net.addAddr(want.name, cidr, this.#family === 6 ? { noDad: true } : undefined, ns);
       if (action === 'unchanged') action = 'updated';
     }
     if (!link?.up) {
       await net.setLink(want.name, { up: true }, ns);
       // Decapsulated packets arrive here and are forwarded on to the pods.
-      await net.writeSysctls([[`net.ipv4.conf.${want.name}.forwarding`, '1']], ns);
+      await net.writeSysctls([[`net.ipv${this.#family}.conf.${want.name}.forwarding`, '1']], ns);
       if (action === 'unchanged') action = 'updated';
     }
     return action;
@@ -243,7 +259,7 @@ export class VxlanManager {
     errors: string[],
   ): Promise<void> {
     const ns = this.#o.netns;
-    const dev = VXLAN_DEVICE_V4;
+    const dev = this.device;
     const current = (await this.#o.net.listFdb(dev, ns)).filter((e) => e.dst !== undefined);
     const want = new Map(st.fdb.map((f) => [f.mac, f.dst]));
     for (const f of st.fdb) {
@@ -274,8 +290,8 @@ export class VxlanManager {
     errors: string[],
   ): Promise<void> {
     const ns = this.#o.netns;
-    const dev = VXLAN_DEVICE_V4;
-    const current = await this.#o.net.listNeighbours({ dev, family: 4 }, ns);
+    const dev = this.device;
+    const current = await this.#o.net.listNeighbours({ dev, family: this.#family }, ns);
     const want = new Map(st.neighbours.map((n) => [n.dst, n.lladdr]));
     for (const n of st.neighbours) {
       const ok = current.some(
@@ -303,8 +319,8 @@ export class VxlanManager {
 
   /** Whether a route in the kernel is one this manager programs (see the ownership note above). */
   owns(r: Route): boolean {
-    if (r.table !== undefined || r.family !== 4) return false;
-    if (r.dev === VXLAN_DEVICE_V4) return r.proto !== 'kernel';
+    if (r.table !== undefined || r.family !== this.#family) return false;
+    if (r.dev === this.device) return r.proto !== 'kernel';
     if (!protocolMatches(r.proto, this.#o.protocol)) return false;
     if (this.#o.claimedElsewhere?.(r.dst)) return false;
     if (r.type === 'blackhole') return true;
@@ -346,7 +362,7 @@ export class VxlanManager {
       const spec = this.#spec(r, parentDev);
       if (spec) desired.set(routeKey(spec), spec);
     }
-    const current = (await this.#o.net.listRoutes({ family: 4 }, ns)).filter((r) => this.owns(r));
+    const current = (await this.#o.net.listRoutes({ family: this.#family }, ns)).filter((r) => this.owns(r));
     const have = new Map(current.map((r) => [routeKey(r), r]));
     for (const [k, spec] of desired) {
       const got = have.get(k);

@@ -751,6 +751,37 @@ describe('VXLAN packets to the host', () => {
     expect(JSON.stringify(ip6!.chains['filter-cali-INPUT'])).not.toContain('4789');
   });
 
+  it('IPv6 VXLAN: the ip6 table accepts them only from the IPv6 sources, the ip table is unchanged', () => {
+    const [ip, ip6] = renderRuleset(state, DEFAULT_RULES_CONFIG, {
+      vxlanSources: ['198.18.0.3'],
+      vxlanSourcesV6: ['fd00:18::3', 'fd00:18:9::/64'],
+    }).tables;
+    expect(ip!.sets['cali40all-vxlan-net']!.elements).toEqual(['198.18.0.3']);
+    expect(ip6!.sets['cali60all-vxlan-net']).toEqual({
+      name: 'cali60all-vxlan-net',
+      type: 'ipv6_addr',
+      flags: ['interval'],
+      elements: ['fd00:18::3', { prefix: { addr: 'fd00:18:9::', len: 64 } }],
+    });
+    expect(ip6!.chains['filter-cali-INPUT']!.rules.slice(0, 2)).toEqual([
+      {
+        expr: [
+          ...udp4789,
+          {
+            match: {
+              op: '==',
+              left: { payload: { protocol: 'ip6', field: 'saddr' } },
+              right: '@cali60all-vxlan-net',
+            },
+          },
+          { accept: null },
+        ],
+        comment: 'Allow IPv6 VXLAN packets from allowed hosts',
+      },
+      { expr: [...udp4789, { drop: null }], comment: 'Drop IPv6 VXLAN packets from non-allowed hosts' },
+    ]);
+  });
+
   it('use the configured VXLAN port, and an empty set still drops every VXLAN packet', () => {
     const [ip] = renderRuleset(
       state,

@@ -225,6 +225,11 @@ export interface TunnelRules {
    */
   readonly vxlanSources?: readonly string[];
   /**
+   * The same for IPv6 VXLAN (vxlan-v6.calico), in the ip6 table: the other nodes' IPv6 VTEP
+   * addresses and the external nodes' IPv6 CIDRs. Absent: IPv6 VXLAN is off.
+   */
+  readonly vxlanSourcesV6?: readonly string[];
+  /**
    * With IPIP on: every Calico host's IPv4 address and the external nodes, where IPIP packets are
    * accepted from; IPIP from anywhere else is dropped. Absent: IPIP is off.
    */
@@ -586,20 +591,22 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
       comment: 'Allow IPIP packets to other Calico hosts',
     });
   }
-  if (tunnels.vxlanSources !== undefined && family === 'ip') {
+  const vxlanSources = family === 'ip' ? tunnels.vxlanSources : tunnels.vxlanSourcesV6;
+  if (vxlanSources !== undefined) {
+    const v = family === 'ip' ? 'IPv4' : 'IPv6';
     const sources = `@${ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES)}`;
-    t.netSet(ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES), tunnels.vxlanSources);
+    t.netSet(ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES), vxlanSources);
     const vxlan = [match(meta('l4proto'), 'udp'), match(payload('udp', 'dport'), config.vxlanPort)];
     tunnelInput.push(
       {
         expr: [...vxlan, toLocalAddress, match(payload(family, 'saddr'), sources), accept],
-        comment: 'Allow IPv4 VXLAN packets from allowed hosts',
+        comment: `Allow ${v} VXLAN packets from allowed hosts`,
       },
-      { expr: [...vxlan, toLocalAddress, drop], comment: 'Drop IPv4 VXLAN packets from non-allowed hosts' },
+      { expr: [...vxlan, toLocalAddress, drop], comment: `Drop ${v} VXLAN packets from non-allowed hosts` },
     );
     tunnelOutput.push({
       expr: [...vxlan, fromLocalAddress, match(payload(family, 'daddr'), sources), accept],
-      comment: 'Allow IPv4 VXLAN packets to other allowed hosts',
+      comment: `Allow ${v} VXLAN packets to other allowed hosts`,
     });
   }
   t.chain(FILTER + CHAIN.input, [

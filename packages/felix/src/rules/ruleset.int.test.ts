@@ -115,7 +115,11 @@ const B = render(
     }),
     pool('p', '198.19.0.0/16', false),
   ],
-  { ipipSources: ['198.18.0.2', '198.18.0.3'], vxlanSources: ['198.18.0.3', '198.18.9.0/24'] },
+  {
+    ipipSources: ['198.18.0.2', '198.18.0.3'],
+    vxlanSources: ['198.18.0.3', '198.18.9.0/24'],
+    vxlanSourcesV6: ['fd00:18::3', 'fd00:18:9::/64'],
+  },
 );
 
 describe.skipIf(!ready)('rendered rulesets in real nftables', () => {

@@ -11,6 +11,8 @@
  *              handle `vxlan-tunnel-addr-<node>` (`ipip-tunnel-addr-<node>`), attributes
  *              {node, type: vxlanTunnelAddress (ipipTunnelAddress)}, use Tunnel
  *   Node updated (compare-and-swap, re-read on conflict) only when the address changed.
+ *   IPv6 VXLAN (`vxlan-v6`): the same from the IPv6 pools, spec.ipv6VXLANTunnelAddr, handle
+ *   `vxlan-v6-tunnel-addr-<node>`, type vxlanV6TunnelAddress.
  *
  * The VXLAN MAC is not written: as upstream on Linux, Felix derives it from the node name when
  * spec.vxlanTunnelMACAddr is empty (see `vtepMacFor`).
@@ -41,7 +43,7 @@ export class TunnelAddressError extends Error {
   }
 }
 
-export type TunnelKind = 'vxlan' | 'ipip';
+export type TunnelKind = 'vxlan' | 'ipip' | 'vxlan-v6';
 
 /** The IPAM operations used here (an `IpamClient`). */
 export type TunnelIpam = Pick<
@@ -57,22 +59,28 @@ export interface TunnelAddressResult {
   readonly previous?: string;
 }
 
-const TYPE_ATTR: Record<TunnelKind, string> = { vxlan: 'vxlanTunnelAddress', ipip: 'ipipTunnelAddress' };
+const TYPE_ATTR: Record<TunnelKind, string> = {
+  vxlan: 'vxlanTunnelAddress',
+  ipip: 'ipipTunnelAddress',
+  'vxlan-v6': 'vxlanV6TunnelAddress',
+};
+
+const familyOf = (kind: TunnelKind): 4 | 6 => (kind === 'vxlan-v6' ? 6 : 4);
 
 export function tunnelHandle(kind: TunnelKind, nodeName: string): string {
   return `${kind}-tunnel-addr-${nodeName}`;
 }
 
-/** The IPv4 pools a tunnel address of this kind may come from for this node (pure). */
+/** The pools (IPv4; IPv6 for `vxlan-v6`) a tunnel address of this kind may come from for this node (pure). */
 export function tunnelPoolCidrs(kind: TunnelKind, node: Node, pools: readonly IPPool[]): string[] {
   const labels = node.metadata.labels ?? {};
   const out: string[] = [];
   for (const p of [...pools].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
     const s = p.spec;
     const cidr = parseCidr(s.cidr);
-    if (cidr?.family !== 4 || s.disabled === true) continue;
+    if (cidr?.family !== familyOf(kind) || s.disabled === true) continue;
     if (s.allowedUses && s.allowedUses.length > 0 && !s.allowedUses.includes('Tunnel')) continue;
-    const mode = kind === 'vxlan' ? s.vxlanMode : s.ipipMode;
+    const mode = kind === 'ipip' ? s.ipipMode : s.vxlanMode;
     if (mode !== 'Always' && mode !== 'CrossSubnet') continue;
     let selected = true;
     if (s.nodeSelector !== undefined && s.nodeSelector.trim() !== '') {
@@ -88,7 +96,12 @@ export function tunnelPoolCidrs(kind: TunnelKind, node: Node, pools: readonly IP
 }
 
 function addressOf(kind: TunnelKind, node: Node): string | undefined {
-  const a = kind === 'vxlan' ? node.spec.ipv4VXLANTunnelAddr : node.spec.bgp?.ipv4IPIPTunnelAddr;
+  const a =
+    kind === 'vxlan'
+      ? node.spec.ipv4VXLANTunnelAddr
+      : kind === 'vxlan-v6'
+        ? node.spec.ipv6VXLANTunnelAddr
+        : node.spec.bgp?.ipv4IPIPTunnelAddr;
   return a === '' ? undefined : a;
 }
 
@@ -97,6 +110,9 @@ function withAddress(kind: TunnelKind, node: Node, addr: string | undefined): No
   if (kind === 'vxlan') {
     if (addr === undefined) delete spec.ipv4VXLANTunnelAddr;
     else spec.ipv4VXLANTunnelAddr = addr;
+  } else if (kind === 'vxlan-v6') {
+    if (addr === undefined) delete spec.ipv6VXLANTunnelAddr;
+    else spec.ipv6VXLANTunnelAddr = addr;
   } else {
     const bgp = { ...(spec.bgp ?? {}) };
     if (addr === undefined) delete bgp.ipv4IPIPTunnelAddr;
@@ -196,16 +212,17 @@ async function assignAddress(
   cidrs: string[],
 ): Promise<string> {
   try {
+    const six = familyOf(kind) === 6;
     const r = await ipam.autoAssign({
-      num4: 1,
-      num6: 0,
+      num4: six ? 0 : 1,
+      num6: six ? 1 : 0,
       handleId: tunnelHandle(kind, name),
       attrs: { node: name, type: TYPE_ATTR[kind] },
       hostname: name,
-      ipv4Pools: cidrs,
+      ...(six ? { ipv6Pools: cidrs } : { ipv4Pools: cidrs }),
       use: 'Tunnel',
     });
-    const ip = r.ipv4[0]?.address;
+    const ip = (six ? r.ipv6 : r.ipv4)[0]?.address;
     if (ip === undefined) throw new Error('IPAM returned no address');
     return ip;
   } catch (e) {
@@ -282,6 +299,15 @@ export function ensureVxlanTunnelAddress(
   nodeName: string,
 ): Promise<TunnelAddressResult> {
   return ensureTunnelAddress(ds, ipam, nodeName, 'vxlan');
+}
+
+/** The same for the IPv6 VXLAN tunnel address (spec.ipv6VXLANTunnelAddr), from the IPv6 VXLAN pools. */
+export function ensureVxlanV6TunnelAddress(
+  ds: Datastore,
+  ipam: TunnelIpam,
+  nodeName: string,
+): Promise<TunnelAddressResult> {
+  return ensureTunnelAddress(ds, ipam, nodeName, 'vxlan-v6');
 }
 
 /** The same for the IPIP tunnel address (spec.bgp.ipv4IPIPTunnelAddr). */
