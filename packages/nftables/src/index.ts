@@ -137,4 +137,4 @@ export {
   type NftVmapStmt,
 } from './json/types.js';
 export type { NftClient } from './nft-client.js';
-export { NftContext, type NftContextOptions } from './nft-context.js';
+export { NftContext, type NftContextMemory, type NftContextOptions } from './nft-context.js';

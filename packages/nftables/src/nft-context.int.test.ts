@@ -489,6 +489,24 @@ describe.skipIf(missing !== undefined && !inCI)(
       expect(runIn(ns, ['nft', 'list', 'chain', 'ip', 'calico', 'a']).out).toContain('@s accept');
     });
 
+    it('times each libnftables call, and reports its worker heap and what malloc holds in the process', async () => {
+      const ns = s.makeNetns('a');
+      const ctx = await openIn(ns);
+      const small = await ctx.run('add table ip calico');
+      expect(small.runMs).toBeGreaterThan(0);
+      const lines = ['add chain ip calico c'];
+      for (let i = 0; i < 3000; i++) lines.push(`add rule ip calico c tcp dport ${i + 1} counter`);
+      const large = await ctx.run(lines.join('\n'));
+      expect(large.runMs).toBeGreaterThan(small.runMs!);
+      const before = await ctx.memoryUsage();
+      expect(before.workerHeapUsed).toBeGreaterThan(0);
+      // malloc is counted for the whole process: 64 MiB that Node mallocs on this thread show.
+      const big = Buffer.allocUnsafeSlow(64 << 20).fill(1);
+      const after = await ctx.memoryUsage();
+      expect(after.mallocInUse! - before.mallocInUse!).toBeGreaterThanOrEqual(60 << 20);
+      expect(big[0]).toBe(1);
+    });
+
     it('reports opening failures by code', async () => {
       expect((await failure(NftContext.open({ netns: `${s.prefix}-nosuch` }))).code).toBe('not-found');
       expect((await failure(NftContext.open({ netns: '/etc/hostname' }))).code).toBe('invalid');

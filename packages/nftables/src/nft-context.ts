@@ -29,6 +29,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import {
   type InitStage,
+  type MemoryReply,
   NFT_CTX_OUTPUT_ECHO,
   NFT_CTX_OUTPUT_JSON,
   type RunReply,
@@ -86,8 +87,20 @@ function initErrorCode(stage: InitStage, errno: string | undefined): NftablesErr
 }
 
 interface Pending {
-  resolve: (reply: RunReply) => void;
+  resolve: (reply: RunReply | MemoryReply) => void;
   reject: (e: unknown) => void;
+}
+
+/** Memory figures of an {@link NftContext}, from its worker thread. */
+export interface NftContextMemory {
+  /** The worker thread's own JS heap in use, bytes. */
+  readonly workerHeapUsed: number;
+  /**
+   * Bytes glibc's malloc has handed out and not had back, over every thread of the process:
+   * libnftables' parse trees and cache, and Node's own native allocations. Undefined when the C
+   * library has no `mallinfo2`.
+   */
+  readonly mallocInUse: number | undefined;
 }
 
 /** A libnftables context in a worker, in Felix's network namespace or the one named. */
@@ -119,7 +132,7 @@ export class NftContext implements NftClient {
         cause: e,
       });
     });
-    worker.on('message', (msg: RunReply) => {
+    worker.on('message', (msg: RunReply | MemoryReply) => {
       const p = this.#pending.get(msg.id);
       if (!p) return;
       this.#pending.delete(msg.id);
@@ -181,22 +194,35 @@ export class NftContext implements NftClient {
   }
 
   #call(text: string, opts: NftRunOptions): Promise<RunReply> {
-    if (this.#closed) {
-      return Promise.reject(new NftablesError('failed', 'the nftables context is closed', this.#errorOpts()));
-    }
-    const id = this.#nextId++;
-    const req: RunRequest = {
+    const req = (id: number): RunRequest => ({
       kind: 'run',
       id,
       text,
       flags: NFT_CTX_OUTPUT_JSON | (opts.echo ? NFT_CTX_OUTPUT_ECHO : 0),
       dryRun: opts.dryRun === true,
-    };
+    });
+    return this.#send(req) as Promise<RunReply>;
+  }
+
+  #send(req: (id: number) => WorkerRequest): Promise<RunReply | MemoryReply> {
+    if (this.#closed) {
+      return Promise.reject(new NftablesError('failed', 'the nftables context is closed', this.#errorOpts()));
+    }
+    const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       this.#worker.ref();
-      this.#worker.postMessage(req satisfies WorkerRequest);
+      this.#worker.postMessage(req(id));
     });
+  }
+
+  /**
+   * The worker's memory: its own JS heap, and what malloc holds for the whole process (see
+   * {@link NftContextMemory}). Queued behind the calls made before it.
+   */
+  async memoryUsage(): Promise<NftContextMemory> {
+    const reply = (await this.#send((id) => ({ kind: 'memory', id }))) as MemoryReply;
+    return { workerHeapUsed: reply.heapUsed, mallocInUse: reply.mallocInUse };
   }
 
   async run(commands: readonly NftCommand[] | string, opts: NftRunOptions = {}): Promise<NftResult> {
@@ -207,7 +233,12 @@ export class NftContext implements NftClient {
       throw new NftablesError('failed', `libnftables call failed: ${reply.crash}`, this.#errorOpts());
     }
     if (reply.rc !== 0) throw nftErrorFromText(reply.error, this.netns);
-    return { items: outputItems(reply.output), output: reply.output, warnings: reply.error };
+    return {
+      items: outputItems(reply.output),
+      output: reply.output,
+      warnings: reply.error,
+      ...(reply.ms === undefined ? {} : { runMs: reply.ms }),
+    };
   }
 
   /**

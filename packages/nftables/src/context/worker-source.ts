@@ -88,6 +88,15 @@ export const WORKER_SOURCE = String.raw`'use strict';
   } catch (e) {
     mallocTrim = undefined;
   }
+  // glibc's malloc statistics, summed over every thread's arena: libnftables allocates with malloc.
+  let mallinfo2;
+  try {
+    const fields = ['arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost'];
+    koffi.struct('calico_mallinfo2', Object.fromEntries(fields.map((f) => [f, 'size_t'])));
+    mallinfo2 = koffi.load(init.libc).func('calico_mallinfo2 mallinfo2()');
+  } catch (e) {
+    mallinfo2 = undefined;
+  }
   let ctx = nft.ctxNew(0);
   if (!ctx) return fail('context', 'nft_ctx_new returned NULL');
   if (nft.bufferOutput(ctx) !== 0 || nft.bufferError(ctx) !== 0) {
@@ -103,6 +112,20 @@ export const WORKER_SOURCE = String.raw`'use strict';
       parentPort.close();
       return;
     }
+    if (req.kind === 'memory') {
+      // uordblks: bytes in use from the heaps; hblkhd: bytes in blocks malloc mmap'ed on its own.
+      let mallocInUse;
+      try {
+        if (mallinfo2) {
+          const m = mallinfo2();
+          mallocInUse = Number(m.uordblks) + Number(m.hblkhd);
+        }
+      } catch (e) {
+        mallocInUse = undefined;
+      }
+      parentPort.postMessage({ kind: 'memory', id: req.id, heapUsed: process.memoryUsage().heapUsed, mallocInUse });
+      return;
+    }
     if (!ctx) {
       parentPort.postMessage({ kind: 'result', id: req.id, rc: -1, output: '', error: '', crash: 'context closed' });
       return;
@@ -110,7 +133,10 @@ export const WORKER_SOURCE = String.raw`'use strict';
     try {
       nft.setFlags(ctx, req.flags);
       nft.setDryRun(ctx, req.dryRun);
-      const rc = nft.run(ctx, Buffer.from(req.text + '\0', 'utf8'));
+      const buf = Buffer.from(req.text + '\0', 'utf8');
+      const t0 = process.hrtime.bigint();
+      const rc = nft.run(ctx, buf);
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       // Reading a buffer also rewinds it, so the next run starts empty.
       const output = nft.getOutput(ctx) || '';
       const error = nft.getError(ctx) || '';
@@ -127,7 +153,7 @@ export const WORKER_SOURCE = String.raw`'use strict';
         }
         if (mallocTrim) mallocTrim(0);
       }
-      parentPort.postMessage({ kind: 'result', id: req.id, rc, output, error });
+      parentPort.postMessage({ kind: 'result', id: req.id, rc, output, error, ms });
     } catch (e) {
       parentPort.postMessage({ kind: 'result', id: req.id, rc: -1, output: '', error: '', crash: String((e && e.message) || e) });
     }
