@@ -26,7 +26,10 @@
 // Reported, never asserted (a busy machine is not a failure).
 //
 //   node [--expose-gc] bench/felix/felix.bench.mjs [--endpoints 1000] [--policies 500] [--rules 40]
-//        [--rounds 1] [--changes 40] [--out file.json]
+//        [--rounds 1] [--changes 40] [--text yes|no] [--out file.json]
+//
+// `--text no` leaves out the nft-text references (at 1,000 endpoints `nft list ruleset` alone
+// takes minutes); `--rounds 0` leaves out the full-sync comparison.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -45,6 +48,8 @@ const { values: args } = parseArgs({
     rules: { type: 'string', default: '40' },
     rounds: { type: 'string', default: '1' },
     changes: { type: 'string', default: '40' },
+    // `no`: no nft-text references (listing a large ruleset or chain as text takes minutes).
+    text: { type: 'string', default: 'yes' },
     out: { type: 'string' },
   },
 });
@@ -53,6 +58,7 @@ const P = Number(args.policies);
 const R = Number(args.rules);
 const ROUNDS = Number(args.rounds);
 const CHANGES = Number(args.changes);
+const TEXT = args.text !== 'no';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const OUT = args.out ?? join(HERE, '..', 'results', 'felix.json');
 const HOST = 'bench-node';
@@ -66,6 +72,7 @@ function log(msg) {
 }
 
 function median(xs) {
+  if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
@@ -392,7 +399,7 @@ async function main() {
     await writeFile(docFile, doc);
     ctx.lastText = undefined;
     // The same ruleset as nft text: what nft itself prints of it, loadable with `nft -f`.
-    await writeFile(textFile, `${nftIn(['list', 'ruleset'])}`);
+    if (TEXT) await writeFile(textFile, `${nftIn(['list', 'ruleset'])}`);
     const parsed = JSON.parse(doc).nftables;
     const nftRules = parsed.filter((c) => c.add?.rule || c.insert?.rule).length;
     const nftCommands = parsed.length;
@@ -453,11 +460,11 @@ async function main() {
         ctx.lastText = undefined;
         const c = await change(first, doIt);
         const forward = ctx.lastText;
-        const forwardText = isPolicy && forward ? chainsText(touchedChains(forward)) : undefined;
+        const forwardText = TEXT && isPolicy && forward ? chainsText(touchedChains(forward)) : undefined;
         ctx.lastText = undefined;
         const back = await change(first, undo);
         const backward = ctx.lastText;
-        const backwardText = isPolicy && backward ? chainsText(touchedChains(backward)) : undefined;
+        const backwardText = TEXT && isPolicy && backward ? chainsText(touchedChains(backward)) : undefined;
         ms.push(c.ms, back.ms);
         doMs.push(c.ms);
         undoMs.push(back.ms);
@@ -476,7 +483,7 @@ async function main() {
           // as text through the context, each undone, then the floor.
           for (const [into, there, back2] of [
             [ctxJson, forward, backward],
-            [ctxText, forwardText, backwardText],
+            ...(TEXT ? [[ctxText, forwardText, backwardText]] : []),
           ]) {
             into.push((await raw.run(there)).runMs);
             await raw.run(back2);
@@ -485,7 +492,9 @@ async function main() {
           floorMs.push(
             (
               await raw.run(
-                families.map((f) => `add rule ${f} calico bench-floor meta l4proto tcp tcp dport 9999 accept`).join('\n'),
+                families
+                  .map((f) => `add rule ${f} calico bench-floor meta l4proto tcp tcp dport 9999 accept`)
+                  .join('\n'),
               )
             ).runMs,
           );
@@ -497,16 +506,18 @@ async function main() {
           const bt = join(dir, 'undo.nft');
           await writeFile(f, forward);
           await writeFile(b, backward);
-          await writeFile(ft, forwardText);
-          await writeFile(bt, backwardText);
           let t0 = performance.now();
           nftIn(['-j', '-f', f]);
           deltaRef.push(performance.now() - t0);
           nftIn(['-j', '-f', b]);
-          t0 = performance.now();
-          nftIn(['-f', ft]);
-          deltaRefText.push(performance.now() - t0);
-          nftIn(['-f', bt]);
+          if (TEXT) {
+            await writeFile(ft, forwardText);
+            await writeFile(bt, backwardText);
+            t0 = performance.now();
+            nftIn(['-f', ft]);
+            deltaRefText.push(performance.now() - t0);
+            nftIn(['-f', bt]);
+          }
           // nft moved the kernel's generation: fetch the context's cache again, as after a change.
           await ctx.warmCache(first.dp.programmed.tables.map((t) => ({ family: t.family, name: t.name })));
         }
@@ -535,9 +546,9 @@ async function main() {
     await raw.run(families.map((f) => `delete chain ${f} calico bench-floor`).join('\n'));
 
     const samples = { full: [], nftJson: [], nftText: [], dryJson: [], dryText: [] };
-    const textDoc = await readFile(textFile, 'utf8');
+    const textDoc = TEXT ? await readFile(textFile, 'utf8') : undefined;
     for (let r = 0; r < ROUNDS; r++) {
-      const order = ['ours', 'json', 'text'];
+      const order = TEXT ? ['ours', 'json', 'text'] : ['ours', 'json'];
       for (let k = 0; k < r % 3; k++) order.push(order.shift());
       for (const side of order) {
         nftIn(['flush', 'ruleset']);
@@ -556,11 +567,14 @@ async function main() {
       // libnftables alone, same process, no commit: the full batch as JSON and as text. A dry run
       // leaves what it evaluated in the context's cache; a commit elsewhere (moving the kernel's
       // generation) makes the next call fetch the cache again, from the empty namespace.
-      const fresh = () => nftIn(['-f', '-'], 'flush ruleset\nadd table ip bench-gen\ndelete table ip bench-gen\n');
+      const fresh = () =>
+        nftIn(['-f', '-'], 'flush ruleset\nadd table ip bench-gen\ndelete table ip bench-gen\n');
       fresh();
       samples.dryJson.push((await raw.run(doc, { dryRun: true })).runMs);
-      fresh();
-      samples.dryText.push((await raw.run(textDoc, { dryRun: true })).runMs);
+      if (TEXT) {
+        fresh();
+        samples.dryText.push((await raw.run(textDoc, { dryRun: true })).runMs);
+      }
     }
 
     const full = median(samples.full);
