@@ -137,4 +137,9 @@ export {
   type NftVmapStmt,
 } from './json/types.js';
 export type { NftClient } from './nft-client.js';
-export { NftContext, type NftContextMemory, type NftContextOptions } from './nft-context.js';
+export {
+  NftContext,
+  type NftContextMemory,
+  type NftContextOptions,
+  type NftRuleHandle,
+} from './nft-context.js';

@@ -26,6 +26,16 @@ export interface NftClient {
    * when done; a client without such a view need not offer it.
    */
   warmCache?(tables: readonly NftTableName[]): Promise<void>;
+  /**
+   * Optional: the handle and comment of each rule of one chain, in order, read cheaply (see
+   * {@link NftContext.ruleHandles}); a client without it makes callers fall back to rewriting
+   * the chain.
+   */
+  ruleHandles?(
+    family: NftFamily,
+    table: string,
+    chain: string,
+  ): Promise<readonly { readonly handle: number; readonly comment: string | undefined }[]>;
   /** `list ruleset`, parsed. */
   listRuleset(): Promise<NftRuleset>;
   /** `list table <family> <name>`, parsed; `not-found` when there is no such table. */

@@ -32,6 +32,7 @@ import {
   type MemoryReply,
   NFT_CTX_OUTPUT_ECHO,
   NFT_CTX_OUTPUT_JSON,
+  type RuleHandlesReply,
   type RunReply,
   type RunRequest,
   type WorkerHello,
@@ -87,8 +88,14 @@ function initErrorCode(stage: InitStage, errno: string | undefined): NftablesErr
 }
 
 interface Pending {
-  resolve: (reply: RunReply | MemoryReply) => void;
+  resolve: (reply: RunReply | MemoryReply | RuleHandlesReply) => void;
   reject: (e: unknown) => void;
+}
+
+/** One rule of a chain as the kernel holds it: its handle and its comment, if any. */
+export interface NftRuleHandle {
+  readonly handle: number;
+  readonly comment: string | undefined;
 }
 
 /** Memory figures of an {@link NftContext}, from its worker thread. */
@@ -132,7 +139,7 @@ export class NftContext implements NftClient {
         cause: e,
       });
     });
-    worker.on('message', (msg: RunReply | MemoryReply) => {
+    worker.on('message', (msg: RunReply | MemoryReply | RuleHandlesReply) => {
       const p = this.#pending.get(msg.id);
       if (!p) return;
       this.#pending.delete(msg.id);
@@ -204,7 +211,7 @@ export class NftContext implements NftClient {
     return this.#send(req) as Promise<RunReply>;
   }
 
-  #send(req: (id: number) => WorkerRequest): Promise<RunReply | MemoryReply> {
+  #send(req: (id: number) => WorkerRequest): Promise<RunReply | MemoryReply | RuleHandlesReply> {
     if (this.#closed) {
       return Promise.reject(new NftablesError('failed', 'the nftables context is closed', this.#errorOpts()));
     }
@@ -268,6 +275,36 @@ export class NftContext implements NftClient {
       return `table ${t.family} ${t.name} { }`;
     });
     await this.run(`${lines.join('\n')}\n`);
+  }
+
+  /**
+   * The handle and comment of every rule of one chain, in order, from a netlink dump of that
+   * chain alone. libnftables would list a chain only after fetching the elements of every set in
+   * the namespace (to print anonymous sets), seconds for a large ruleset; this reads one chain's
+   * rules and nothing else. Empty when the table or chain does not exist (the kernel's dump
+   * then has nothing to say).
+   */
+  async ruleHandles(family: NftFamily, table: string, chain: string): Promise<NftRuleHandle[]> {
+    if (family !== 'ip' && family !== 'ip6') {
+      throw new NftablesError('invalid', `rule handles are read for ip and ip6 only, not ${family}`);
+    }
+    const reply = (await this.#send((id) => ({
+      kind: 'rule-handles',
+      id,
+      family,
+      table,
+      chain,
+    }))) as RuleHandlesReply;
+    if (reply.error !== undefined) {
+      throw new NftablesError(
+        classifyErrno(reply.errno),
+        `cannot read the rules of ${family} ${table} ${chain}: ${reply.error}`,
+        {
+          ...this.#errorOpts(),
+        },
+      );
+    }
+    return reply.rules.map(([handle, comment]) => ({ handle, comment: comment ?? undefined }));
   }
 
   async listRuleset(): Promise<NftRuleset> {

@@ -41,7 +41,26 @@ export interface MemoryRequest {
   id: number;
 }
 
-export type WorkerRequest = RunRequest | CloseRequest | MemoryRequest;
+/** Asks for the handles and comments of one chain's rules (see `NftContext.ruleHandles`). */
+export interface RuleHandlesRequest {
+  kind: 'rule-handles';
+  id: number;
+  family: 'ip' | 'ip6';
+  table: string;
+  chain: string;
+}
+
+export type WorkerRequest = RunRequest | CloseRequest | MemoryRequest | RuleHandlesRequest;
+
+export interface RuleHandlesReply {
+  kind: 'rule-handles';
+  id: number;
+  /** `[handle, comment or null]` per rule, in the chain's order. */
+  rules: [number, string | null][];
+  /** Set when the dump failed. */
+  error?: string;
+  errno?: string;
+}
 
 export interface RunReply {
   kind: 'result';
