@@ -13,7 +13,7 @@ import { DEFAULT_RULES_CONFIG } from './config.js';
 import { IncrementalRenderer } from './incremental-renderer.js';
 import type { NftCommand } from './nft-json.js';
 import type { NftDesired } from './ruleset.js';
-import { diffRuleset } from './ruleset-diff.js';
+import { diffRuleset, type RuleHandles, ruleHandlesKey, trailingRemovals } from './ruleset-diff.js';
 
 const PODS = 12;
 const NEW_POD = PODS;
@@ -159,6 +159,44 @@ describe('the cost of a change does not grow with unrelated policies', () => {
   it('that rule removed again: the policy chain and nothing else', () => {
     const a = both([set(policy(0))]);
     expect(objects(a)).toEqual(new Set([`chain ${pi0}`, `rule ${pi0}`]));
+  });
+
+  it('a rule removed from the end, its handle known: that rule deleted by handle, nothing added', () => {
+    both([set(policy(0, 'end'))]);
+    const cmds = (n: Node) => {
+      n.graph.onUpdate(set(policy(0)));
+      n.renderer.onUpdate(n.graph.flush());
+      const names = n.renderer.render()!;
+      const desired = n.renderer.desired();
+      const shrunk = trailingRemovals(n.programmed, desired, names);
+      // Handles as the kernel would give them: a number per rule comment of the shrunk chains.
+      const handles: RuleHandles = new Map(
+        shrunk.map((c) => {
+          const t = n.programmed.tables.find((x) => x.family === c.family)!;
+          const rules = t.chains[c.chain]!.rules;
+          return [ruleHandlesKey(c.family, c.chain), new Map(rules.map((r, i) => [r.comment!, 100 + i]))];
+        }),
+      );
+      const out = diffRuleset(n.programmed, desired, names, handles);
+      n.programmed = snapshot(desired);
+      return { shrunk, out };
+    };
+    const a = cmds(small);
+    const b = cmds(large);
+    expect(b).toEqual(a);
+    expect(a.shrunk.map((c) => `${c.family} ${c.chain}`)).toEqual([`ip ${pi0}`, `ip6 ${pi0}`]);
+    // The removed rule was the policy's last inbound rule: the fourth in IPv4 (handle 103), the
+    // second in IPv6, where the two rules with IPv4 nets do not exist (handle 101).
+    expect(a.out).toEqual(
+      (
+        [
+          ['ip', 103],
+          ['ip6', 101],
+        ] as const
+      ).map(([family, handle]) => ({
+        delete: { rule: { family, table: 'calico', chain: pi0, handle } },
+      })),
+    );
   });
 
   it('one rule inserted in the middle of a policy: the policy chain and nothing else', () => {
