@@ -187,9 +187,21 @@ function moveMapElements(
   }
 }
 
+/** An element's identity: itself when a string (addresses, names), else its JSON. */
+function elementKey(e: unknown): string {
+  return typeof e === 'string' ? e : json(e);
+}
+
+/** A verdict's identity without JSON: maps have one per interface, thousands on a large node. */
+function verdictKey(v: NftVerdict): string {
+  if ('goto' in v) return `goto ${v.goto.target}`;
+  if ('jump' in v) return `jump ${v.jump.target}`;
+  return Object.keys(v)[0]!;
+}
+
 function setElementDelta(cur: NftSetDesired | undefined, des: NftSetDesired) {
-  const before = new Map((cur?.elements ?? []).map((e) => [json(e), e]));
-  const after = new Map(des.elements.map((e) => [json(e), e]));
+  const before = new Map((cur?.elements ?? []).map((e) => [elementKey(e), e]));
+  const after = new Map(des.elements.map((e) => [elementKey(e), e]));
   return {
     added: [...after].filter(([k]) => !before.has(k)).map(([, e]) => e),
     removed: [...before].filter(([k]) => !after.has(k)).map(([, e]) => e),
@@ -198,18 +210,19 @@ function setElementDelta(cur: NftSetDesired | undefined, des: NftSetDesired) {
 
 function mapElementDelta(cur: NftMapDesired | undefined, des: NftMapDesired) {
   const before = new Map((cur?.elements ?? []).map((e) => [e[0], e]));
-  const after = new Map(des.elements.map((e) => [e[0], e]));
   const added: MapElem[] = [];
   const removed: MapElem[] = [];
-  for (const [k, e] of after) {
-    const old = before.get(k);
+  const seen = new Set<string>();
+  for (const e of des.elements) {
+    seen.add(e[0]);
+    const old = before.get(e[0]);
     if (!old) added.push(e);
-    else if (json(old) !== json(e)) {
+    else if (old !== e && old[1] !== e[1] && verdictKey(old[1]) !== verdictKey(e[1])) {
       removed.push(old);
       added.push(e);
     }
   }
-  for (const [k, e] of before) if (!after.has(k)) removed.push(e);
+  for (const [k, e] of before) if (!seen.has(k)) removed.push(e);
   return { added, removed };
 }
 
