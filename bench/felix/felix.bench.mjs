@@ -247,6 +247,9 @@ class Recording {
   memoryUsage() {
     return this.inner.memoryUsage();
   }
+  ruleHandles(family, table, chain) {
+    return this.inner.ruleHandles(family, table, chain);
+  }
   warmCache(tables) {
     return this.inner.warmCache(tables);
   }
