@@ -332,9 +332,9 @@ async function undoAppend(nft, docText) {
     if (c.flushed || c.added === 0) continue;
     const rules = await nft.ruleHandles(c.family, 'calico', c.name);
     for (const r of rules.slice(rules.length - c.added))
-      cmds.push(`delete rule ${c.family} calico ${JSON.stringify(c.name)} handle ${r.handle}`);
+      cmds.push({ delete: { rule: { family: c.family, table: 'calico', chain: c.name, handle: r.handle } } });
   }
-  if (cmds.length > 0) await nft.run(cmds.join('\n'));
+  if (cmds.length > 0) await nft.run(cmds);
 }
 
 const set = (resource) => ({ kind: 'set', resource });

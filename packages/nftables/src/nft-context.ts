@@ -50,7 +50,7 @@ import {
   parseRuleset,
 } from './json/ruleset.js';
 import type { NftCommand, NftFamily, NftResult, NftRunOptions } from './json/types.js';
-import type { NftClient, NftTableName } from './nft-client.js';
+import type { NftClient, NftRuleHandle, NftTableName } from './nft-client.js';
 
 export interface NftContextOptions {
   /**
@@ -90,12 +90,6 @@ function initErrorCode(stage: InitStage, errno: string | undefined): NftablesErr
 interface Pending {
   resolve: (reply: RunReply | MemoryReply | RuleHandlesReply) => void;
   reject: (e: unknown) => void;
-}
-
-/** One rule of a chain as the kernel holds it: its handle and its comment, if any. */
-export interface NftRuleHandle {
-  readonly handle: number;
-  readonly comment: string | undefined;
 }
 
 /** Memory figures of an {@link NftContext}, from its worker thread. */

@@ -72,7 +72,10 @@ export type NftCommand =
   | { readonly delete: NftObject }
   | {
       /** One rule, by the handle the kernel gave it. */
-      readonly delete: { readonly rule: NftRuleRef };
+      readonly delete: {
+        /** The rule's chain and handle. */
+        readonly rule: NftRuleRef;
+      };
     }
   | {
       readonly flush:
