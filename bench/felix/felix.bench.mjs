@@ -26,10 +26,13 @@
 // Reported, never asserted (a busy machine is not a failure).
 //
 //   node [--expose-gc] bench/felix/felix.bench.mjs [--endpoints 1000] [--policies 500] [--rules 40]
-//        [--rounds 1] [--changes 40] [--out file.json]
+//        [--rounds 1] [--changes 40] [--text yes|no] [--out file.json]
+//
+// `--text no` leaves out the nft-text references (at 1,000 endpoints `nft list ruleset` alone
+// takes minutes); `--rounds 0` leaves out the full-sync comparison.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -45,6 +48,8 @@ const { values: args } = parseArgs({
     rules: { type: 'string', default: '40' },
     rounds: { type: 'string', default: '1' },
     changes: { type: 'string', default: '40' },
+    // `no`: no nft-text references (listing a large ruleset or chain as text takes minutes).
+    text: { type: 'string', default: 'yes' },
     out: { type: 'string' },
   },
 });
@@ -53,6 +58,7 @@ const P = Number(args.policies);
 const R = Number(args.rules);
 const ROUNDS = Number(args.rounds);
 const CHANGES = Number(args.changes);
+const TEXT = args.text !== 'no';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const OUT = args.out ?? join(HERE, '..', 'results', 'felix.json');
 const HOST = 'bench-node';
@@ -66,6 +72,7 @@ function log(msg) {
 }
 
 function median(xs) {
+  if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
@@ -221,13 +228,27 @@ class Recording {
     this.lastText = undefined;
     /** Time spent in `run` (the worker's libnftables call and the messages to and fro). */
     this.runMs = 0;
+    /** Of that, the time inside libnftables (parse, evaluate, cache, the kernel's commit). */
+    this.libMs = 0;
   }
   run(commands, opts) {
     this.lastText = typeof commands === 'string' ? commands : JSON.stringify({ nftables: commands });
     const t0 = performance.now();
-    return this.inner.run(commands, opts).finally(() => {
-      this.runMs += performance.now() - t0;
-    });
+    return this.inner
+      .run(commands, opts)
+      .then((r) => {
+        this.libMs += r.runMs ?? 0;
+        return r;
+      })
+      .finally(() => {
+        this.runMs += performance.now() - t0;
+      });
+  }
+  memoryUsage() {
+    return this.inner.memoryUsage();
+  }
+  ruleHandles(family, table, chain) {
+    return this.inner.ruleHandles(family, table, chain);
   }
   warmCache(tables) {
     return this.inner.warmCache(tables);
@@ -267,13 +288,22 @@ async function change(s, updates) {
   const nft = s.nft;
   const t0 = performance.now();
   nft.runMs = 0;
+  nft.libMs = 0;
   for (const u of updates) s.graph.onUpdate(u);
   s.renderer.onUpdate(s.graph.flush());
   const applied = await s.dp.apply(s.renderer.desired(), s.renderer.render());
   const ms = performance.now() - t0;
   const nftMs = nft.runMs;
+  const libMs = nft.libMs;
   await s.dp.settled();
-  return { ms, nftMs, warmMs: performance.now() - t0 - ms, commands: applied.commands, mode: applied.mode };
+  return {
+    ms,
+    nftMs,
+    libMs,
+    warmMs: performance.now() - t0 - ms,
+    commands: applied.commands,
+    mode: applied.mode,
+  };
 }
 
 /** The chains a transaction writes: family, name, whether it flushes them, rules it adds. */
@@ -289,6 +319,22 @@ function touchedChains(docText) {
     if (c.add?.rule) at(c.add.rule.family, c.add.rule.chain).added++;
   }
   return [...out.values()];
+}
+
+/**
+ * Undoes a transaction that appended rules (the one-rule change), through `nft`: deletes, by
+ * handle, the rules it appended at the end of each chain. The dataplane's own undo deletes by
+ * handles it read then, which a replay of the change has replaced.
+ */
+async function undoAppend(nft, docText) {
+  const cmds = [];
+  for (const c of touchedChains(docText)) {
+    if (c.flushed || c.added === 0) continue;
+    const rules = await nft.ruleHandles(c.family, 'calico', c.name);
+    for (const r of rules.slice(rules.length - c.added))
+      cmds.push({ delete: { rule: { family: c.family, table: 'calico', chain: c.name, handle: r.handle } } });
+  }
+  if (cmds.length > 0) await nft.run(cmds);
 }
 
 const set = (resource) => ({ kind: 'set', resource });
@@ -339,7 +385,7 @@ async function main() {
   const started = new Date();
   const ns = `fbench-${randomBytes(4).toString('hex')}`;
   const dir = await mkdtemp(join(tmpdir(), 'felix-bench-'));
-  const nftIn = (argv) => run('nsenter', [`--net=/run/netns/${ns}`, 'nft', ...argv]);
+  const nftIn = (argv, input) => run('nsenter', [`--net=/run/netns/${ns}`, 'nft', ...argv], input);
   let ctx;
   // A signal (Ctrl-C, a timeout) skips `finally`: delete the namespace and the files then too.
   const onSignal = (sig) => {
@@ -357,10 +403,14 @@ async function main() {
     // Memory, and warm-up: RSS before the state exists, then one full sync.
     const rss0 = rssMiB();
     const heap0 = process.memoryUsage().heapUsed / 2 ** 20;
+    const worker0 = await raw.memoryUsage();
     let res = resources();
     const first = await fullSync(ctx, res);
+    await first.dp.settled();
     const rss1 = rssMiB();
     const heap1 = process.memoryUsage().heapUsed / 2 ** 20;
+    const worker1 = await raw.memoryUsage();
+    const mib = (b) => (b === undefined ? Number.NaN : b / 2 ** 20);
     const docFile = join(dir, 'ruleset.json');
     const textFile = join(dir, 'ruleset.nft');
     const doc = ctx.lastText;
@@ -368,7 +418,7 @@ async function main() {
     await writeFile(docFile, doc);
     ctx.lastText = undefined;
     // The same ruleset as nft text: what nft itself prints of it, loadable with `nft -f`.
-    await writeFile(textFile, `${nftIn(['list', 'ruleset'])}`);
+    if (TEXT) await writeFile(textFile, `${nftIn(['list', 'ruleset'])}`);
     const parsed = JSON.parse(doc).nftables;
     const nftRules = parsed.filter((c) => c.add?.rule || c.insert?.rule).length;
     const nftCommands = parsed.length;
@@ -385,6 +435,19 @@ async function main() {
     const changes = {};
     const deltaRef = [];
     const deltaRefText = [];
+    // The same one-rule change committed through our own context with a warm cache, as JSON (the
+    // transaction the dataplane sent) and as nft text (the same change), each undone after: the
+    // kernel's part is the same, so the difference is libnftables' parse and evaluation.
+    const ctxJson = [];
+    const ctxText = [];
+    // The kernel's floor: one rule with a verdict appended, in each family, to a chain nothing
+    // jumps to, through the same warm context. Any transaction that adds a rule pays the
+    // kernel's validation of every chain reachable from the table's base chains at commit.
+    const floorMs = [];
+    const tableNames = () => first.dp.programmed.tables.map((t) => ({ family: t.family, name: t.name }));
+    const families = tableNames().map((t) => t.family);
+    await raw.run(families.map((f) => `add chain ${f} calico bench-floor`).join('\n'));
+    await raw.warmCache(tableNames());
     // `nft -f` of the same change as text, from what nft prints of the chains it wrote: a chain
     // flushed and refilled with all its rules, or just the rules appended to it.
     const chainsText = (chains) =>
@@ -405,6 +468,10 @@ async function main() {
       const undoMs = [];
       const warmMs = [];
       const nftMs = [];
+      const libMs = [];
+      const jsMs = [];
+      const doLibMs = [];
+      const doJsMs = [];
       const commands = [];
       for (let j = 0; j < CHANGES; j++) {
         const [doIt, undo] = make(j);
@@ -412,37 +479,56 @@ async function main() {
         ctx.lastText = undefined;
         const c = await change(first, doIt);
         const forward = ctx.lastText;
-        const forwardText = isPolicy && forward ? chainsText(touchedChains(forward)) : undefined;
+        const forwardText = TEXT && isPolicy && forward ? chainsText(touchedChains(forward)) : undefined;
         ctx.lastText = undefined;
         const back = await change(first, undo);
         const backward = ctx.lastText;
-        const backwardText = isPolicy && backward ? chainsText(touchedChains(backward)) : undefined;
         ms.push(c.ms, back.ms);
         doMs.push(c.ms);
         undoMs.push(back.ms);
         warmMs.push(c.warmMs, back.warmMs);
         nftMs.push(c.nftMs, back.nftMs);
+        libMs.push(c.libMs, back.libMs);
+        jsMs.push(c.ms - c.nftMs, back.ms - back.nftMs);
+        doLibMs.push(c.libMs);
+        doJsMs.push(c.ms - c.nftMs);
         commands.push(c.commands, back.commands);
         if (c.mode !== 'incremental' || back.mode !== 'incremental')
           throw new Error(`${kind}: not incremental`);
         // The reference: nft loading the very same transaction, on the same state, then undoing it.
         if (isPolicy && forward && backward) {
+          // Back on the state the change started from, with the cache warm: the change as JSON and
+          // as text through the context, each undone, then the floor.
+          for (const [into, there] of [[ctxJson, forward], ...(TEXT ? [[ctxText, forwardText]] : [])]) {
+            into.push((await raw.run(there)).runMs);
+            await undoAppend(raw, forward);
+            await raw.warmCache(tableNames());
+          }
+          floorMs.push(
+            (
+              await raw.run(
+                families
+                  .map((f) => `add rule ${f} calico bench-floor meta l4proto tcp tcp dport 9999 accept`)
+                  .join('\n'),
+              )
+            ).runMs,
+          );
+          await raw.run(families.map((f) => `flush chain ${f} calico bench-floor`).join('\n'));
+          await raw.warmCache(tableNames());
           const f = join(dir, 'delta.json');
-          const b = join(dir, 'undo.json');
           const ft = join(dir, 'delta.nft');
-          const bt = join(dir, 'undo.nft');
           await writeFile(f, forward);
-          await writeFile(b, backward);
-          await writeFile(ft, forwardText);
-          await writeFile(bt, backwardText);
           let t0 = performance.now();
           nftIn(['-j', '-f', f]);
           deltaRef.push(performance.now() - t0);
-          nftIn(['-j', '-f', b]);
-          t0 = performance.now();
-          nftIn(['-f', ft]);
-          deltaRefText.push(performance.now() - t0);
-          nftIn(['-f', bt]);
+          await undoAppend(raw, forward);
+          if (TEXT) {
+            await writeFile(ft, forwardText);
+            t0 = performance.now();
+            nftIn(['-f', ft]);
+            deltaRefText.push(performance.now() - t0);
+            await undoAppend(raw, forward);
+          }
           // nft moved the kernel's generation: fetch the context's cache again, as after a change.
           await ctx.warmCache(first.dp.programmed.tables.map((t) => ({ family: t.family, name: t.name })));
         }
@@ -455,18 +541,25 @@ async function main() {
         undoMedianMs: median(undoMs),
         warmUpMedianMs: median(warmMs),
         nftMedianMs: median(nftMs),
+        libnftablesMedianMs: median(libMs),
+        jsMedianMs: median(jsMs),
+        doLibnftablesMedianMs: median(doLibMs),
+        doJsMedianMs: median(doJsMs),
         medianCommands: median(commands),
         maxCommands: Math.max(...commands),
         n: ms.length,
       };
       log(
-        `${kind}: median ${median(ms).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms, do ${median(doMs).toFixed(1)} / undo ${median(undoMs).toFixed(1)} ms, ${median(commands)} commands, ${median(nftMs).toFixed(1)} ms of it in libnftables; cache warm-up after it ${median(warmMs).toFixed(1)} ms`,
+        `${kind}: median ${median(ms).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms, do ${median(doMs).toFixed(1)} / undo ${median(undoMs).toFixed(1)} ms, ${median(commands)} commands; of it JS ${median(jsMs).toFixed(1)} ms, libnftables + kernel ${median(libMs).toFixed(1)} ms, worker messages ${(median(nftMs) - median(libMs)).toFixed(1)} ms; cache warm-up after it ${median(warmMs).toFixed(1)} ms`,
       );
     }
 
-    const samples = { full: [], nftJson: [], nftText: [] };
+    await raw.run(families.map((f) => `delete chain ${f} calico bench-floor`).join('\n'));
+
+    const samples = { full: [], nftJson: [], nftText: [], dryJson: [], dryText: [] };
+    const textDoc = TEXT ? await readFile(textFile, 'utf8') : undefined;
     for (let r = 0; r < ROUNDS; r++) {
-      const order = ['ours', 'json', 'text'];
+      const order = TEXT ? ['ours', 'json', 'text'] : ['ours', 'json'];
       for (let k = 0; k < r % 3; k++) order.push(order.shift());
       for (const side of order) {
         nftIn(['flush', 'ruleset']);
@@ -481,6 +574,17 @@ async function main() {
           const s = await fullSync(ctx, resources());
           samples.full.push(s.ms);
         }
+      }
+      // libnftables alone, same process, no commit: the full batch as JSON and as text. A dry run
+      // leaves what it evaluated in the context's cache; a commit elsewhere (moving the kernel's
+      // generation) makes the next call fetch the cache again, from the empty namespace.
+      const fresh = () =>
+        nftIn(['-f', '-'], 'flush ruleset\nadd table ip bench-gen\ndelete table ip bench-gen\n');
+      fresh();
+      samples.dryJson.push((await raw.run(doc, { dryRun: true })).runMs);
+      if (TEXT) {
+        fresh();
+        samples.dryText.push((await raw.run(textDoc, { dryRun: true })).runMs);
       }
     }
 
@@ -543,8 +647,15 @@ async function main() {
         `| ${kind} | ${c.medianMs.toFixed(1)} | ${c.p99Ms.toFixed(1)} | ${c.doMedianMs.toFixed(1)} / ${c.undoMedianMs.toFixed(1)} | ${c.nftMedianMs.toFixed(1)} | ${c.medianCommands} / ${c.maxCommands} | ${c.warmUpMedianMs.toFixed(1)} |`,
       );
     }
+    const pk = policyKind;
     console.log(
-      `\nmemory: RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB over the first full sync = ${perK.toFixed(1)} MiB per 1,000 endpoints; JS heap ${heap0.toFixed(1)} → ${heap1.toFixed(1)} MiB; native (RSS − heap, mostly libnftables in its worker) ${(rss0 - heap0).toFixed(1)} → ${(rss1 - heap1).toFixed(1)} MiB (${globalThis.gc ? 'gc forced' : 'no forced gc; run with --expose-gc for steadier figures'})`,
+      `\none rule added to one policy, where the time goes (medians): JS (calc, render, diff, JSON) ${pk.doJsMedianMs.toFixed(1)} ms; libnftables + kernel ${pk.doLibnftablesMedianMs.toFixed(1)} ms; worker messages the rest. Of libnftables' part: the same change committed through the same context ${median(ctxJson).toFixed(1)} ms as JSON, ${median(ctxText).toFixed(1)} ms as nft text; the kernel's floor for any rule added (one verdict rule per family into a chain nothing jumps to) ${median(floorMs).toFixed(1)} ms.`,
+    );
+    console.log(
+      `full sync, libnftables alone (dry run, no commit, same process): JSON ${median(samples.dryJson).toFixed(0)} ms, nft text ${median(samples.dryText).toFixed(0)} ms`,
+    );
+    console.log(
+      `\nmemory: RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB over the first full sync = ${perK.toFixed(1)} MiB per 1,000 endpoints; JS heap ${heap0.toFixed(1)} → ${heap1.toFixed(1)} MiB; native (RSS − heap, mostly libnftables in its worker) ${(rss0 - heap0).toFixed(1)} → ${(rss1 - heap1).toFixed(1)} MiB (${globalThis.gc ? 'gc forced' : 'no forced gc; run with --expose-gc for steadier figures'}); nftables worker's JS heap ${mib(worker0.workerHeapUsed).toFixed(1)} → ${mib(worker1.workerHeapUsed).toFixed(1)} MiB; malloc in use, whole process (libnftables' cache and parse trees, Node's buffers) ${mib(worker0.mallocInUse).toFixed(1)} → ${mib(worker1.mallocInUse).toFixed(1)} MiB`,
     );
 
     await mkdir(dirname(OUT), { recursive: true });
@@ -579,6 +690,10 @@ async function main() {
             heapUsedBeforeMiB: Number(heap0.toFixed(1)),
             heapUsedAfterMiB: Number(heap1.toFixed(1)),
             mibPer1000Endpoints: Number(perK.toFixed(2)),
+            workerHeapUsedBeforeMiB: Number(mib(worker0.workerHeapUsed).toFixed(1)),
+            workerHeapUsedAfterMiB: Number(mib(worker1.workerHeapUsed).toFixed(1)),
+            mallocInUseBeforeMiB: Number(mib(worker0.mallocInUse).toFixed(1)),
+            mallocInUseAfterMiB: Number(mib(worker1.mallocInUse).toFixed(1)),
             gcForced: Boolean(globalThis.gc),
           },
           samplesMs: Object.fromEntries(
@@ -586,6 +701,9 @@ async function main() {
               ...samples,
               policyDeltaNftJson: deltaRef,
               policyDeltaNftText: deltaRefText,
+              policyDeltaContextJson: ctxJson,
+              policyDeltaContextText: ctxText,
+              kernelFloorOneRule: floorMs,
             }).map(([k, v]) => [k, v.map((x) => Number(x.toFixed(1)))]),
           ),
         },

@@ -136,5 +136,9 @@ export {
   type NftVerdict,
   type NftVmapStmt,
 } from './json/types.js';
-export type { NftClient } from './nft-client.js';
-export { NftContext, type NftContextOptions } from './nft-context.js';
+export type { NftClient, NftRuleHandle } from './nft-client.js';
+export {
+  NftContext,
+  type NftContextMemory,
+  type NftContextOptions,
+} from './nft-context.js';

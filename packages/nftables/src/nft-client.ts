@@ -12,6 +12,14 @@ export interface NftTableName {
   readonly name: string;
 }
 
+/** One rule of a chain as the kernel holds it (see {@link NftClient.ruleHandles}). */
+export interface NftRuleHandle {
+  /** The handle the kernel gave the rule, unique in its table for the table's life. */
+  readonly handle: number;
+  /** The rule's comment, if it has one. */
+  readonly comment: string | undefined;
+}
+
 /** What runs nftables batches and lists: a libnftables context, or a fake of one for tests. */
 export interface NftClient {
   /**
@@ -26,6 +34,12 @@ export interface NftClient {
    * when done; a client without such a view need not offer it.
    */
   warmCache?(tables: readonly NftTableName[]): Promise<void>;
+  /**
+   * Optional: the handle and comment of each rule of one chain, in order, read cheaply (see
+   * {@link NftContext.ruleHandles}); a client without it makes callers fall back to rewriting
+   * the chain.
+   */
+  ruleHandles?(family: NftFamily, table: string, chain: string): Promise<readonly NftRuleHandle[]>;
   /** `list ruleset`, parsed. */
   listRuleset(): Promise<NftRuleset>;
   /** `list table <family> <name>`, parsed; `not-found` when there is no such table. */

@@ -489,6 +489,63 @@ describe.skipIf(missing !== undefined && !inCI)(
       expect(runIn(ns, ['nft', 'list', 'chain', 'ip', 'calico', 'a']).out).toContain('@s accept');
     });
 
+    it('times each libnftables call, and reports its worker heap and what malloc holds in the process', async () => {
+      const ns = s.makeNetns('a');
+      const ctx = await openIn(ns);
+      const small = await ctx.run('add table ip calico');
+      expect(small.runMs).toBeGreaterThan(0);
+      const lines = ['add chain ip calico c'];
+      for (let i = 0; i < 3000; i++) lines.push(`add rule ip calico c tcp dport ${i + 1} counter`);
+      const large = await ctx.run(lines.join('\n'));
+      expect(large.runMs).toBeGreaterThan(small.runMs!);
+      const before = await ctx.memoryUsage();
+      expect(before.workerHeapUsed).toBeGreaterThan(0);
+      // malloc is counted for the whole process: 64 MiB that Node mallocs on this thread show.
+      const big = Buffer.allocUnsafeSlow(64 << 20).fill(1);
+      const after = await ctx.memoryUsage();
+      expect(after.mallocInUse! - before.mallocInUse!).toBeGreaterThanOrEqual(60 << 20);
+      expect(big[0]).toBe(1);
+    });
+
+    it("reads one chain's rule handles and comments, as nft -a lists them", async () => {
+      const ns = s.makeNetns('a');
+      const ctx = await openIn(ns);
+      await ctx.run(
+        [
+          'add table ip calico',
+          'add table ip6 calico',
+          'add chain ip calico a',
+          'add chain ip calico b',
+          'add chain ip6 calico a',
+          'add rule ip calico a tcp dport { 80, 443 } accept comment "cali:one"',
+          'add rule ip calico a udp dport 53 accept',
+          'add rule ip calico b drop comment "cali:other; a longer description"',
+          'add rule ip calico a meta mark set mark | 0x10 return comment "cali:three"',
+          'add rule ip6 calico a drop comment "cali:six"',
+        ].join('\n'),
+      );
+      const listed = runIn(ns, ['nft', '-a', 'list', 'chain', 'ip', 'calico', 'a']).out;
+      const handles = [...listed.matchAll(/# handle (\d+)/g)].map((m) => Number(m[1])).slice(1);
+      expect(await ctx.ruleHandles('ip', 'calico', 'a')).toEqual([
+        { handle: handles[0], comment: 'cali:one' },
+        { handle: handles[1], comment: undefined },
+        { handle: handles[2], comment: 'cali:three' },
+      ]);
+      expect(await ctx.ruleHandles('ip', 'calico', 'b')).toMatchObject([
+        { comment: 'cali:other; a longer description' },
+      ]);
+      expect(await ctx.ruleHandles('ip6', 'calico', 'a')).toMatchObject([{ comment: 'cali:six' }]);
+      // The kernel's dump of a chain or table that is not there is empty.
+      expect(await ctx.ruleHandles('ip', 'calico', 'nosuch')).toEqual([]);
+      expect(await ctx.ruleHandles('ip', 'nosuch', 'a')).toEqual([]);
+      // A handle read this way deletes that rule.
+      await ctx.run(`delete rule ip calico a handle ${handles[1]}`);
+      expect((await ctx.ruleHandles('ip', 'calico', 'a')).map((r) => r.comment)).toEqual([
+        'cali:one',
+        'cali:three',
+      ]);
+    });
+
     it('reports opening failures by code', async () => {
       expect((await failure(NftContext.open({ netns: `${s.prefix}-nosuch` }))).code).toBe('not-found');
       expect((await failure(NftContext.open({ netns: '/etc/hostname' }))).code).toBe('invalid');

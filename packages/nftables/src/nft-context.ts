@@ -29,8 +29,10 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import {
   type InitStage,
+  type MemoryReply,
   NFT_CTX_OUTPUT_ECHO,
   NFT_CTX_OUTPUT_JSON,
+  type RuleHandlesReply,
   type RunReply,
   type RunRequest,
   type WorkerHello,
@@ -48,7 +50,7 @@ import {
   parseRuleset,
 } from './json/ruleset.js';
 import type { NftCommand, NftFamily, NftResult, NftRunOptions } from './json/types.js';
-import type { NftClient, NftTableName } from './nft-client.js';
+import type { NftClient, NftRuleHandle, NftTableName } from './nft-client.js';
 
 export interface NftContextOptions {
   /**
@@ -86,8 +88,20 @@ function initErrorCode(stage: InitStage, errno: string | undefined): NftablesErr
 }
 
 interface Pending {
-  resolve: (reply: RunReply) => void;
+  resolve: (reply: RunReply | MemoryReply | RuleHandlesReply) => void;
   reject: (e: unknown) => void;
+}
+
+/** Memory figures of an {@link NftContext}, from its worker thread. */
+export interface NftContextMemory {
+  /** The worker thread's own JS heap in use, bytes. */
+  readonly workerHeapUsed: number;
+  /**
+   * Bytes glibc's malloc has handed out and not had back, over every thread of the process:
+   * libnftables' parse trees and cache, and Node's own native allocations. Undefined when the C
+   * library has no `mallinfo2`.
+   */
+  readonly mallocInUse: number | undefined;
 }
 
 /** A libnftables context in a worker, in Felix's network namespace or the one named. */
@@ -119,7 +133,7 @@ export class NftContext implements NftClient {
         cause: e,
       });
     });
-    worker.on('message', (msg: RunReply) => {
+    worker.on('message', (msg: RunReply | MemoryReply | RuleHandlesReply) => {
       const p = this.#pending.get(msg.id);
       if (!p) return;
       this.#pending.delete(msg.id);
@@ -181,22 +195,35 @@ export class NftContext implements NftClient {
   }
 
   #call(text: string, opts: NftRunOptions): Promise<RunReply> {
-    if (this.#closed) {
-      return Promise.reject(new NftablesError('failed', 'the nftables context is closed', this.#errorOpts()));
-    }
-    const id = this.#nextId++;
-    const req: RunRequest = {
+    const req = (id: number): RunRequest => ({
       kind: 'run',
       id,
       text,
       flags: NFT_CTX_OUTPUT_JSON | (opts.echo ? NFT_CTX_OUTPUT_ECHO : 0),
       dryRun: opts.dryRun === true,
-    };
+    });
+    return this.#send(req) as Promise<RunReply>;
+  }
+
+  #send(req: (id: number) => WorkerRequest): Promise<RunReply | MemoryReply | RuleHandlesReply> {
+    if (this.#closed) {
+      return Promise.reject(new NftablesError('failed', 'the nftables context is closed', this.#errorOpts()));
+    }
+    const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       this.#worker.ref();
-      this.#worker.postMessage(req satisfies WorkerRequest);
+      this.#worker.postMessage(req(id));
     });
+  }
+
+  /**
+   * The worker's memory: its own JS heap, and what malloc holds for the whole process (see
+   * {@link NftContextMemory}). Queued behind the calls made before it.
+   */
+  async memoryUsage(): Promise<NftContextMemory> {
+    const reply = (await this.#send((id) => ({ kind: 'memory', id }))) as MemoryReply;
+    return { workerHeapUsed: reply.heapUsed, mallocInUse: reply.mallocInUse };
   }
 
   async run(commands: readonly NftCommand[] | string, opts: NftRunOptions = {}): Promise<NftResult> {
@@ -207,7 +234,12 @@ export class NftContext implements NftClient {
       throw new NftablesError('failed', `libnftables call failed: ${reply.crash}`, this.#errorOpts());
     }
     if (reply.rc !== 0) throw nftErrorFromText(reply.error, this.netns);
-    return { items: outputItems(reply.output), output: reply.output, warnings: reply.error };
+    return {
+      items: outputItems(reply.output),
+      output: reply.output,
+      warnings: reply.error,
+      ...(reply.ms === undefined ? {} : { runMs: reply.ms }),
+    };
   }
 
   /**
@@ -237,6 +269,36 @@ export class NftContext implements NftClient {
       return `table ${t.family} ${t.name} { }`;
     });
     await this.run(`${lines.join('\n')}\n`);
+  }
+
+  /**
+   * The handle and comment of every rule of one chain, in order, from a netlink dump of that
+   * chain alone. libnftables would list a chain only after fetching the elements of every set in
+   * the namespace (to print anonymous sets), seconds for a large ruleset; this reads one chain's
+   * rules and nothing else. Empty when the table or chain does not exist (the kernel's dump
+   * then has nothing to say).
+   */
+  async ruleHandles(family: NftFamily, table: string, chain: string): Promise<NftRuleHandle[]> {
+    if (family !== 'ip' && family !== 'ip6') {
+      throw new NftablesError('invalid', `rule handles are read for ip and ip6 only, not ${family}`);
+    }
+    const reply = (await this.#send((id) => ({
+      kind: 'rule-handles',
+      id,
+      family,
+      table,
+      chain,
+    }))) as RuleHandlesReply;
+    if (reply.error !== undefined) {
+      throw new NftablesError(
+        classifyErrno(reply.errno),
+        `cannot read the rules of ${family} ${table} ${chain}: ${reply.error}`,
+        {
+          ...this.#errorOpts(),
+        },
+      );
+    }
+    return reply.rules.map(([handle, comment]) => ({ handle, comment: comment ?? undefined }));
   }
 
   async listRuleset(): Promise<NftRuleset> {

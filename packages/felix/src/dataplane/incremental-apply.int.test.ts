@@ -42,7 +42,7 @@ function pod(i: number, role = `r${i % 3}`): CalcResource {
   });
 }
 
-function rules(p: number, extra: boolean): { ingress: Rule[]; egress: Rule[] } {
+function rules(p: number, extra: boolean, noEgress = false): { ingress: Rule[]; egress: Rule[] } {
   const ingress: Rule[] = [
     {
       action: 'Allow',
@@ -53,19 +53,20 @@ function rules(p: number, extra: boolean): { ingress: Rule[]; egress: Rule[] } {
     { action: 'Deny', source: { nets: [`198.18.${p % 250}.0/24`] } },
   ];
   if (extra) ingress.push({ action: 'Allow', protocol: 'TCP', destination: { ports: [9999] } });
-  return { ingress, egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] };
+  const egress: Rule[] = [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }];
+  return { ingress, egress: noEgress ? [] : egress };
 }
 
 /**
  * Policy 0 selects the pods of app0; the others, the "unrelated" ones, select the other pods (so
  * they are active and rendered) but never a pod a test adds or relabels.
  */
-function policy(p: number, extra = false): CalcResource {
+function policy(p: number, extra = false, noEgress = false): CalcResource {
   return gnp(`default.pol-${String(p).padStart(3, '0')}`, {
     order: 100 + p,
     selector: p === 0 ? "app == 'app0'" : `app == 'app${1 + (p % 3)}'`,
     types: ['Ingress', 'Egress'],
-    ...rules(p, extra),
+    ...rules(p, extra, noEgress),
   });
 }
 
@@ -81,6 +82,9 @@ class Counting {
   }
   listRuleset() {
     return this.inner.listRuleset();
+  }
+  ruleHandles(...a: Parameters<NftContext['ruleHandles']>) {
+    return this.inner.ruleHandles(...a);
   }
   listTable(...a: Parameters<NftContext['listTable']>) {
     return this.inner.listTable(...a);
@@ -170,14 +174,24 @@ describe.skipIf(why !== undefined)('incremental nftables programming, in a real 
       // It is the last rule, after the policy's other rules.
       expect(listed.trim().split('\n').at(-3)).toContain('9999');
     }
-    // And back: the chain is flushed and refilled, in both families, the same on both nodes.
+    // And back: that rule is deleted by its handle, in both families, the same on both nodes.
     const c = await change(small.node, [{ kind: 'set', resource: policy(0) }]);
     const d = await change(large.node, [{ kind: 'set', resource: policy(0) }]);
-    expect(new Set(shapes(d))).toEqual(new Set(['flush chain', 'add rule']));
-    expect(d.length).toBe(c.length);
-    const flushed = d.filter((x) => 'flush' in x).map((x) => JSON.stringify(x));
-    expect(flushed).toHaveLength(2);
-    for (const f of flushed) expect(f).toContain('filter-cali-pi-gnp/default.pol-000');
+    expect(shapes(d)).toEqual(['delete rule', 'delete rule']);
+    expect(shapes(c)).toEqual(shapes(d));
+    for (const x of d) expect(JSON.stringify(x)).toContain('filter-cali-pi-gnp/default.pol-000');
+    // A rule that was there from the start goes the same way: the last egress rule.
+    const e = await change(large.node, [{ kind: 'set', resource: policy(0, false, true) }]);
+    expect(shapes(e)).toEqual(['delete rule', 'delete rule']);
+    for (const x of e) expect(JSON.stringify(x)).toContain('filter-cali-po-gnp/default.pol-000');
+    expect(
+      nftIn(large.ns, ['list', 'chain', 'ip', 'calico', 'filter-cali-po-gnp/default.pol-000']),
+    ).not.toMatch(/udp dport 53/);
+    // Put back: appended, as any rule added at the end.
+    expect(shapes(await change(large.node, [{ kind: 'set', resource: policy(0) }]))).toEqual([
+      'add rule',
+      'add rule',
+    ]);
     expect(
       nftIn(large.ns, ['list', 'chain', 'ip', 'calico', 'filter-cali-pi-gnp/default.pol-000']),
     ).not.toMatch(/9999/);

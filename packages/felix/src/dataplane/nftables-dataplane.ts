@@ -33,10 +33,16 @@
 import type { NftClient } from '@calico-ts/nftables';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesetChange } from '../rules/incremental-renderer.js';
-import type { NftCommand } from '../rules/nft-json.js';
+import type { NftCommand, NftFamily } from '../rules/nft-json.js';
 import { annotateChain, annotateRuleset } from '../rules/rule-hashes.js';
 import type { NftDesired } from '../rules/ruleset.js';
-import { diffRuleset, toNftDocument } from '../rules/ruleset-diff.js';
+import {
+  diffRuleset,
+  type RuleHandles,
+  ruleHandlesKey,
+  toNftDocument,
+  trailingRemovals,
+} from '../rules/ruleset-diff.js';
 import { observeRuleset } from './ruleset-readback.js';
 
 export interface NftApplyResult {
@@ -101,7 +107,9 @@ export class NftablesDataplane {
         (t, i) => t.family === want.tables[i]!.family && t.name === want.tables[i]!.name,
       );
     const only = sameTables ? change : undefined;
-    const commands = diffRuleset(programmed, want, only);
+    const handles =
+      only === undefined ? undefined : await this.#ruleHandles(trailingRemovals(programmed, want, only));
+    const commands = diffRuleset(programmed, want, only, handles);
     if (commands.length === 0) {
       if (only === undefined) this.#programmed = ownCopy(want);
       return { mode: 'incremental', commands: 0 };
@@ -141,6 +149,30 @@ export class NftablesDataplane {
     this.#everApplied = true;
     this.#warm(want);
     return { mode: 'resync', commands: commands.length };
+  }
+
+  /**
+   * The handles of the rules of chains that only lost rules at their end, so that those rules are
+   * deleted by handle: a transaction that adds no rule spares the kernel validating the whole
+   * table. A chain whose handles cannot be read is rewritten as before.
+   */
+  async #ruleHandles(
+    chains: readonly { family: NftFamily; table: string; chain: string }[],
+  ): Promise<RuleHandles | undefined> {
+    const nft = this.#nft;
+    if (chains.length === 0 || !nft.ruleHandles) return undefined;
+    const out = new Map<string, Map<string, number>>();
+    for (const c of chains) {
+      try {
+        const rules = await nft.ruleHandles(c.family, c.table, c.chain);
+        const byComment = new Map<string, number>();
+        for (const r of rules) if (r.comment !== undefined) byComment.set(r.comment, r.handle);
+        out.set(ruleHandlesKey(c.family, c.chain), byComment);
+      } catch (e) {
+        this.#log.debug({ err: errorMessage(e), chain: c.chain }, 'nftables rule handles unreadable');
+      }
+    }
+    return out;
   }
 
   async #run(commands: readonly NftCommand[]): Promise<void> {

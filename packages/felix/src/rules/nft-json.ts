@@ -71,6 +71,13 @@ export type NftCommand =
   | { readonly add: NftObject }
   | { readonly delete: NftObject }
   | {
+      /** One rule, by the handle the kernel gave it. */
+      readonly delete: {
+        /** The rule's chain and handle. */
+        readonly rule: NftRuleRef;
+      };
+    }
+  | {
       readonly flush:
         | { readonly chain: NftChain }
         | {
@@ -82,6 +89,14 @@ export type NftCommand =
             readonly map: NftRef;
           };
     };
+
+/** A rule named by its handle, for `delete`. */
+export interface NftRuleRef {
+  readonly family: NftFamily;
+  readonly table: string;
+  readonly chain: string;
+  readonly handle: number;
+}
 
 /** A set or map named for `flush`, which needs no type. */
 export interface NftRef {

@@ -13,7 +13,11 @@
  * A changed chain is replaced whole (flush + re-add), unless its rules only grew at the end (a rule
  * appended to a policy): then only the new rules are added after the ones it holds, which spares
  * the kernel re-creating every rule and anonymous set of the chain (the rule hashes chain from the
- * first rule on, so equal leading rules are the same rules). Unchanged chains are not touched.
+ * first rule on, so equal leading rules are the same rules). Likewise when it only lost rules at
+ * the end and the caller knows their handles (`RuleHandles`): those rules are deleted by handle.
+ * A transaction that adds any rule makes the kernel validate every chain reachable from the
+ * table's base chains at commit; one that only deletes rules does not. Unchanged chains are not
+ * touched.
  * Objects that are the same object on both sides are equal without a look (the incremental
  * renderer replaces an object when it re-renders it, and the dataplane records the objects it
  * programmed).
@@ -31,6 +35,17 @@
  *     is that of the set, not of the table.
  */
 import type { NftChain, NftCommand, NftDocument, NftFamily, NftStatement, NftVerdict } from './nft-json.js';
+
+/**
+ * Handles of rules in the kernel: per `<family> <chain>`, rule comment → handle. Only the chains
+ * `trailingRemovals` names need to be there.
+ */
+export type RuleHandles = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
+/** The key of a chain in `RuleHandles`. */
+export function ruleHandlesKey(family: NftFamily, chain: string): string {
+  return `${family} ${chain}`;
+}
 
 type MapElem = readonly [string, NftVerdict];
 
@@ -172,9 +187,21 @@ function moveMapElements(
   }
 }
 
+/** An element's identity: itself when a string (addresses, names), else its JSON. */
+function elementKey(e: unknown): string {
+  return typeof e === 'string' ? e : json(e);
+}
+
+/** A verdict's identity without JSON: maps have one per interface, thousands on a large node. */
+function verdictKey(v: NftVerdict): string {
+  if ('goto' in v) return `goto ${v.goto.target}`;
+  if ('jump' in v) return `jump ${v.jump.target}`;
+  return Object.keys(v)[0]!;
+}
+
 function setElementDelta(cur: NftSetDesired | undefined, des: NftSetDesired) {
-  const before = new Map((cur?.elements ?? []).map((e) => [json(e), e]));
-  const after = new Map(des.elements.map((e) => [json(e), e]));
+  const before = new Map((cur?.elements ?? []).map((e) => [elementKey(e), e]));
+  const after = new Map(des.elements.map((e) => [elementKey(e), e]));
   return {
     added: [...after].filter(([k]) => !before.has(k)).map(([, e]) => e),
     removed: [...before].filter(([k]) => !after.has(k)).map(([, e]) => e),
@@ -183,18 +210,19 @@ function setElementDelta(cur: NftSetDesired | undefined, des: NftSetDesired) {
 
 function mapElementDelta(cur: NftMapDesired | undefined, des: NftMapDesired) {
   const before = new Map((cur?.elements ?? []).map((e) => [e[0], e]));
-  const after = new Map(des.elements.map((e) => [e[0], e]));
   const added: MapElem[] = [];
   const removed: MapElem[] = [];
-  for (const [k, e] of after) {
-    const old = before.get(k);
+  const seen = new Set<string>();
+  for (const e of des.elements) {
+    seen.add(e[0]);
+    const old = before.get(e[0]);
     if (!old) added.push(e);
-    else if (json(old) !== json(e)) {
+    else if (old !== e && old[1] !== e[1] && verdictKey(old[1]) !== verdictKey(e[1])) {
       removed.push(old);
       added.push(e);
     }
   }
-  for (const [k, e] of before) if (!after.has(k)) removed.push(e);
+  for (const [k, e] of before) if (!seen.has(k)) removed.push(e);
   return { added, removed };
 }
 
@@ -220,6 +248,7 @@ export function diffRuleset(
   current: NftDesired,
   desired: NftDesired,
   only?: ReadonlyMap<NftFamily, TableNames>,
+  handles?: RuleHandles,
 ): NftCommand[] {
   const out: NftCommand[] = [];
   const curTables = new Map(current.tables.map((t) => [tableKey(t), t]));
@@ -231,7 +260,7 @@ export function diffRuleset(
     if (!existing) out.push({ add: { table: { family: des.family, name: des.name } } });
     const names = existing ? only?.get(des.family) : undefined;
     if (only && existing && !names) continue;
-    diffTable(existing ?? EMPTY_TABLE(des), des, out, names);
+    diffTable(existing ?? EMPTY_TABLE(des), des, out, names, handles);
   }
   for (const cur of current.tables) {
     if (!desTables.has(tableKey(cur)))
@@ -251,11 +280,42 @@ function pick<T>(rec: Readonly<Record<string, T>>, names: ReadonlySet<string> | 
   return out;
 }
 
+/** Whether `prefix`'s rules are the first rules of `rules` (same objects or the same JSON). */
+function startsWith(rules: NftChainDesired['rules'], prefix: NftChainDesired['rules']): boolean {
+  return prefix.every((r, i) => r === rules[i] || json(r) === json(rules[i]));
+}
+
+/**
+ * The chains, among the named ones (`only`), that lost rules at their end and nothing else: those
+ * whose removed rules could be deleted by handle (see `RuleHandles`).
+ */
+export function trailingRemovals(
+  current: NftDesired,
+  desired: NftDesired,
+  only: ReadonlyMap<NftFamily, TableNames>,
+): { family: NftFamily; table: string; chain: string }[] {
+  const out: { family: NftFamily; table: string; chain: string }[] = [];
+  for (const des of desired.tables) {
+    const cur = current.tables.find((t) => t.family === des.family && t.name === des.name);
+    const names = only.get(des.family);
+    if (!cur || !names) continue;
+    for (const n of names.chains) {
+      const old = cur.chains[n];
+      const now = des.chains[n];
+      if (!old || !now || old === now || now.rules.length >= old.rules.length) continue;
+      if (json(old.base ?? null) !== json(now.base ?? null)) continue;
+      if (startsWith(old.rules, now.rules)) out.push({ family: des.family, table: des.name, chain: n });
+    }
+  }
+  return out;
+}
+
 function diffTable(
   cur: NftTableDesired,
   des: NftTableDesired,
   out: NftCommand[],
   only: TableNames | undefined,
+  handles: RuleHandles | undefined,
 ): void {
   const desSets = pick(des.sets, only?.sets);
   const curSets = pick(cur.sets, only?.sets);
@@ -275,7 +335,7 @@ function diffTable(
   // A set or map is recreated only when its type changes (never in steady state); the chains
   // using it must then be rewritten too, and finding them means looking at every chain.
   if (only && recreated.size > 0) {
-    diffTable(cur, des, out, undefined);
+    diffTable(cur, des, out, undefined, handles);
     return;
   }
   const removedChains = curChains.filter((c) => !des.chains[c.name]);
@@ -302,6 +362,19 @@ function diffTable(
     }
   }
 
+  // Chains that only lost rules at their end, each of them with a known handle: delete those.
+  const deletedFrom = new Map<string, number[]>();
+  for (const c of changedChains) {
+    const old = cur.chains[c.name]!;
+    const known = handles?.get(ruleHandlesKey(des.family, c.name));
+    if (!known || chainUses(old, recreated) || c.rules.length >= old.rules.length) continue;
+    if (!startsWith(old.rules, c.rules)) continue;
+    const gone = old.rules
+      .slice(c.rules.length)
+      .map((r) => (r.comment === undefined ? undefined : known.get(r.comment)));
+    if (gone.every((h) => h !== undefined)) deletedFrom.set(c.name, gone as number[]);
+  }
+
   // 1. New sets (with their elements) and maps (empty for now).
   for (const s of newSets) addSet(des, s, out);
   for (const m of newMaps) addMap(des, m, out);
@@ -309,7 +382,11 @@ function diffTable(
   for (const c of newChains) out.push({ add: { chain: chainObj(des, c) } });
   // 3. Flush changed chains.
   for (const c of changedChains) {
-    if (!appendedFrom.has(c.name)) out.push({ flush: { chain: chainRef(des, c.name) } });
+    const gone = deletedFrom.get(c.name);
+    if (gone) {
+      for (const handle of gone)
+        out.push({ delete: { rule: { family: des.family, table: des.name, chain: c.name, handle } } });
+    } else if (!appendedFrom.has(c.name)) out.push({ flush: { chain: chainRef(des, c.name) } });
   }
   // 4. Sets and maps: recreate on a type change, else move elements.
   for (const s of recreatedSets) {
@@ -343,7 +420,9 @@ function diffTable(
     moveMapElements(des, fresh ? undefined : cur.maps[m.name], m, out);
   }
   // 5. Rules of changed and new chains.
-  for (const c of changedChains) addRules(des, c, out, appendedFrom.get(c.name) ?? 0);
+  for (const c of changedChains) {
+    if (!deletedFrom.has(c.name)) addRules(des, c, out, appendedFrom.get(c.name) ?? 0);
+  }
   for (const c of newChains) addRules(des, c, out);
   // Base chains whose hook or priority changed are replaced outright (nothing jumps to them).
   for (const c of recreatedChains) {

@@ -35,7 +35,32 @@ export interface CloseRequest {
   kind: 'close';
 }
 
-export type WorkerRequest = RunRequest | CloseRequest;
+/** Asks the worker for its memory figures (see `NftContext.memoryUsage`). */
+export interface MemoryRequest {
+  kind: 'memory';
+  id: number;
+}
+
+/** Asks for the handles and comments of one chain's rules (see `NftContext.ruleHandles`). */
+export interface RuleHandlesRequest {
+  kind: 'rule-handles';
+  id: number;
+  family: 'ip' | 'ip6';
+  table: string;
+  chain: string;
+}
+
+export type WorkerRequest = RunRequest | CloseRequest | MemoryRequest | RuleHandlesRequest;
+
+export interface RuleHandlesReply {
+  kind: 'rule-handles';
+  id: number;
+  /** `[handle, comment or null]` per rule, in the chain's order. */
+  rules: [number, string | null][];
+  /** Set when the dump failed. */
+  error?: string;
+  errno?: string;
+}
 
 export interface RunReply {
   kind: 'result';
@@ -46,6 +71,17 @@ export interface RunReply {
   error: string;
   /** Set when the FFI call itself threw (never a libnftables error). */
   crash?: string;
+  /** Milliseconds spent in `nft_run_cmd_from_buffer`. */
+  ms?: number;
+}
+
+export interface MemoryReply {
+  kind: 'memory';
+  id: number;
+  /** The worker's own JS heap in use, bytes. */
+  heapUsed: number;
+  /** Bytes glibc's malloc has handed out and not had back, all threads (`mallinfo2`), if known. */
+  mallocInUse?: number;
 }
 
 /** Output flags of libnftables (`enum` in `libnftables(3)`). */

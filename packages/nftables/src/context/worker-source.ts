@@ -88,6 +88,97 @@ export const WORKER_SOURCE = String.raw`'use strict';
   } catch (e) {
     mallocTrim = undefined;
   }
+  // glibc's malloc statistics, summed over every thread's arena: libnftables allocates with malloc.
+  let mallinfo2;
+  try {
+    const fields = ['arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost'];
+    koffi.struct('calico_mallinfo2', Object.fromEntries(fields.map((f) => [f, 'size_t'])));
+    mallinfo2 = koffi.load(init.libc).func('calico_mallinfo2 mallinfo2()');
+  } catch (e) {
+    mallinfo2 = undefined;
+  }
+  // A raw netfilter netlink socket for what libnftables cannot give cheaply: the handles of one
+  // chain's rules (its \`list chain\` fetches the elements of every set in the namespace first).
+  let netlink;
+  try {
+    const libc = koffi.load(init.libc);
+    netlink = {
+      socket: libc.func('int socket(int domain, int type, int protocol)'),
+      send: libc.func('intptr_t send(int fd, void *buf, size_t len, int flags)'),
+      recv: libc.func('intptr_t recv(int fd, void *buf, size_t len, int flags)'),
+      close: libc.func('int close(int fd)'),
+    };
+  } catch (e) {
+    netlink = undefined;
+  }
+  const NLA_ALIGN = (n) => (n + 3) & ~3;
+  const attr = (type, value) => {
+    const b = Buffer.alloc(NLA_ALIGN(4 + value.length));
+    b.writeUInt16LE(4 + value.length, 0);
+    b.writeUInt16LE(type, 2);
+    value.copy(b, 4);
+    return b;
+  };
+  // NFT_MSG_GETRULE dump of one chain: [[handle, comment], ...] in the chain's order.
+  const ruleHandles = (family, table, chain) => {
+    if (!netlink) throw new Error('no libc socket functions');
+    const fd = netlink.socket(16 /* AF_NETLINK */, 3 /* SOCK_RAW */, 12 /* NETLINK_NETFILTER */);
+    if (fd < 0) throw new Error('netlink socket: ' + errnoName(koffi.errno()));
+    try {
+      const body = Buffer.concat([
+        Buffer.from([family === 'ip6' ? 10 : 2, 0, 0, 0]),
+        attr(1 /* NFTA_RULE_TABLE */, Buffer.from(table + '\0')),
+        attr(2 /* NFTA_RULE_CHAIN */, Buffer.from(chain + '\0')),
+      ]);
+      const msg = Buffer.alloc(16 + body.length);
+      msg.writeUInt32LE(msg.length, 0);
+      msg.writeUInt16LE((10 << 8) | 7 /* NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE */, 4);
+      msg.writeUInt16LE(0x1 | 0x300 /* NLM_F_REQUEST | NLM_F_DUMP */, 6);
+      msg.writeUInt32LE(1, 8);
+      body.copy(msg, 16);
+      if (netlink.send(fd, msg, msg.length, 0) !== msg.length) throw new Error('netlink send: ' + errnoName(koffi.errno()));
+      const out = [];
+      const buf = Buffer.alloc(1 << 16);
+      for (;;) {
+        const n = Number(netlink.recv(fd, buf, buf.length, 0));
+        if (n < 0) throw new Error('netlink recv: ' + errnoName(koffi.errno()));
+        for (let off = 0; off + 16 <= n; ) {
+          const len = buf.readUInt32LE(off);
+          const type = buf.readUInt16LE(off + 4);
+          if (len < 16) throw new Error('netlink: bad message length');
+          if (type === 3 /* NLMSG_DONE */) return out;
+          if (type === 2 /* NLMSG_ERROR */) {
+            const err = -buf.readInt32LE(off + 16);
+            if (err !== 0) throw Object.assign(new Error('netlink: ' + errnoName(err)), { errno: errnoName(err) });
+          } else {
+            let handle;
+            let comment;
+            for (let a = off + 20; a + 4 <= off + len; ) {
+              const alen = buf.readUInt16LE(a);
+              const atype = buf.readUInt16LE(a + 2) & 0x3fff;
+              if (alen < 4) break;
+              if (atype === 3 /* NFTA_RULE_HANDLE */) handle = Number(buf.readBigUInt64BE(a + 4));
+              if (atype === 7 /* NFTA_RULE_USERDATA */) {
+                // TLVs of one byte type, one byte length; the comment is type 0, NUL-terminated.
+                for (let u = a + 4; u + 2 <= a + alen; ) {
+                  const ut = buf[u];
+                  const ul = buf[u + 1];
+                  if (ut === 0) comment = buf.toString('utf8', u + 2, u + 2 + ul).replace(/\0.*$/s, '');
+                  u += 2 + ul;
+                }
+              }
+              a += NLA_ALIGN(alen);
+            }
+            if (handle !== undefined) out.push([handle, comment === undefined ? null : comment]);
+          }
+          off += NLA_ALIGN(len);
+        }
+      }
+    } finally {
+      netlink.close(fd);
+    }
+  };
+
   let ctx = nft.ctxNew(0);
   if (!ctx) return fail('context', 'nft_ctx_new returned NULL');
   if (nft.bufferOutput(ctx) !== 0 || nft.bufferError(ctx) !== 0) {
@@ -103,6 +194,29 @@ export const WORKER_SOURCE = String.raw`'use strict';
       parentPort.close();
       return;
     }
+    if (req.kind === 'rule-handles') {
+      try {
+        const rules = ruleHandles(req.family, req.table, req.chain);
+        parentPort.postMessage({ kind: 'rule-handles', id: req.id, rules });
+      } catch (e) {
+        parentPort.postMessage({ kind: 'rule-handles', id: req.id, rules: [], error: String((e && e.message) || e), errno: e && e.errno });
+      }
+      return;
+    }
+    if (req.kind === 'memory') {
+      // uordblks: bytes in use from the heaps; hblkhd: bytes in blocks malloc mmap'ed on its own.
+      let mallocInUse;
+      try {
+        if (mallinfo2) {
+          const m = mallinfo2();
+          mallocInUse = Number(m.uordblks) + Number(m.hblkhd);
+        }
+      } catch (e) {
+        mallocInUse = undefined;
+      }
+      parentPort.postMessage({ kind: 'memory', id: req.id, heapUsed: process.memoryUsage().heapUsed, mallocInUse });
+      return;
+    }
     if (!ctx) {
       parentPort.postMessage({ kind: 'result', id: req.id, rc: -1, output: '', error: '', crash: 'context closed' });
       return;
@@ -110,7 +224,10 @@ export const WORKER_SOURCE = String.raw`'use strict';
     try {
       nft.setFlags(ctx, req.flags);
       nft.setDryRun(ctx, req.dryRun);
-      const rc = nft.run(ctx, Buffer.from(req.text + '\0', 'utf8'));
+      const buf = Buffer.from(req.text + '\0', 'utf8');
+      const t0 = process.hrtime.bigint();
+      const rc = nft.run(ctx, buf);
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       // Reading a buffer also rewinds it, so the next run starts empty.
       const output = nft.getOutput(ctx) || '';
       const error = nft.getError(ctx) || '';
@@ -127,7 +244,7 @@ export const WORKER_SOURCE = String.raw`'use strict';
         }
         if (mallocTrim) mallocTrim(0);
       }
-      parentPort.postMessage({ kind: 'result', id: req.id, rc, output, error });
+      parentPort.postMessage({ kind: 'result', id: req.id, rc, output, error, ms });
     } catch (e) {
       parentPort.postMessage({ kind: 'result', id: req.id, rc: -1, output: '', error: '', crash: String((e && e.message) || e) });
     }

@@ -299,6 +299,11 @@ export interface NftResult {
   readonly output: string;
   /** Text nft wrote to its error output although the batch succeeded (warnings), else ''. */
   readonly warnings: string;
+  /**
+   * Milliseconds libnftables took for the call (parse, evaluate, cache fetches, the kernel's
+   * commit), timed on the thread that made it; absent where there is no such call (fakes).
+   */
+  readonly runMs?: number;
 }
 
 export interface NftRunOptions {
