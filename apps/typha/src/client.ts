@@ -44,7 +44,8 @@ export interface TyphaClientOptions {
   /** Names the client in Typha's logs (e.g. `felix`). */
   readonly client: string;
   readonly syncerType: SyncerType;
-  readonly tls?: TyphaClientTls;
+  /** TLS material, or how to read it (files are read again for each connection). */
+  readonly tls?: TyphaClientTls | (() => Promise<TyphaClientTls>);
   readonly onUpdate: (u: SyncerUpdate) => void;
   readonly onInSync: () => void;
   readonly onConnection?: (source: string, connected: boolean, why?: string) => void;
@@ -119,7 +120,8 @@ export class TyphaClient {
         const addrs = [...(await this.#o.addresses())];
         if (addrs.length === 0) throw new Error('no Typha address');
         const addr = addrs[this.#next++ % addrs.length]!;
-        await this.#session(addr, () => {
+        const tls = typeof this.#o.tls === 'function' ? await this.#o.tls() : this.#o.tls;
+        await this.#session(addr, tls, () => {
           snapshotDone = true;
         });
       } catch (e) {
@@ -139,12 +141,11 @@ export class TyphaClient {
   }
 
   /** One connection, from connect to close; rejects with why it ended. */
-  #session(addr: string, onSnapshot: () => void): Promise<void> {
+  #session(addr: string, tls: TyphaClientTls | undefined, onSnapshot: () => void): Promise<void> {
     const i = addr.lastIndexOf(':');
     const host = addr.slice(0, i).replace(/^\[|\]$/g, '');
     const port = Number(addr.slice(i + 1));
     if (i <= 0 || !Number.isInteger(port)) return Promise.reject(new Error(`bad Typha address ${addr}`));
-    const tls = this.#o.tls;
     const socket: Socket = tls
       ? connectTls({
           host,

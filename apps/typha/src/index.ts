@@ -1,5 +1,14 @@
+export {
+  type AgentSyncerDeps,
+  type AgentTyphaConfig,
+  addressesFromEndpoints,
+  agentSyncer,
+  TYPHA_PORT_NAME,
+  tlsLoaderOf,
+  usesTypha,
+} from './agent-syncer.js';
 export { TYPHA_CONNECTION, TyphaClient, type TyphaClientOptions, type TyphaClientTls } from './client.js';
-export { type TyphaConfig, typhaConfigFromEnv } from './config.js';
+export { DEFAULT_TYPHA_PORT, type TyphaConfig, typhaConfigFromEnv } from './config.js';
 export { type PeerCertificateLike, type PeerRequirement, peerMismatch, uriSansOf } from './peer-identity.js';
 export {
   type ClientMessage,

@@ -49,6 +49,16 @@ export interface FelixConfig {
   EtcdKeyFile: string;
   EtcdCertFile: string;
   EtcdCaFile: string;
+  TyphaAddr: string;
+  TyphaK8sServiceName: string;
+  TyphaK8sNamespace: string;
+  TyphaReadTimeout: number;
+  TyphaWriteTimeout: number;
+  TyphaKeyFile: string;
+  TyphaCertFile: string;
+  TyphaCAFile: string;
+  TyphaCN: string;
+  TyphaURISAN: string;
   LogSeverityScreen: string;
   LogSeverityFile: string;
   LogFilePath: string;
@@ -117,6 +127,17 @@ export const PARAMS: readonly ParamDef[] = [
   { name: 'EtcdKeyFile', kind: { t: 'string' }, default: '', local: true },
   { name: 'EtcdCertFile', kind: { t: 'string' }, default: '', local: true },
   { name: 'EtcdCaFile', kind: { t: 'string' }, default: '', local: true },
+  // Typha: set an address or a Kubernetes Service and Felix follows the datastore through it.
+  { name: 'TyphaAddr', kind: { t: 'authority' }, default: '', local: true },
+  { name: 'TyphaK8sServiceName', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaK8sNamespace', kind: { t: 'string' }, default: 'kube-system', local: true, nonZero: true },
+  { name: 'TyphaReadTimeout', kind: { t: 'seconds' }, default: '30', local: true },
+  { name: 'TyphaWriteTimeout', kind: { t: 'seconds' }, default: '10', local: true },
+  { name: 'TyphaKeyFile', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaCertFile', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaCAFile', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaCN', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaURISAN', kind: { t: 'string' }, default: '', local: true },
   {
     name: 'LogSeverityScreen',
     kind: { t: 'oneof', options: LOG_LEVELS },
