@@ -108,7 +108,14 @@ process.on('message', async (m) => {
   } else if (m.t === 'stats') {
     globalThis.gc?.();
     const mem = process.memoryUsage();
-    process.send({ t: 'stats', rss: mem.rss, heapUsed: mem.heapUsed, nodes: agents.length });
+    process.send({
+      t: 'stats',
+      rss: mem.rss,
+      heapUsed: mem.heapUsed,
+      heapTotal: mem.heapTotal,
+      external: mem.external,
+      nodes: agents.length,
+    });
   } else if (m.t === 'stop') {
     for (const a of agents) {
       clearTimeout(a.timer);

@@ -35,6 +35,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const { values: args } = parseArgs({
   options: {
     nodes: { type: 'string', default: '200' },
+    // Run agents for only the first K nodes (the cluster still has --nodes nodes' endpoints).
+    agents: { type: 'string' },
     endpoints: { type: 'string', default: '10000' },
     policies: { type: 'string', default: '1000' },
     'per-process': { type: 'string', default: '25' },
@@ -44,7 +46,9 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
   },
 });
-const NODES = Number(args.nodes);
+const CLUSTER_NODES = Number(args.nodes);
+/** The nodes that run an agent; the rest exist only as Nodes and endpoints in the datastore. */
+const NODES = Math.min(CLUSTER_NODES, Number(args.agents ?? args.nodes));
 const ENDPOINTS = Number(args.endpoints);
 const POLICIES = Number(args.policies);
 const PER_PROCESS = Number(args['per-process']);
@@ -98,7 +102,7 @@ async function seed(ds) {
       spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
     });
   }
-  for (let i = 0; i < NODES; i++) {
+  for (let i = 0; i < CLUSTER_NODES; i++) {
     resources.push({
       apiVersion: V3,
       kind: 'Node',
@@ -107,7 +111,7 @@ async function seed(ds) {
     });
   }
   for (let i = 0; i < ENDPOINTS; i++) {
-    const node = nodeName(i % NODES);
+    const node = nodeName(i % CLUSTER_NODES);
     const ns = `ns${i % NAMESPACES}`;
     const pod = `pod${i}`;
     resources.push({
@@ -163,9 +167,9 @@ async function etcdMetric(etcd, name) {
   return Number(m[1]);
 }
 
-function start(script, config, onMessage) {
+function start(script, config, onMessage, execArgv = ['--expose-gc', '--max-old-space-size=8192']) {
   const child = fork(join(HERE, script), [JSON.stringify(config)], {
-    execArgv: ['--expose-gc', '--max-old-space-size=8192'],
+    execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   children.add(child);
@@ -237,7 +241,7 @@ async function runMode(mode, etcd, ds, tls) {
   const t0 = Date.now();
   const workers = groups
     .filter((g) => g.length > 0)
-    .map((nodes) =>
+    .map((nodes, i) =>
       start(
         'agent-worker.mjs',
         {
@@ -251,6 +255,10 @@ async function runMode(mode, etcd, ds, tls) {
           if (m.t === 'synced') synced.set(m.node, m.at);
           if (m.t === 'applied') applied.set(m.node, m.at);
         },
+        // The lone node runs with Node's default heap settings, as a Felix process would.
+        i === 0
+          ? ['--expose-gc', ...(process.env.SCALE_SOLO_FLAGS ?? '').split(' ').filter(Boolean)]
+          : undefined,
       ),
     );
   await waitFor(`${NODES} nodes in sync (${mode})`, () => synced.size === NODES, 30 * 60_000);
@@ -292,6 +300,8 @@ async function runMode(mode, etcd, ds, tls) {
     changeMaxMs: Math.max(...changes.map((c) => c.maxMs)),
     soloRssMiB: stats[0].rss / MiB,
     soloHeapMiB: stats[0].heapUsed / MiB,
+    soloHeapTotalMiB: stats[0].heapTotal / MiB,
+    soloExternalMiB: stats[0].external / MiB,
     sharedRssPerNodeMiB:
       sharedNodes > 0 ? shared.reduce((n, s) => n + s.rss, 0) / sharedNodes / MiB : undefined,
     typhaRssMiB: typhaStats ? typhaStats.rss / MiB : undefined,
@@ -350,7 +360,7 @@ const fmt = (x, d = 0) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(
 
 async function main() {
   console.log(
-    `scale: ${NODES} nodes (${PER_PROCESS} per process, the first alone), ${ENDPOINTS} endpoints, ${POLICIES} policies, ` +
+    `scale: ${NODES} nodes running of ${CLUSTER_NODES} (${PER_PROCESS} per process, the first alone), ${ENDPOINTS} endpoints, ${POLICIES} policies, ` +
       `${CHANGES} changes; ${cpus().length} CPUs, load ${loadavg()[0].toFixed(2)}${args.tls ? ', Typha over TLS' : ''}`,
   );
   const etcd = await startEtcd({ startTimeoutMs: 60_000 });
@@ -401,7 +411,14 @@ async function main() {
           (r.mode === 'typha' ? `; 1 watch per source: ${r.watchers} watchers for ${r.sources} sources` : ''),
       );
     }
-    const out = { nodes: NODES, endpoints: ENDPOINTS, policies: POLICIES, perProcess: PER_PROCESS, results };
+    const out = {
+      nodes: CLUSTER_NODES,
+      agents: NODES,
+      endpoints: ENDPOINTS,
+      policies: POLICIES,
+      perProcess: PER_PROCESS,
+      results,
+    };
     if (args.out) await writeFile(args.out, `${JSON.stringify(out, null, 2)}\n`);
   } finally {
     for (const c of children) {

@@ -12,6 +12,7 @@
  *
  * Thread-safety: one event loop.
  */
+import { createHash } from 'node:crypto';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import type { SyncerLogger, SyncerUpdate } from '@calico-ts/datastore';
@@ -66,8 +67,13 @@ export interface TyphaClientOptions {
 export const TYPHA_CONNECTION = 'typha';
 
 interface Held {
-  readonly line: string;
+  /** A digest of the line the item came in (the item's encoding), not the line: less memory. */
+  readonly digest: string;
   readonly item: unknown;
+}
+
+function digestOf(line: string): string {
+  return createHash('sha1').update(line).digest('base64');
 }
 
 const QUIET: SyncerLogger = { info: () => {}, warn: () => {} };
@@ -75,7 +81,7 @@ const QUIET: SyncerLogger = { info: () => {}, warn: () => {} };
 export class TyphaClient {
   readonly #o: TyphaClientOptions;
   readonly #log: SyncerLogger;
-  /** What the consumer has been told: `source\0key` → the line and item. */
+  /** What the consumer has been told: `source\0key` → the item and its line's digest. */
   #known = new Map<string, Held & { readonly source: string }>();
   #inSync = false;
   #stopped = false;
@@ -214,7 +220,7 @@ export class TyphaClient {
             if (source === undefined) return;
             const id = `${source}\0${m.k}`;
             if (held) {
-              if (m.t === 'set') held.set(id, { source, line, item: m.v });
+              if (m.t === 'set') held.set(id, { source, digest: digestOf(line), item: m.v });
               else held.delete(id);
             } else if (live) this.#apply(id, source, m.t, m.v, line);
             else throw new Error(`${m.t} before hello-ok`);
@@ -255,7 +261,7 @@ export class TyphaClient {
     for (const [id, h] of held) {
       const old = this.#known.get(id);
       // The server encodes an item once, so an unchanged item arrives as the same line.
-      if (old === undefined || old.line !== h.line) {
+      if (old === undefined || old.digest !== h.digest) {
         this.#o.onUpdate({ kind: 'set', source: h.source, item: h.item });
       }
     }
@@ -264,7 +270,7 @@ export class TyphaClient {
 
   #apply(id: string, source: string, kind: 'set' | 'delete', item: unknown, line: string): void {
     if (kind === 'set') {
-      this.#known.set(id, { source, line, item });
+      this.#known.set(id, { source, digest: digestOf(line), item });
       this.#o.onUpdate({ kind: 'set', source, item });
     } else {
       const old = this.#known.get(id);
