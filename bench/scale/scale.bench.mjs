@@ -367,6 +367,14 @@ async function main() {
   const tmp = await mkdtemp(join(tmpdir(), 'calico-ts-scale-'));
   let kv;
   let ds;
+  cleanup = async () => {
+    for (const c of children) {
+      c.stopping = true;
+      c.kill('SIGKILL');
+    }
+    await etcd.stop();
+    await rm(tmp, { recursive: true, force: true });
+  };
   try {
     const tls = args.tls ? await makeCerts(tmp) : undefined;
     kv = await createKVStore({ datastoreType: 'etcdv3', etcdEndpoints: etcd.endpoints });
@@ -421,20 +429,18 @@ async function main() {
     };
     if (args.out) await writeFile(args.out, `${JSON.stringify(out, null, 2)}\n`);
   } finally {
-    for (const c of children) {
-      c.stopping = true;
-      c.kill('SIGKILL');
-    }
-    await ds?.close();
-    await etcd.stop();
-    await rm(tmp, { recursive: true, force: true });
+    await ds?.close().catch(() => {});
+    await cleanup();
   }
 }
 
+/** Kills the children, stops etcd and removes the temp dirs; set once etcd runs. */
+let cleanup = async () => {
+  for (const c of children) c.kill('SIGKILL');
+};
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.once(sig, () => {
-    for (const c of children) c.kill('SIGKILL');
-    process.exit(130);
+    cleanup().finally(() => process.exit(130));
   });
 }
 main().catch((e) => {
