@@ -154,8 +154,11 @@ export function felixKeySources(
  * delivers the same updates (a Typha client).
  */
 export interface FelixSyncer {
+  /** Starts following; updates and in-sync arrive through the callbacks it was built with. */
   start(): void;
+  /** Stops following; resolves when nothing more will be delivered. */
   stop(): Promise<void>;
+  /** Whether in-sync has been delivered. */
   readonly inSync: boolean;
 }
 
