@@ -13,6 +13,7 @@ import {
   KVDatastore,
   mergeClientConfig,
 } from '@calico-ts/datastore';
+import { KubeHttp, loadKubeConnection } from '@calico-ts/datastore/kube';
 import { parseIni, resolveWith } from '@calico-ts/felix';
 import { IpamClient } from '@calico-ts/ipam';
 import { Netlinux } from '@calico-ts/netlinux';
@@ -104,9 +105,16 @@ async function main(): Promise<number> {
     env.networkingBackend === 'bird'
       ? await bgpSecretProviderFor(client.config, process.env, log.child({ component: 'bgp-secrets' }))
       : undefined;
+  // FELIX_TYPHAK8SSERVICENAME: Typha's addresses from its Service's Endpoints.
+  let kubeHttp: KubeHttp | undefined;
+  const typhaEndpoints = async (namespace: string, name: string) => {
+    kubeHttp ??= new KubeHttp(await loadKubeConnection({ ...client.config, datastoreType: 'kubernetes' }));
+    return kubeHttp.request('GET', `/api/v1/namespaces/${namespace}/endpoints/${name}`);
+  };
   const node = new CalicoNode({
     env,
     rawEnv: process.env,
+    typhaEndpoints,
     configFile,
     hostname: hostname(),
     kv,

@@ -2,6 +2,7 @@
  * CalicoNode: what runs on every host after start-up, in one process.
  *
  *   Felix (FelixDaemon: datastore → nftables, routes; /liveness /readiness on FELIX_HEALTHPORT)
+ *     follows the datastore through Typha when FELIX_TYPHAADDR or FELIX_TYPHAK8SSERVICENAME is set
  *     health ◄── "bird" reporter ◄── every 2 s: BIRD `show protocols` ─► every BGP peer Established?
  *   PluginService (CNI_SERVICE_SOCKET): runs the calico CNI plugin's ADD/DEL/... warm for the
  *     executables the container runtime starts (see @calico-ts/cni-plugin/service)
@@ -37,6 +38,7 @@ import {
 } from '@calico-ts/felix';
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
+import { agentSyncer } from '@calico-ts/typha';
 import { bgpHealthReport, bgpPeersOf } from './bgp-health.js';
 import type { Env, NodeEnv } from './env.js';
 import { errorMessage } from './errors.js';
@@ -62,6 +64,11 @@ export interface CalicoNodeOptions {
   /** IPAM for the VXLAN tunnel address, re-checked every `tunnelCheckMs` (pools may change). */
   readonly ipam?: TunnelIpam;
   readonly tunnelCheckMs?: number;
+  /**
+   * A Service's v1 Endpoints from the Kubernetes API, for FELIX_TYPHAK8SSERVICENAME; absent: only
+   * FELIX_TYPHAADDR can name Typha.
+   */
+  readonly typhaEndpoints?: (namespace: string, name: string) => Promise<unknown>;
   /** Where BGP password values come from (Secrets in the Kubernetes API, or files); none: sessions needing one stay down. */
   readonly secretProvider?: SecretProvider;
   /** The node has an IPv6 address (start-up's Node, spec.bgp.ipv6Address): run BIRD for IPv6 too. */
@@ -107,6 +114,13 @@ export class CalicoNode {
       // IPAM blocks (VXLAN routes to the other nodes' blocks) and, on the Kubernetes datastore,
       // Services and EndpointSlices (policy `services` matches), through Felix's syncer.
       ...felixKeySources(opts.kv, opts.datastore.backend),
+      // FELIX_TYPHAADDR / FELIX_TYPHAK8SSERVICENAME: the same updates through Typha.
+      syncerFactory: (o, cfg) =>
+        agentSyncer(o, cfg, {
+          client: 'felix',
+          syncerType: 'felix',
+          ...(opts.typhaEndpoints ? { getEndpoints: opts.typhaEndpoints } : {}),
+        }),
       nft: opts.nft,
       net: opts.net,
       log: felixLog,

@@ -46,7 +46,14 @@ export {
   resolveWith,
 } from './config/load-config.js';
 export { type FelixConfig, PARAMS, type ParamDef } from './config/params.js';
-export { CALC_KINDS, FelixDaemon, type FelixDaemonOptions, felixKeySources } from './daemon/felix-daemon.js';
+export {
+  CALC_KINDS,
+  FelixDaemon,
+  type FelixDaemonOptions,
+  type FelixSyncer,
+  type FelixSyncerFactory,
+  felixKeySources,
+} from './daemon/felix-daemon.js';
 export { HealthAggregator, type HealthReport, startHealthServer } from './daemon/health.js';
 export { FelixMetrics } from './daemon/metrics.js';
 export { StatusReporter, type StatusStore } from './daemon/status-reporter.js';

@@ -91,6 +91,9 @@ async function main(): Promise<void> {
     },
     pino.destination({ dest: 1, sync: true }),
   );
+  if (initial.TyphaAddr !== '' || initial.TyphaK8sServiceName !== '') {
+    log.warn({}, 'Typha is followed by calico-node; calico-felix alone follows the datastore itself');
+  }
   const clientConfig = clientConfigOf(initial);
   // On the Kubernetes datastore: KUBECONFIG, else the pod's service account (in-cluster).
   if (clientConfig.datastoreType === 'kubernetes' && process.env.KUBECONFIG) {

@@ -49,6 +49,26 @@ export interface FelixConfig {
   EtcdKeyFile: string;
   EtcdCertFile: string;
   EtcdCaFile: string;
+  /** Typha's `host:port`; set (or TyphaK8sServiceName), Felix follows the datastore through Typha. */
+  TyphaAddr: string;
+  /** The Kubernetes Service whose Endpoints (port `calico-typha`) are Typha's addresses. */
+  TyphaK8sServiceName: string;
+  /** The namespace of TyphaK8sServiceName (default kube-system). */
+  TyphaK8sNamespace: string;
+  /** Seconds without a message from Typha after which Felix reconnects (default 30). */
+  TyphaReadTimeout: number;
+  /** Seconds a write to Typha may take (default 10); read, not applied: Felix writes only its hello and pongs. */
+  TyphaWriteTimeout: number;
+  /** Felix's private key for TLS to Typha. */
+  TyphaKeyFile: string;
+  /** Felix's certificate for TLS to Typha. */
+  TyphaCertFile: string;
+  /** The CA Typha's certificate must chain to. */
+  TyphaCAFile: string;
+  /** The common name Typha's certificate must have (or TyphaURISAN). */
+  TyphaCN: string;
+  /** The URI SAN Typha's certificate must have (or TyphaCN). */
+  TyphaURISAN: string;
   LogSeverityScreen: string;
   LogSeverityFile: string;
   LogFilePath: string;
@@ -117,6 +137,17 @@ export const PARAMS: readonly ParamDef[] = [
   { name: 'EtcdKeyFile', kind: { t: 'string' }, default: '', local: true },
   { name: 'EtcdCertFile', kind: { t: 'string' }, default: '', local: true },
   { name: 'EtcdCaFile', kind: { t: 'string' }, default: '', local: true },
+  // Typha: set an address or a Kubernetes Service and Felix follows the datastore through it.
+  { name: 'TyphaAddr', kind: { t: 'authority' }, default: '', local: true },
+  { name: 'TyphaK8sServiceName', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaK8sNamespace', kind: { t: 'string' }, default: 'kube-system', local: true, nonZero: true },
+  { name: 'TyphaReadTimeout', kind: { t: 'seconds' }, default: '30', local: true },
+  { name: 'TyphaWriteTimeout', kind: { t: 'seconds' }, default: '10', local: true },
+  { name: 'TyphaKeyFile', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaCertFile', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaCAFile', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaCN', kind: { t: 'string' }, default: '', local: true },
+  { name: 'TyphaURISAN', kind: { t: 'string' }, default: '', local: true },
   {
     name: 'LogSeverityScreen',
     kind: { t: 'oneof', options: LOG_LEVELS },

@@ -45,6 +45,7 @@ import {
   kvSource,
   resourceSource,
   Syncer,
+  type SyncerOptions,
   type SyncerUpdate,
   type SyncSource,
 } from '@calico-ts/datastore';
@@ -149,6 +150,25 @@ export function felixKeySources(
   };
 }
 
+/**
+ * What Felix follows the datastore with: its own `Syncer`, or anything of the same shape that
+ * delivers the same updates (a Typha client).
+ */
+export interface FelixSyncer {
+  /** Starts following; updates and in-sync arrive through the callbacks it was built with. */
+  start(): void;
+  /** Stops following; resolves when nothing more will be delivered. */
+  stop(): Promise<void>;
+  /** Whether in-sync has been delivered. */
+  readonly inSync: boolean;
+}
+
+/**
+ * Builds Felix's syncer from the options its own `Syncer` would get (sources and callbacks) and
+ * the resolved configuration (e.g. TyphaAddr).
+ */
+export type FelixSyncerFactory = (opts: SyncerOptions, config: FelixConfig) => FelixSyncer;
+
 export interface FelixDaemonOptions {
   readonly local: LocalConfigSources;
   readonly datastore: Datastore;
@@ -164,6 +184,8 @@ export interface FelixDaemonOptions {
    * then a policy's `services` match matches nothing.
    */
   readonly kubeSources?: readonly SyncSource<{ readonly key: string; readonly value: unknown }>[];
+  /** Absent: Felix's own `Syncer` over `datastore` and the sources above. */
+  readonly syncerFactory?: FelixSyncerFactory;
   readonly nft: NftClient;
   readonly net: DataplaneNetOps;
   /** The network namespace to program (routes, links, sysctls); the nft context must be in it too. */
@@ -189,7 +211,7 @@ export class FelixDaemon {
   #hostSpec: FelixConfigurationSpec | undefined;
   #graph!: CalcGraph;
   #dataplane!: LinuxDataplane;
-  #syncer: Syncer | undefined;
+  #syncer: FelixSyncer | undefined;
   #status: StatusReporter | undefined;
   #healthServer: Server | undefined;
   /** `host:port` the health server listens on. */
@@ -348,24 +370,28 @@ export class FelixDaemon {
     }
     this.#dataplane.start();
     const kinds: Kind[] = [...CALC_KINDS, 'FelixConfiguration', 'Node', 'ClusterInformation'];
-    this.#syncer = new Syncer({
-      sources: [
-        ...kinds.map((k) => resourceSource(this.#o.datastore, k) as SyncSource),
-        ...(this.#o.ipamBlocks ? [this.#o.ipamBlocks as SyncSource] : []),
-        ...((this.#o.kubeSources ?? []) as SyncSource[]),
-      ],
-      onUpdate: (u) => this.#onUpdate(u),
-      onInSync: () => {
-        this.#log.info({}, 'datastore in sync');
-        this.#graph.onUpdate({ kind: 'in-sync' });
-        this.#reportCalcHealth();
-        this.#scheduleFlush(0);
-        this.#scheduleEncap();
+    const makeSyncer = this.#o.syncerFactory ?? ((o: SyncerOptions) => new Syncer(o));
+    this.#syncer = makeSyncer(
+      {
+        sources: [
+          ...kinds.map((k) => resourceSource(this.#o.datastore, k) as SyncSource),
+          ...(this.#o.ipamBlocks ? [this.#o.ipamBlocks as SyncSource] : []),
+          ...((this.#o.kubeSources ?? []) as SyncSource[]),
+        ],
+        onUpdate: (u) => this.#onUpdate(u),
+        onInSync: () => {
+          this.#log.info({}, 'datastore in sync');
+          this.#graph.onUpdate({ kind: 'in-sync' });
+          this.#reportCalcHealth();
+          this.#scheduleFlush(0);
+          this.#scheduleEncap();
+        },
+        onConnection: (source, connected, why) => this.#setConnection(source, connected, why),
+        log: this.#log,
+        ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
       },
-      onConnection: (source, connected, why) => this.#setConnection(source, connected, why),
-      log: this.#log,
-      ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
-    });
+      cfg,
+    );
     this.#syncer.start();
     if (this.#o.probe) {
       const every = this.#o.probeIntervalMs ?? 2000;

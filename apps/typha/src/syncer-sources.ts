@@ -1,0 +1,90 @@
+/**
+ * What each syncer type is made of, by source name, and the one set of datastore sources Typha
+ * follows for all of them: the union, so a kind both Felix and bird-bridge want (Node, IPPool) is
+ * listed and watched once.
+ *
+ * The names are the ones the agents' own syncers use, so a Typha client hands its consumer the
+ * same `{ source, item }` updates: Felix's are `CALC_KINDS` + FelixConfiguration, Node,
+ * ClusterInformation, `ipam-blocks` (+ `Service`, `EndpointSlice` on the Kubernetes datastore).
+ * bird-bridge follows `affinities` of its own node; through Typha it gets every node's
+ * (`block-affinities`) and keeps its own (see `affinityFilter`).
+ */
+import type { Kind } from '@calico-ts/api';
+import {
+  type Datastore,
+  type KVStore,
+  kvSource,
+  resourceSource,
+  type SyncSource,
+} from '@calico-ts/datastore';
+import {
+  decodeAffinity,
+  decodeBlock,
+  ENDPOINT_SLICES_PREFIX,
+  IPAM_ROOT,
+  SERVICES_PREFIX,
+} from '@calico-ts/datastore/internal';
+import type { SyncerType } from './protocol.js';
+
+/** The Calico kinds of Felix's syncer (its calculation graph's kinds and its configuration). */
+export const FELIX_KINDS: readonly Kind[] = [
+  'Tier',
+  'Profile',
+  'GlobalNetworkPolicy',
+  'NetworkPolicy',
+  'GlobalNetworkSet',
+  'NetworkSet',
+  'IPPool',
+  'HostEndpoint',
+  'WorkloadEndpoint',
+  'FelixConfiguration',
+  'Node',
+  'ClusterInformation',
+];
+/** The Calico kinds of bird-bridge's syncer. */
+export const BGP_KINDS: readonly Kind[] = ['Node', 'BGPConfiguration', 'BGPPeer', 'BGPFilter', 'IPPool'];
+/** Felix's IPAM block source (decoded blocks, `{ key, value }`). */
+export const IPAM_BLOCKS = 'ipam-blocks';
+/** Every node's block affinities (decoded, `{ key, value }`), for bird-bridge. */
+export const BLOCK_AFFINITIES = 'block-affinities';
+/** Kubernetes Services and EndpointSlices, on the Kubernetes datastore only. */
+export const KUBE_OBJECT_SOURCES = ['Service', 'EndpointSlice'] as const;
+
+/** The source names a syncer type delivers, on a datastore of `backend`. */
+export function sourcesOf(type: SyncerType, backend: Datastore['backend']): readonly string[] {
+  switch (type) {
+    case 'felix':
+      return [...FELIX_KINDS, IPAM_BLOCKS, ...(backend === 'kubernetes' ? KUBE_OBJECT_SOURCES : [])];
+    case 'bgp':
+      return [...BGP_KINDS, BLOCK_AFFINITIES];
+  }
+}
+
+/** The datastore sources behind every syncer type: each source once. */
+export function typhaSources(ds: Datastore, kv: KVStore): SyncSource[] {
+  const kinds = [...new Set([...FELIX_KINDS, ...BGP_KINDS])];
+  const json = (x: { value: string }) => JSON.parse(x.value) as unknown;
+  return [
+    ...kinds.map((k) => resourceSource(ds, k) as SyncSource),
+    kvSource(IPAM_BLOCKS, kv, `${IPAM_ROOT}assignment/`, decodeBlock) as SyncSource,
+    kvSource(BLOCK_AFFINITIES, kv, `${IPAM_ROOT}host/`, decodeAffinity) as SyncSource,
+    ...(ds.backend === 'kubernetes'
+      ? [
+          kvSource('Service', kv, SERVICES_PREFIX, json) as SyncSource,
+          kvSource('EndpointSlice', kv, ENDPOINT_SLICES_PREFIX, json) as SyncSource,
+        ]
+      : []),
+  ];
+}
+
+/**
+ * For a bird-bridge client: keeps the `block-affinities` items of `node` only, renamed to the
+ * source name its own syncer uses (`affinities`); everything else passes unchanged.
+ */
+export function affinityFilter(node: string): (source: string, key: string) => string | undefined {
+  const prefix = `${IPAM_ROOT}host/${node}/`;
+  return (source, key) => {
+    if (source !== BLOCK_AFFINITIES) return source;
+    return key.startsWith(prefix) ? 'affinities' : undefined;
+  };
+}
