@@ -233,43 +233,65 @@ export function parsePool6Settings(env: Env): IPv6PoolSettings {
   return poolCommon(env, 6, enabled);
 }
 
+/** The default pools' variables, spelled out (the manifests' tests find what is read by name). */
+const POOL_ENV = {
+  4: {
+    cidr: 'CALICO_IPV4POOL_CIDR',
+    ipip: 'CALICO_IPV4POOL_IPIP',
+    vxlan: 'CALICO_IPV4POOL_VXLAN',
+    blockSize: 'CALICO_IPV4POOL_BLOCK_SIZE',
+    natOutgoing: 'CALICO_IPV4POOL_NAT_OUTGOING',
+    nodeSelector: 'CALICO_IPV4POOL_NODE_SELECTOR',
+    disableBgpExport: 'CALICO_IPV4POOL_DISABLE_BGP_EXPORT',
+  },
+  6: {
+    cidr: 'CALICO_IPV6POOL_CIDR',
+    ipip: 'CALICO_IPV6POOL_IPIP',
+    vxlan: 'CALICO_IPV6POOL_VXLAN',
+    blockSize: 'CALICO_IPV6POOL_BLOCK_SIZE',
+    natOutgoing: 'CALICO_IPV6POOL_NAT_OUTGOING',
+    nodeSelector: 'CALICO_IPV6POOL_NODE_SELECTOR',
+    disableBgpExport: 'CALICO_IPV6POOL_DISABLE_BGP_EXPORT',
+  },
+} as const;
+
 function poolCommon(env: Env, family: 4 | 6, enabled: boolean): IPv6PoolSettings {
-  const v = `CALICO_IPV${family}POOL`;
+  const n = POOL_ENV[family];
   const [minBlock, maxBlock] = family === 4 ? [20, 32] : [116, 128];
-  const blockText = env[`${v}_BLOCK_SIZE`] ?? '';
+  const blockText = env[n.blockSize] ?? '';
   let blockSize = family === 4 ? DEFAULT_IPV4_BLOCK_SIZE : DEFAULT_IPV6_BLOCK_SIZE;
   if (blockText !== '') {
-    if (!/^[0-9]+$/.test(blockText)) fail(`${v}_BLOCK_SIZE="${blockText}" is not a number`);
+    if (!/^[0-9]+$/.test(blockText)) fail(`${n.blockSize}="${blockText}" is not a number`);
     blockSize = Number(blockText);
   }
   if (enabled && (blockSize < minBlock || blockSize > maxBlock)) {
     fail(
-      `${v}_BLOCK_SIZE=${blockSize} is out of range; IPv${family} block sizes are ${minBlock} to ${maxBlock}`,
+      `${n.blockSize}=${blockSize} is out of range; IPv${family} block sizes are ${minBlock} to ${maxBlock}`,
     );
   }
-  const nodeSelector = env[`${v}_NODE_SELECTOR`] ?? '';
+  const nodeSelector = env[n.nodeSelector] ?? '';
   if (enabled && nodeSelector !== '') {
     const problem = validateSelector(nodeSelector);
-    if (problem !== undefined) fail(`${v}_NODE_SELECTOR="${nodeSelector}": ${problem}`);
+    if (problem !== undefined) fail(`${n.nodeSelector}="${nodeSelector}": ${problem}`);
   }
-  const cidrEnv = env[`${v}_CIDR`] ?? '';
+  const cidrEnv = env[n.cidr] ?? '';
   let cidr: string | undefined;
   if (enabled && cidrEnv !== '') {
     const c = parseCidr(cidrEnv);
     if (c === undefined || c.family !== family)
-      fail(`${v}_CIDR="${cidrEnv}" is not a valid IPv${family} CIDR`);
+      fail(`${n.cidr}="${cidrEnv}" is not a valid IPv${family} CIDR`);
     if (c !== undefined && c.prefix > blockSize) {
-      fail(`${v}_CIDR="${cidrEnv}" is smaller than one block (/${blockSize}); set ${v}_BLOCK_SIZE`);
+      fail(`${n.cidr}="${cidrEnv}" is smaller than one block (/${blockSize}); set ${n.blockSize}`);
     }
     cidr = cidrEnv;
   }
-  const ipipMode = enabled ? parseEncapMode(`${v}_IPIP`, env[`${v}_IPIP`]) : 'Never';
-  const vxlanMode = enabled ? parseEncapMode(`${v}_VXLAN`, env[`${v}_VXLAN`]) : 'Never';
+  const ipipMode = enabled ? parseEncapMode(n.ipip, env[n.ipip]) : 'Never';
+  const vxlanMode = enabled ? parseEncapMode(n.vxlan, env[n.vxlan]) : 'Never';
   if (family === 6 && ipipMode !== 'Never') {
-    fail(`${v}_IPIP=${env[`${v}_IPIP`]}: IPIP cannot carry IPv6; use ${v}_VXLAN or Never`);
+    fail(`${n.ipip}=${env[n.ipip]}: IPIP cannot carry IPv6; use ${n.vxlan} or Never`);
   }
   if (ipipMode !== 'Never' && vxlanMode !== 'Never') {
-    fail(`${v}_IPIP and ${v}_VXLAN cannot both be enabled`);
+    fail(`${n.ipip} and ${n.vxlan} cannot both be enabled`);
   }
   return {
     enabled,
@@ -277,9 +299,9 @@ function poolCommon(env: Env, family: 4 | 6, enabled: boolean): IPv6PoolSettings
     ipipMode,
     vxlanMode,
     blockSize,
-    natOutgoing: envBool(env, `${v}_NAT_OUTGOING`, family === 4),
+    natOutgoing: envBool(env, n.natOutgoing, family === 4),
     nodeSelector,
-    disableBGPExport: envBool(env, `${v}_DISABLE_BGP_EXPORT`, false),
+    disableBGPExport: envBool(env, n.disableBgpExport, false),
   };
 }
 
