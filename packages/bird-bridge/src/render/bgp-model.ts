@@ -25,9 +25,11 @@
  * exports nothing until it does (fail closed).
  *
  * Kernel route priority: the routes BIRD programs carry the default BGPConfiguration's
- * `ipv4NormalRoutePriority`/`ipv6NormalRoutePriority` as their metric (default 1024); a route of
- * this node's own block with a lower metric (elevated priority, as for a workload in live
- * migration) is exported beside the block.
+ * `ipv4NormalRoutePriority`/`ipv6NormalRoutePriority` as their metric (default 1024). Upstream
+ * also exports a more specific route of a local block whose kernel metric is below that (a
+ * workload in live migration, which its Felix programs at an elevated priority); here workload
+ * routes are programmed at metric 0, so that rule would export every pod's /32, and it is left
+ * out until Felix programs route priorities.
  *
  * Not rendered (reported in `warnings` where the input asks for it): `localWorkloadSelector` peers.
  */

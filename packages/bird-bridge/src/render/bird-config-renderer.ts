@@ -215,11 +215,7 @@ function renderAggr(m: BirdModel): string {
   for (const b of m.blocks) {
     L.push(`  # Block ${b.cidr} is ${b.state}.`);
     if (b.state === 'confirmed') {
-      L.push(
-        `  if ( net = ${b.cidr} ) then { accept; }`,
-        `  if ( net ~ ${b.cidr} && defined(krt_metric) && krt_metric < ${m.routePriority} ) then { accept; }  # elevated priority`,
-        `  if ( net ~ ${b.cidr} ) then { reject; }`,
-      );
+      L.push(`  if ( net = ${b.cidr} ) then { accept; }`, `  if ( net ~ ${b.cidr} ) then { reject; }`);
     }
   }
   L.push('}');
