@@ -150,14 +150,21 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
   await clearStaleSocket(o.socketPath);
   await mkdir(dirname(o.socketPath), { recursive: true });
   const server = createServer(onConnection);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.socketPath, () => {
-      server.off('error', reject);
-      resolve();
+  // Whoever may run the plugin (root) may use the service; nobody else. The socket is bound under
+  // umask 0177, so it is 0600 from the moment it exists: a chmod after listen left a window in
+  // which the socket already answered with the mode the process's umask gave it.
+  const umask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(o.socketPath, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
-  // Whoever may run the plugin (root) may use the service; nobody else.
+  } finally {
+    process.umask(umask);
+  }
   await chmod(o.socketPath, 0o600);
   server.on('error', (e) => log(`plugin service: ${messageOf(e)}`));
 
