@@ -14,7 +14,8 @@
  * Needs the packages built (`pnpm build`): cross-package types resolve through dist/.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
@@ -24,9 +25,21 @@ const baselineFile = join(root, 'docs', 'api-undocumented.txt');
 
 const args = ['exec', 'typedoc', '--logLevel', 'Warn'];
 if (check || update) args.push('--emit', 'none');
-const r = spawnSync('pnpm', args, { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+// TypeDoc's output goes to a file, not a pipe: a Node program writing more than a pipe holds queues
+// the rest, and TypeDoc exits before the queue drains, so a pipe sometimes lost the last package's
+// warnings and the check then called their baseline entries stale. Writes to a file are synchronous.
+const outDir = mkdtempSync(join(tmpdir(), 'calico-ts-docs-'));
+const outFile = join(outDir, 'typedoc.log');
+const outFd = openSync(outFile, 'w');
+const r = spawnSync('pnpm', args, {
+  cwd: root,
+  stdio: ['ignore', outFd, outFd],
+  env: { ...process.env, NO_COLOR: '1' },
+});
+closeSync(outFd);
 // biome-ignore lint/suspicious/noControlCharactersInRegex: TypeDoc colours its output.
-const output = `${r.stdout}\n${r.stderr}`.replace(/\x1b\[[0-9;]*m/g, '');
+const output = readFileSync(outFile, 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
+rmSync(outDir, { recursive: true, force: true });
 if (r.status !== 0) {
   console.error(output);
   console.error(`docs: typedoc failed (exit ${r.status})`);
