@@ -187,10 +187,24 @@ failure.promise = new Promise((_, reject) => {
 });
 failure.promise.catch(() => {});
 
-async function waitFor(what, cond, timeoutMs) {
-  const end = Date.now() + timeoutMs;
+// `progress()` (optional) says how far the wait has got: printed every 15 s, and in the timeout's
+// error, so a run that gives up still reports what it reached.
+async function waitFor(what, cond, timeoutMs, progress) {
+  const start = Date.now();
+  const end = start + timeoutMs;
+  let nextReport = start + 15_000;
   while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    const now = Date.now();
+    if (now > end) {
+      const got = progress ? ` (${progress()})` : '';
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${got}`);
+    }
+    if (progress && now >= nextReport) {
+      nextReport = now + 15_000;
+      console.error(
+        `scale: waiting for ${what}: ${progress()} after ${((now - start) / 1000).toFixed(0)} s (load ${loadavg()[0].toFixed(1)})`,
+      );
+    }
     await Promise.race([new Promise((r) => setTimeout(r, 20)), failure.promise]);
   }
 }
@@ -261,7 +275,12 @@ async function runMode(mode, etcd, ds, tls) {
           : undefined,
       ),
     );
-  await waitFor(`${NODES} nodes in sync (${mode})`, () => synced.size === NODES, 30 * 60_000);
+  await waitFor(
+    `${NODES} nodes in sync (${mode})`,
+    () => synced.size === NODES,
+    30 * 60_000,
+    () => `${synced.size}/${NODES} in sync`,
+  );
   const syncMs = Math.max(...synced.values()) - t0;
   // Watches start after each source's list; let the last ones register.
   await new Promise((r) => setTimeout(r, 1000));
@@ -276,7 +295,12 @@ async function runMode(mode, etcd, ds, tls) {
     const current = await ds.get('GlobalNetworkPolicy', WATCHED);
     const tWrite = Date.now();
     await ds.update({ ...current, spec: watchedPolicy(port).spec });
-    await waitFor(`change ${c} on every node (${mode})`, () => applied.size === NODES, 5 * 60_000);
+    await waitFor(
+      `change ${c} on every node (${mode})`,
+      () => applied.size === NODES,
+      5 * 60_000,
+      () => `${applied.size}/${NODES} applied`,
+    );
     const lat = [...applied.values()].map((at) => at - tWrite);
     changes.push({ medianMs: median(lat), maxMs: Math.max(...lat), nodes: lat.length });
     await new Promise((r) => setTimeout(r, 300));
