@@ -101,6 +101,8 @@ async function main(): Promise<number> {
   }
 
   const nft = await NftContext.open();
+  // The ip6 table's transactions run in a second libnftables context, beside the ip table's.
+  const nftIp6 = env.ipv6Support ? await NftContext.open() : undefined;
   const secretProvider =
     env.networkingBackend === 'bird'
       ? await bgpSecretProviderFor(client.config, process.env, log.child({ component: 'bgp-secrets' }))
@@ -120,6 +122,7 @@ async function main(): Promise<number> {
     kv,
     datastore,
     nft,
+    ...(nftIp6 !== undefined ? { nftIp6 } : {}),
     net,
     ipam,
     log,
@@ -136,7 +139,7 @@ async function main(): Promise<number> {
     log.info({ signal }, 'shutting down');
     node
       .stop()
-      .then(() => Promise.allSettled([nft.close(), datastore.close()]))
+      .then(() => Promise.allSettled([nft.close(), nftIp6?.close(), datastore.close()]))
       .then(() => process.exit(0))
       .catch((e: unknown) => {
         log.error({ err: errorMessage(e) }, 'shutdown failed');

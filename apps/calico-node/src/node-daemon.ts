@@ -57,6 +57,8 @@ export interface CalicoNodeOptions {
   readonly kv: KVStore;
   readonly datastore: Datastore;
   readonly nft: NftClient;
+  /** Felix's second nftables client, for the `ip6` table (see `FelixDaemonOptions.nftIp6`). */
+  readonly nftIp6?: NftClient;
   readonly net: Netlinux;
   readonly log: Logger & { child?(bindings: Record<string, unknown>): Logger };
   readonly setLogLevel?: (level: string) => void;
@@ -122,6 +124,7 @@ export class CalicoNode {
           ...(opts.typhaEndpoints ? { getEndpoints: opts.typhaEndpoints } : {}),
         }),
       nft: opts.nft,
+      ...(opts.nftIp6 !== undefined ? { nftIp6: opts.nftIp6 } : {}),
       net: opts.net,
       log: felixLog,
       ...(opts.setLogLevel ? { setLogLevel: opts.setLogLevel } : {}),

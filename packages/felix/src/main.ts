@@ -105,6 +105,8 @@ async function main(): Promise<void> {
   const backend = clientConfig.datastoreType;
   const datastore = new KVDatastore(kv, { backend });
   const nft = await NftContext.open();
+  // The ip6 table's transactions run in a second libnftables context, beside the ip table's.
+  const nftIp6 = initial.Ipv6Support ? await NftContext.open() : undefined;
   const daemon = new FelixDaemon({
     local,
     datastore,
@@ -113,6 +115,7 @@ async function main(): Promise<void> {
     probe: () => kv.revision(),
     ...felixKeySources(kv, backend),
     nft,
+    ...(nftIp6 !== undefined ? { nftIp6 } : {}),
     net: new Netlinux(),
     log,
     setLogLevel: (level) => {
@@ -126,7 +129,7 @@ async function main(): Promise<void> {
     log.info({ signal }, 'shutting down');
     daemon
       .stop()
-      .then(() => Promise.allSettled([nft.close(), datastore.close()]))
+      .then(() => Promise.allSettled([nft.close(), nftIp6?.close(), datastore.close()]))
       .then(() => process.exit(0))
       .catch((e: unknown) => {
         log.error({ err: errorMessage(e) }, 'shutdown failed');

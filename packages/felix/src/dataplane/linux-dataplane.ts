@@ -44,6 +44,8 @@ export type DataplaneNetOps = RouteNetOps & Pick<Netlinux, 'listLinks'> & VxlanN
 
 export interface LinuxDataplaneOptions {
   readonly nft: NftClient;
+  /** A second client for the `ip6` table's transactions, run beside `nft`'s (`NftablesDataplane`). */
+  readonly nftIp6?: NftClient;
   readonly net: DataplaneNetOps;
   /** Network namespace (name or path) for routes, links and sysctls; the nft context must match. */
   readonly netns?: string;
@@ -91,7 +93,11 @@ export class LinuxDataplane {
     this.#o = opts;
     this.#log = opts.log ?? NOOP_LOGGER;
     this.#renderer = new IncrementalRenderer(opts.rulesConfig);
-    this.#nft = new NftablesDataplane({ nft: opts.nft, log: this.#log });
+    this.#nft = new NftablesDataplane({
+      nft: opts.nft,
+      ...(opts.nftIp6 !== undefined ? { nftIp6: opts.nftIp6 } : {}),
+      log: this.#log,
+    });
     this.#routes = new RouteManager({
       net: opts.net,
       ...(opts.netns !== undefined ? { netns: opts.netns } : {}),

@@ -136,4 +136,29 @@ describe.skipIf(why !== undefined)('NftablesDataplane in a real network namespac
     expect(normalize(nft(ns, ['list', 'table', 'ip', 'calico']))).toBe(normalize(before));
     expect(await dp.resync(A)).toEqual({ mode: 'resync', commands: 0 });
   });
+
+  it('with a context per family: one transaction each at once, the same kernel state, then incremental', async () => {
+    nft(ns, ['flush', 'ruleset']);
+    const single = new NftablesDataplane({ nft: ctx });
+    await single.apply(A);
+    const expected = {
+      ip: nft(ns, ['list', 'table', 'ip', 'calico']),
+      ip6: nft(ns, ['list', 'table', 'ip6', 'calico']),
+    };
+    nft(ns, ['flush', 'ruleset']);
+    const ctx6 = await NftContext.open({ netns: ns });
+    try {
+      const dp = new NftablesDataplane({ nft: ctx, nftIp6: ctx6, splitMinCommands: 1 });
+      const r = await dp.apply(A);
+      expect(r.mode).toBe('resync');
+      const normalize = (t: string) => t.replace(/ # handle \d+/g, '');
+      expect(normalize(nft(ns, ['list', 'table', 'ip', 'calico']))).toBe(normalize(expected.ip));
+      expect(normalize(nft(ns, ['list', 'table', 'ip6', 'calico']))).toBe(normalize(expected.ip6));
+      expect(await dp.resync(A)).toEqual({ mode: 'resync', commands: 0 });
+      expect(await dp.apply(B)).toMatchObject({ mode: 'incremental' });
+      expect(await new NftablesDataplane({ nft: ctx6 }).apply(B)).toEqual({ mode: 'resync', commands: 0 });
+    } finally {
+      await ctx6.close();
+    }
+  });
 });

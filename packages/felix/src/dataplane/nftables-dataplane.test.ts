@@ -3,6 +3,7 @@
  * one transaction, read-back finds nothing to do after a clean programming or a restart, and
  * tampering with the kernel (a rule, a chain, a set element, a whole table) is repaired.
  */
+import type { NftClient, NftCommand, NftResult } from '@calico-ts/nftables';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
@@ -243,5 +244,104 @@ describe('NftablesDataplane', () => {
     expect(nft.dump().tables.map((t) => `${t.family} ${t.name}`)).toEqual(['ip calico', 'ip6 calico']);
     await new NftablesDataplane({ nft }).apply(A);
     expect(nft.dump().tables.map((t) => `${t.family} ${t.name}`)).toEqual(['ip calico']);
+  });
+
+  describe('with a second client for ip6', () => {
+    const dual = (resources: CalcResource[]) => {
+      const g = new CalcGraph({ hostname: 'node1' });
+      for (const r of resources) g.onUpdate({ kind: 'set', resource: r });
+      g.flush();
+      return renderRuleset(g.state(), { ...DEFAULT_RULES_CONFIG, ipv6Support: true });
+    };
+    /** A client of the shared fake kernel that records the families of each batch it ran. */
+    class Via implements NftClient {
+      readonly batches: string[][] = [];
+      failNext = false;
+      constructor(readonly kernel: FakeNft) {}
+      async run(commands: readonly NftCommand[] | string): Promise<NftResult> {
+        const doc = typeof commands === 'string' ? JSON.parse(commands).nftables : commands;
+        const families = new Set<string>();
+        for (const c of doc as Record<string, Record<string, { family?: string }>>[]) {
+          if ('metainfo' in c) continue;
+          const obj = Object.values(Object.values(c)[0]!)[0];
+          if (obj?.family) families.add(obj.family);
+        }
+        if (this.failNext) {
+          this.failNext = false;
+          throw new Error('Error: Could not process rule: No such file or directory');
+        }
+        this.batches.push([...families].sort());
+        return this.kernel.run(commands);
+      }
+      listRuleset() {
+        return this.kernel.listRuleset();
+      }
+      listTable(family: 'ip' | 'ip6', name: string) {
+        return this.kernel.listTable(family, name);
+      }
+      close() {
+        return Promise.resolve();
+      }
+    }
+    const A6 = dual(base);
+    const B6 = dual([
+      ...base,
+      wep('a', 'cache', {
+        labels: { app: 'web' },
+        profiles: ['kns.a'],
+        ips: ['fd00::3/128'],
+        iface: 'calicache',
+      }),
+    ]);
+
+    it('runs a large batch as one transaction per family, each in its own client', async () => {
+      const kernel = new FakeNft();
+      const ip = new Via(kernel);
+      const ip6 = new Via(kernel);
+      const dp = new NftablesDataplane({ nft: ip, nftIp6: ip6, splitMinCommands: 1 });
+      const r = await dp.apply(A6);
+      expect(r.mode).toBe('resync');
+      expect(ip.batches).toEqual([['ip']]);
+      expect(ip6.batches).toEqual([['ip6']]);
+      // The kernel holds what one client alone would have programmed.
+      const one = new FakeNft();
+      await new NftablesDataplane({ nft: one }).apply(A6);
+      expect(kernel.dump()).toEqual(one.dump());
+      expect(await dp.resync(A6)).toEqual({ mode: 'resync', commands: 0 });
+    });
+
+    it('keeps a batch below the threshold in one transaction of the first client', async () => {
+      const kernel = new FakeNft();
+      const ip = new Via(kernel);
+      const ip6 = new Via(kernel);
+      const dp = new NftablesDataplane({ nft: ip, nftIp6: ip6, splitMinCommands: 1_000_000 });
+      await dp.apply(A6);
+      await dp.apply(B6);
+      expect(ip.batches).toEqual([
+        ['ip', 'ip6'],
+        ['ip', 'ip6'],
+      ]);
+      expect(ip6.batches).toEqual([]);
+    });
+
+    it('waits for the other family when one fails, throws, and repairs on the next apply', async () => {
+      const kernel = new FakeNft();
+      const ip = new Via(kernel);
+      const ip6 = new Via(kernel);
+      const dp = new NftablesDataplane({ nft: ip, nftIp6: ip6, splitMinCommands: 1 });
+      ip6.failNext = true;
+      await expect(dp.apply(A6)).rejects.toThrow(/No such file/);
+      // The ip family's transaction ran to its end; the ip6 table is not there.
+      expect(ip.batches).toEqual([['ip']]);
+      expect(kernel.dump().tables.map((t) => t.family)).toEqual(['ip']);
+      const r = await dp.apply(A6);
+      expect(r.mode).toBe('resync');
+      // The repair holds ip6 commands only: one family, so one transaction, in the first client.
+      expect(ip.batches).toEqual([['ip'], ['ip6']]);
+      expect(ip6.batches).toEqual([]);
+      const one = new FakeNft();
+      await new NftablesDataplane({ nft: one }).apply(A6);
+      expect(kernel.dump()).toEqual(one.dump());
+    });
   });
 });
