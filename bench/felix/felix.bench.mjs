@@ -26,8 +26,12 @@
 // Reported, never asserted (a busy machine is not a failure).
 //
 //   node [--expose-gc] bench/felix/felix.bench.mjs [--endpoints 1000] [--policies 500] [--rules 40]
-//        [--rounds 1] [--changes 40] [--text yes|no] [--out file.json]
+//        [--rounds 1] [--changes 40] [--text yes|no] [--family-contexts 2|1] [--out file.json]
 //
+// `--family-contexts 2` (the default, as Felix runs with IPv6 support) gives the dataplane a
+// libnftables context per family, whose transactions run at once; `1` runs both families' commands
+// in one. The references are single `nft` processes either way, and the changes' JSON reference
+// is both families' commands in one document.
 // `--text no` leaves out the nft-text references (at 1,000 endpoints `nft list ruleset` alone
 // takes minutes); `--rounds 0` leaves out the full-sync comparison.
 import { spawnSync } from 'node:child_process';
@@ -50,6 +54,9 @@ const { values: args } = parseArgs({
     changes: { type: 'string', default: '40' },
     // `no`: no nft-text references (listing a large ruleset or chain as text takes minutes).
     text: { type: 'string', default: 'yes' },
+    // 2: the dataplane runs each family's transaction in its own libnftables context, as Felix
+    // does with IPv6 support; 1: one context for both.
+    'family-contexts': { type: 'string', default: '2' },
     out: { type: 'string' },
   },
 });
@@ -59,6 +66,8 @@ const R = Number(args.rules);
 const ROUNDS = Number(args.rounds);
 const CHANGES = Number(args.changes);
 const TEXT = args.text !== 'no';
+const FAMILY_CONTEXTS = Number(args['family-contexts']);
+if (FAMILY_CONTEXTS !== 1 && FAMILY_CONTEXTS !== 2) throw new Error('--family-contexts: 1 or 2');
 const HERE = dirname(fileURLToPath(import.meta.url));
 const OUT = args.out ?? join(HERE, '..', 'results', 'felix.json');
 const HOST = 'bench-node';
@@ -264,18 +273,92 @@ class Recording {
   }
 }
 
+/**
+ * The dataplane's clients: one Recording, or (`--family-contexts 2`) one per family, which the
+ * dataplane runs at once. Read as one: the last batch as one document of both families' commands
+ * (what a single context would have run), and the time of the slower client.
+ */
+class Clients {
+  constructor(ip, ip6) {
+    this.ip = ip;
+    this.ip6 = ip6;
+  }
+  get all() {
+    return this.ip6 ? [this.ip, this.ip6] : [this.ip];
+  }
+  dataplaneOptions() {
+    return this.ip6 ? { nft: this.ip, nftIp6: this.ip6 } : { nft: this.ip };
+  }
+  get lastText() {
+    const texts = this.all.map((c) => c.lastText).filter((t) => t !== undefined);
+    if (texts.length <= 1) return texts[0];
+    const [first, ...rest] = texts.map((t) => JSON.parse(t).nftables);
+    return JSON.stringify({ nftables: [...first, ...rest.flatMap((d) => d.filter((c) => !c.metainfo))] });
+  }
+  set lastText(v) {
+    for (const c of this.all) c.lastText = v;
+  }
+  get runMs() {
+    return Math.max(...this.all.map((c) => c.runMs));
+  }
+  set runMs(v) {
+    for (const c of this.all) c.runMs = v;
+  }
+  get libMs() {
+    return Math.max(...this.all.map((c) => c.libMs));
+  }
+  set libMs(v) {
+    for (const c of this.all) c.libMs = v;
+  }
+  async memoryUsage() {
+    const all = await Promise.all(this.all.map((c) => c.memoryUsage()));
+    // malloc is the process's, the same figure from each worker; the workers' heaps add up.
+    return {
+      workerHeapUsed: all.reduce((n, m) => n + (m.workerHeapUsed ?? 0), 0),
+      mallocInUse: all[0].mallocInUse,
+    };
+  }
+  warmCache(tables) {
+    const ip6 = tables.filter((t) => t.family === 'ip6');
+    if (!this.ip6) return this.ip.warmCache(tables);
+    return Promise.all([
+      this.ip.warmCache(tables.filter((t) => t.family !== 'ip6')),
+      ip6.length > 0 ? this.ip6.warmCache(ip6) : undefined,
+    ]);
+  }
+  close() {
+    return Promise.all(this.all.map((c) => c.close()));
+  }
+}
+
 /** Full sync: resources → calc graph → render → apply, into the (flushed) namespace. */
 async function fullSync(ctx, res) {
+  ctx.runMs = 0;
+  ctx.libMs = 0;
   const t0 = performance.now();
   const graph = new CalcGraph({ hostname: HOST });
   for (const r of res) graph.onUpdate({ kind: 'set', resource: r });
   graph.onUpdate({ kind: 'in-sync' });
   const renderer = new IncrementalRenderer(DEFAULT_RULES_CONFIG);
-  renderer.onUpdate(graph.flush());
+  const update = graph.flush();
+  const t1 = performance.now();
+  renderer.onUpdate(update);
   const change = renderer.render();
-  const dp = new NftablesDataplane({ nft: ctx });
+  const t2 = performance.now();
+  const dp = new NftablesDataplane(ctx.dataplaneOptions());
   const applied = await dp.apply(renderer.desired(), change);
-  return { ms: performance.now() - t0, graph, renderer, dp, applied, nft: ctx };
+  const t3 = performance.now();
+  // Where a full sync's time goes: the calculation graph, the renderer, and the dataplane's apply,
+  // which is its read-back, diff and JSON (`applyJs`), the worker's messages and libnftables
+  // (parse, evaluate, the kernel's commit: `libnftables`).
+  const phases = {
+    calc: t1 - t0,
+    render: t2 - t1,
+    applyJs: t3 - t2 - ctx.runMs,
+    messages: ctx.runMs - ctx.libMs,
+    libnftables: ctx.libMs,
+  };
+  return { ms: t3 - t0, phases, graph, renderer, dp, applied, nft: ctx };
 }
 
 /**
@@ -398,18 +481,19 @@ async function main() {
   try {
     run('ip', ['netns', 'add', ns]);
     const raw = await NftContext.open({ netns: ns });
-    ctx = new Recording(raw);
+    const raw6 = FAMILY_CONTEXTS === 2 ? await NftContext.open({ netns: ns }) : undefined;
+    ctx = new Clients(new Recording(raw), raw6 ? new Recording(raw6) : undefined);
 
     // Memory, and warm-up: RSS before the state exists, then one full sync.
     const rss0 = rssMiB();
     const heap0 = process.memoryUsage().heapUsed / 2 ** 20;
-    const worker0 = await raw.memoryUsage();
+    const worker0 = await ctx.memoryUsage();
     let res = resources();
     const first = await fullSync(ctx, res);
     await first.dp.settled();
     const rss1 = rssMiB();
     const heap1 = process.memoryUsage().heapUsed / 2 ** 20;
-    const worker1 = await raw.memoryUsage();
+    const worker1 = await ctx.memoryUsage();
     const mib = (b) => (b === undefined ? Number.NaN : b / 2 ** 20);
     const docFile = join(dir, 'ruleset.json');
     const textFile = join(dir, 'ruleset.nft');
@@ -427,7 +511,11 @@ async function main() {
       .reduce((n, r) => n + r.spec.ingress.length + r.spec.egress.length, 0);
     const activePolicies = first.renderer.counts.policies;
     log(
-      `warm-up: full sync ${first.ms.toFixed(0)} ms (${first.applied.commands} commands); RSS ${rss0.toFixed(0)} → ${rss1.toFixed(0)} MiB, heap ${heap0.toFixed(0)} → ${heap1.toFixed(0)} MiB`,
+      `warm-up: full sync ${first.ms.toFixed(0)} ms (${first.applied.commands} commands); RSS ${rss0.toFixed(0)} → ${rss1.toFixed(0)} MiB, heap ${heap0.toFixed(0)} → ${heap1.toFixed(0)} MiB; ${Object.entries(
+        first.phases,
+      )
+        .map(([k, v]) => `${k} ${v.toFixed(0)} ms`)
+        .join(', ')}`,
     );
     res = undefined;
 
@@ -556,7 +644,7 @@ async function main() {
 
     await raw.run(families.map((f) => `delete chain ${f} calico bench-floor`).join('\n'));
 
-    const samples = { full: [], nftJson: [], nftText: [], dryJson: [], dryText: [] };
+    const samples = { full: [], fullPhases: [], nftJson: [], nftText: [], dryJson: [], dryText: [] };
     const textDoc = TEXT ? await readFile(textFile, 'utf8') : undefined;
     for (let r = 0; r < ROUNDS; r++) {
       const order = TEXT ? ['ours', 'json', 'text'] : ['ours', 'json'];
@@ -573,6 +661,7 @@ async function main() {
         } else {
           const s = await fullSync(ctx, resources());
           samples.full.push(s.ms);
+          samples.fullPhases.push(s.phases);
         }
       }
       // libnftables alone, same process, no commit: the full batch as JSON and as text. A dry run
@@ -629,7 +718,7 @@ async function main() {
     ];
 
     console.log(
-      `felix: ${E} endpoints, ${P} policies, ${dsRules} rules (${nftRules} nft rules, ${nftCommands} commands in the full batch); rounds ${ROUNDS}; ${CHANGES} changes per kind, each done and undone; ${cpus().length} CPUs; load ${loadavg()[0].toFixed(2)}\n`,
+      `felix: ${E} endpoints, ${P} policies, ${dsRules} rules (${nftRules} nft rules, ${nftCommands} commands in the full batch); rounds ${ROUNDS}; ${FAMILY_CONTEXTS} libnftables context${FAMILY_CONTEXTS === 2 ? 's (one per family)' : ''}; ${CHANGES} changes per kind, each done and undone; ${cpus().length} CPUs; load ${loadavg()[0].toFixed(2)}\n`,
     );
     console.log('| measure | ms (median) | reference ms | ratio | goal |');
     console.log('| --- | ---: | ---: | ---: | ---: |');
@@ -654,6 +743,12 @@ async function main() {
     console.log(
       `full sync, libnftables alone (dry run, no commit, same process): JSON ${median(samples.dryJson).toFixed(0)} ms, nft text ${median(samples.dryText).toFixed(0)} ms`,
     );
+    if (samples.fullPhases.length > 0) {
+      const phase = (k) => median(samples.fullPhases.map((p) => p[k])).toFixed(0);
+      console.log(
+        `full sync, where the time goes (medians): calculation graph ${phase('calc')} ms, render ${phase('render')} ms, dataplane read-back + diff + JSON ${phase('applyJs')} ms, worker messages ${phase('messages')} ms, libnftables + kernel ${phase('libnftables')} ms`,
+      );
+    }
     console.log(
       `\nmemory: RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB over the first full sync = ${perK.toFixed(1)} MiB per 1,000 endpoints; JS heap ${heap0.toFixed(1)} → ${heap1.toFixed(1)} MiB; native (RSS − heap, mostly libnftables in its worker) ${(rss0 - heap0).toFixed(1)} → ${(rss1 - heap1).toFixed(1)} MiB (${globalThis.gc ? 'gc forced' : 'no forced gc; run with --expose-gc for steadier figures'}); nftables worker's JS heap ${mib(worker0.workerHeapUsed).toFixed(1)} → ${mib(worker1.workerHeapUsed).toFixed(1)} MiB; malloc in use, whole process (libnftables' cache and parse trees, Node's buffers) ${mib(worker0.mallocInUse).toFixed(1)} → ${mib(worker1.mallocInUse).toFixed(1)} MiB`,
     );
@@ -673,6 +768,7 @@ async function main() {
           nftRules,
           nftCommands,
           rounds: ROUNDS,
+          familyContexts: FAMILY_CONTEXTS,
           changesPerKind: CHANGES,
           node: process.version,
           cpus: cpus().length,
@@ -704,7 +800,14 @@ async function main() {
               policyDeltaContextJson: ctxJson,
               policyDeltaContextText: ctxText,
               kernelFloorOneRule: floorMs,
-            }).map(([k, v]) => [k, v.map((x) => Number(x.toFixed(1)))]),
+            }).map(([k, v]) => [
+              k,
+              v.map((x) =>
+                typeof x === 'number'
+                  ? Number(x.toFixed(1))
+                  : Object.fromEntries(Object.entries(x).map(([p, ms]) => [p, Number(ms.toFixed(1))])),
+              ),
+            ]),
           ),
         },
         null,
