@@ -3,7 +3,11 @@
  * network namespace. What the kernel holds is read back with the `nft` CLI inside the namespace,
  * never through the code under test.
  */
-import { statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isNftablesError, type NftablesError } from './errors.js';
 import {
@@ -111,6 +115,33 @@ describe.skipIf(missing !== undefined && !inCI)(
       open.push(ctx);
       return ctx;
     }
+
+    it('close() settles while a call is still in flight, and the process then exits by itself', () => {
+      // In a process of its own: an awaited close() that never settles shows as Node's exit 13
+      // (unsettled top-level await) once nothing else keeps the process alive.
+      const ns = s.makeNetns('close');
+      const dir = mkdtempSync(join(tmpdir(), 'nft-close-'));
+      try {
+        const index = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+        const script = join(dir, 'close.mjs');
+        writeFileSync(
+          script,
+          [
+            `import { NftContext } from ${JSON.stringify(index)};`,
+            `const ctx = await NftContext.open({ netns: ${JSON.stringify(ns)} });`,
+            "await ctx.run('add table ip t');",
+            "const warm = ctx.warmCache([{ family: 'ip', name: 't' }]);",
+            'await ctx.close();',
+            'await warm.catch(() => {});',
+            "console.log('closed');",
+          ].join('\n'),
+        );
+        const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
+        expect({ status: r.status, stdout: r.stdout.trim() }).toEqual({ status: 0, stdout: 'closed' });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
 
     it('programs table calico with chains, sets, maps and rules, exactly as nft -j list ruleset shows', async () => {
       const ns = s.makeNetns('a');

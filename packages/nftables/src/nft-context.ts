@@ -137,7 +137,9 @@ export class NftContext implements NftClient {
       const p = this.#pending.get(msg.id);
       if (!p) return;
       this.#pending.delete(msg.id);
-      if (this.#pending.size === 0) worker.unref();
+      // Idle, the worker does not keep the process alive; closing, it must until it has exited,
+      // or a close() awaited behind a reply would never settle.
+      if (this.#pending.size === 0 && !this.#closed) worker.unref();
       p.resolve(msg);
     });
     worker.unref();
