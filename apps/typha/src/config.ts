@@ -13,6 +13,9 @@ export interface TyphaConfig {
   readonly healthEnabled: boolean;
   readonly healthHost: string;
   readonly healthPort: number;
+  readonly prometheusMetricsEnabled: boolean;
+  readonly prometheusMetricsHost: string;
+  readonly prometheusMetricsPort: number;
   readonly serverHost: string;
   /** Upstream's 0 means its default port, 5473. */
   readonly serverPort: number;
@@ -80,6 +83,9 @@ export function typhaConfigFromEnv(env: Env): TyphaConfig {
     healthEnabled: bool(env, 'HealthEnabled', false),
     healthHost: get(env, 'HealthHost') ?? 'localhost',
     healthPort: int(env, 'HealthPort', 9098, 0, 65535),
+    prometheusMetricsEnabled: bool(env, 'PrometheusMetricsEnabled', false),
+    prometheusMetricsHost: get(env, 'PrometheusMetricsHost') ?? '',
+    prometheusMetricsPort: int(env, 'PrometheusMetricsPort', 9093, 0, 65535),
     serverHost: get(env, 'ServerHost') ?? '',
     serverPort: int(env, 'ServerPort', 0, 0, 65535),
     pingIntervalMs: seconds(env, 'ServerPingIntervalSecs', 10),

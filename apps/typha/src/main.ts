@@ -1,7 +1,8 @@
 /**
  * calico-typha: the program. Reads `TYPHA_*` (and the usual datastore variables), opens the
  * datastore, serves the Typha protocol on TYPHA_SERVERPORT (default 5473) and, with
- * TYPHA_HEALTHENABLED, `/liveness` and `/readiness` (ready once in sync) on TYPHA_HEALTHPORT.
+ * TYPHA_HEALTHENABLED, `/liveness` and `/readiness` (ready once in sync) on TYPHA_HEALTHPORT, and
+ * with TYPHA_PROMETHEUSMETRICSENABLED, `/metrics` on TYPHA_PROMETHEUSMETRICSPORT (default 9093).
  * Runs until SIGTERM or SIGINT; exit status 1 with one line on stderr when it cannot start.
  */
 import { readFile } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { configFromEnv, createKVStore, KVDatastore, mergeClientConfig } from '@calico-ts/datastore';
 import pino from 'pino';
 import { DEFAULT_TYPHA_PORT, type TyphaConfig, typhaConfigFromEnv } from './config.js';
+import { TyphaMetrics } from './metrics.js';
 import { TyphaServer } from './server.js';
 import { typhaSources } from './syncer-sources.js';
 
@@ -78,6 +80,7 @@ export async function main(env: Env): Promise<number> {
             clientCN: cfg.clientCN,
             clientURISAN: cfg.clientURISAN,
           };
+    let metrics: TyphaMetrics | undefined;
     server = new TyphaServer({
       sources: typhaSources(ds, kv),
       backend: cfg.datastoreType,
@@ -89,15 +92,29 @@ export async function main(env: Env): Promise<number> {
       maxConnections: cfg.maxConnections,
       serverName: env.HOSTNAME ?? 'typha',
       log,
+      observer: {
+        pingLatency: (s) => metrics?.observer.pingLatency?.(s),
+        snapshotSent: (s) => metrics?.observer.snapshotSent?.(s),
+      },
     });
+    const running = server;
+    if (cfg.prometheusMetricsEnabled) metrics = new TyphaMetrics(() => running.stats());
     await server.start();
     const health = cfg.healthEnabled
       ? await startHealthServer(server, cfg.healthHost, cfg.healthPort)
+      : undefined;
+    // Upstream's empty host means every address.
+    const metricsHttp = metrics
+      ? await metrics.serve(
+          cfg.prometheusMetricsHost === '' ? '0.0.0.0' : cfg.prometheusMetricsHost,
+          cfg.prometheusMetricsPort,
+        )
       : undefined;
     log.info({ port: server.port, tls: tls !== undefined }, 'Typha listening');
     close = async () => {
       await server.stop();
       await new Promise((r) => (health ? health.close(r) : r(undefined)));
+      await new Promise((r) => (metricsHttp ? metricsHttp.close(r) : r(undefined)));
       await ds.close();
     };
   } catch (e) {

@@ -83,7 +83,30 @@ describe('Typha configuration', () => {
       pingIntervalMs: 10_000,
       pongTimeoutMs: 60_000,
       maxConnections: 10_000,
+      prometheusMetricsEnabled: false,
+      prometheusMetricsHost: '',
+      prometheusMetricsPort: 9093,
     });
+  });
+
+  it('reads the Prometheus metrics variables, naming a bad one', () => {
+    expect(
+      typhaConfigFromEnv({
+        TYPHA_PROMETHEUSMETRICSENABLED: 'true',
+        TYPHA_PROMETHEUSMETRICSHOST: '127.0.0.1',
+        TYPHA_PROMETHEUSMETRICSPORT: '9191',
+      }),
+    ).toMatchObject({
+      prometheusMetricsEnabled: true,
+      prometheusMetricsHost: '127.0.0.1',
+      prometheusMetricsPort: 9191,
+    });
+    expect(() => typhaConfigFromEnv({ TYPHA_PROMETHEUSMETRICSPORT: '70000' })).toThrow(
+      /TYPHA_PROMETHEUSMETRICSPORT/,
+    );
+    expect(() => typhaConfigFromEnv({ TYPHA_PROMETHEUSMETRICSENABLED: 'maybe' })).toThrow(
+      /TYPHA_PROMETHEUSMETRICSENABLED/,
+    );
   });
 
   it('reads TYPHA_ variables and wants all of the TLS ones or none', () => {

@@ -9,6 +9,7 @@ import type { Resource } from '@calico-ts/api';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TyphaClient } from './client.js';
+import { TyphaMetrics } from './metrics.js';
 import { encodeMessage, PROTOCOL_VERSION } from './protocol.js';
 import { TyphaServer, type TyphaServerOptions } from './server.js';
 import { affinityFilter, sourcesOf, typhaSources } from './syncer-sources.js';
@@ -112,6 +113,57 @@ describe('TyphaServer', () => {
     expect(server.stats().droppedSlow).toBe(1);
     expect(server.stats().clients).toBe(1);
     expect(reader.connected).toBe(true);
+  });
+
+  it('serves its Prometheus metrics: connections, updates, cache size, ping latency, snapshot time', async () => {
+    await ds.create(gnp('m1', 'one'));
+    let metrics: TyphaMetrics | undefined;
+    await serve({
+      pingIntervalMs: 50,
+      observer: {
+        pingLatency: (x) => metrics?.observer.pingLatency?.(x),
+        snapshotSent: (x) => metrics?.observer.snapshotSent?.(x),
+      },
+    });
+    metrics = new TyphaMetrics(() => server.stats());
+    const http = await metrics.serve('127.0.0.1', 0);
+    try {
+      const port = (http.address() as { port: number }).port;
+      const scrape = async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+        expect(res.status).toBe(200);
+        return res.text();
+      };
+      const value = (text: string, series: string) => {
+        const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+        return line === undefined ? undefined : Number(line.slice(series.length + 1));
+      };
+      const felix = new Consumer('felix');
+      client(felix);
+      const bgp = new Consumer('bgp');
+      client(bgp, 'bgp', 'node1');
+      await until('both in sync', () => felix.inSync && bgp.inSync);
+      await ds.create(gnp('m2', 'two'));
+      await until('the update delivered', () => felix.get('GlobalNetworkPolicy', 'm2') !== undefined);
+      // A few pings answered.
+      await new Promise((r) => setTimeout(r, 300));
+      const text = await scrape();
+      expect(value(text, 'typha_connections_active')).toBe(2);
+      expect(value(text, 'typha_connections_accepted')).toBe(2);
+      expect(value(text, 'typha_connections_dropped{reason="slow"}')).toBe(0);
+      expect(value(text, 'typha_updates_total')).toBe(server.stats().updates);
+      expect(value(text, 'typha_updates_total')).toBeGreaterThanOrEqual(2);
+      // Felix's sources hold the two policies; bird-bridge's do not include policies.
+      expect(value(text, 'typha_cache_size{syncer="felix"}')).toBe(server.stats().cacheSize.felix);
+      expect(server.stats().cacheSize.felix).toBeGreaterThanOrEqual(2);
+      expect(server.stats().cacheSize.bgp).toBeLessThan(server.stats().cacheSize.felix);
+      expect(value(text, 'typha_client_snapshot_send_secs_count')).toBe(2);
+      expect(value(text, 'typha_ping_latency_count')).toBeGreaterThan(0);
+      expect(value(text, 'typha_ping_latency_sum')).toBeGreaterThanOrEqual(0);
+      expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+    } finally {
+      await new Promise((r) => http.close(r));
+    }
   });
 
   it('drops a client that does not answer pings', async () => {

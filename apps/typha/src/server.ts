@@ -26,6 +26,7 @@ import {
   encodeMessage,
   LineSplitter,
   PROTOCOL_VERSION,
+  SYNCER_TYPES,
   type SyncerType,
 } from './protocol.js';
 import { sourcesOf } from './syncer-sources.js';
@@ -61,12 +62,24 @@ export interface TyphaServerOptions {
   readonly log?: SyncerLogger;
   /** Passed to the syncer. */
   readonly retryMs?: number;
+  /** Told of timings as they happen (the Prometheus metrics). */
+  readonly observer?: TyphaServerObserver;
+}
+
+/** Timings a {@link TyphaServer} reports as they happen. */
+export interface TyphaServerObserver {
+  /** A client answered a ping after `seconds`. */
+  pingLatency?(seconds: number): void;
+  /** A client's snapshot was handed to the kernel `seconds` after it was written. */
+  snapshotSent?(seconds: number): void;
 }
 
 /** Counters of a running server. */
 export interface TyphaServerStats {
   /** Connections that completed the hello. */
   readonly clients: number;
+  /** Clients that completed the hello since the start. */
+  readonly accepted: number;
   /** Clients dropped for being too far behind. */
   readonly droppedSlow: number;
   /** Clients dropped for not answering pings. */
@@ -75,6 +88,8 @@ export interface TyphaServerStats {
   readonly refused: number;
   /** Updates the syncer delivered. */
   readonly updates: number;
+  /** Keys in the cache, per syncer type: what a new client of that type gets as its snapshot. */
+  readonly cacheSize: Readonly<Record<SyncerType, number>>;
 }
 
 interface Conn {
@@ -103,6 +118,7 @@ export class TyphaServer {
   #droppedSilent = 0;
   #refused = 0;
   #updates = 0;
+  #accepted = 0;
 
   constructor(opts: TyphaServerOptions) {
     this.#o = opts;
@@ -138,12 +154,20 @@ export class TyphaServer {
   stats(): TyphaServerStats {
     let clients = 0;
     for (const c of this.#conns) if (c.syncer) clients++;
+    const cacheSize = {} as Record<SyncerType, number>;
+    for (const type of SYNCER_TYPES) {
+      let n = 0;
+      for (const source of sourcesOf(type, this.#o.backend)) n += this.#cache.get(source)?.size ?? 0;
+      cacheSize[type] = n;
+    }
     return {
       clients,
+      accepted: this.#accepted,
       droppedSlow: this.#droppedSlow,
       droppedSilent: this.#droppedSilent,
       refused: this.#refused,
       updates: this.#updates,
+      cacheSize,
     };
   }
 
@@ -259,13 +283,19 @@ export class TyphaServer {
   }
 
   #onMessage(conn: Conn, m: ClientMessage): void {
-    if (m.t === 'pong') return;
+    if (m.t === 'pong') {
+      // The pong carries the ping's own timestamp back.
+      const rtt = Date.now() - m.ts;
+      if (Number.isFinite(rtt) && rtt >= 0) this.#o.observer?.pingLatency?.(rtt / 1000);
+      return;
+    }
     if (conn.syncer) throw new Error('second hello');
     if (m.version !== PROTOCOL_VERSION) {
       this.#refuse(conn.socket, `protocol version ${m.version} not supported (${PROTOCOL_VERSION})`);
       return;
     }
     conn.syncer = m.syncer;
+    this.#accepted++;
     conn.sources = new Set(sourcesOf(m.syncer, this.#o.backend));
     this.#log.info({ node: m.node, client: m.client, syncer: m.syncer, peer: conn.name }, 'client connected');
     this.#sendSnapshot(conn);
@@ -284,8 +314,10 @@ export class TyphaServer {
     const base = conn.limit;
     // The snapshot may exceed the limit by itself; until it is sent, the limit is raised by it.
     conn.limit = base + Buffer.byteLength(chunk);
-    conn.socket.write(chunk, () => {
+    const t0 = performance.now();
+    conn.socket.write(chunk, (err) => {
       conn.limit = base;
+      if (!err) this.#o.observer?.snapshotSent?.((performance.now() - t0) / 1000);
     });
   }
 
