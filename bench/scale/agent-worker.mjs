@@ -14,10 +14,9 @@
 //
 //   node agent-worker.mjs <json config>     {nodes, etcdEndpoints, typhaAddr?, watchPolicy}
 import { EventEmitter } from 'node:events';
-import { createKVStore, KVDatastore, kvSource, resourceSource } from '@calico-ts/datastore';
-import { decodeBlock, IPAM_ROOT } from '@calico-ts/datastore/internal';
-import { CALC_KINDS, CalcGraph } from '@calico-ts/felix';
-import { agentSyncer, FELIX_KINDS, IPAM_BLOCKS } from '@calico-ts/typha';
+import { createKVStore, KVDatastore } from '@calico-ts/datastore';
+import { CALC_KINDS, CalcGraph, felixKeySources, felixSyncerSources } from '@calico-ts/felix';
+import { agentSyncer } from '@calico-ts/typha';
 
 const cfg = JSON.parse(process.argv[2]);
 // Each node's syncer hangs one abort listener per source on its signal; 13 sources are expected.
@@ -27,10 +26,7 @@ const calcKinds = new Set([...CALC_KINDS, 'Service', 'EndpointSlice']);
 
 const kv = await createKVStore({ datastoreType: 'etcdv3', etcdEndpoints: cfg.etcdEndpoints });
 const ds = new KVDatastore(kv, { backend: 'etcdv3' });
-const sources = () => [
-  ...FELIX_KINDS.map((k) => resourceSource(ds, k)),
-  kvSource(IPAM_BLOCKS, kv, `${IPAM_ROOT}assignment/`, decodeBlock),
-];
+const sources = () => felixSyncerSources(ds, felixKeySources(kv, ds.backend));
 
 /** The recording dataplane: the desired state as the flushes built it. */
 class RecordingDataplane {

@@ -22,14 +22,14 @@
 //
 // Every process is started here and stopped by its PID; etcd's temp dir is removed at the end,
 // also on failure.
-import { execFileSync, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createKVStore, KVDatastore } from '@calico-ts/datastore';
-import { startEtcd } from '@calico-ts/datastore/testing';
+import { makeEtcdCertificates, startEtcd } from '@calico-ts/datastore/testing';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const { values: args } = parseArgs({
@@ -334,50 +334,19 @@ async function runMode(mode, etcd, ds, tls) {
   };
 }
 
+/** Typha's server certificate and the agents' client certificate, with the CNs each side checks. */
 async function makeCerts(dir) {
-  const p = (n) => join(dir, n);
-  const ssl = (...a) => execFileSync('openssl', a, { stdio: ['ignore', 'ignore', 'pipe'] });
-  for (const n of ['ca', 'server', 'client'])
-    ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', p(`${n}-key.pem`));
-  ssl(
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    p('ca-key.pem'),
-    '-subj',
-    '/CN=scale bench CA',
-    '-days',
-    '1',
-    '-out',
-    p('ca.pem'),
-  );
-  for (const [who, cn, ext] of [
-    ['server', 'typha-server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'],
-    ['client', 'typha-client', 'extendedKeyUsage=clientAuth'],
-  ]) {
-    await writeFile(p(`${who}.ext`), `${ext}\n`);
-    ssl('req', '-new', '-key', p(`${who}-key.pem`), '-subj', `/CN=${cn}`, '-out', p(`${who}.csr`));
-    ssl(
-      'x509',
-      '-req',
-      '-in',
-      p(`${who}.csr`),
-      '-CA',
-      p('ca.pem'),
-      '-CAkey',
-      p('ca-key.pem'),
-      '-CAcreateserial',
-      '-days',
-      '1',
-      '-extfile',
-      p(`${who}.ext`),
-      '-out',
-      p(`${who}.pem`),
-    );
-  }
-  const files = (who) => ({ caFile: p('ca.pem'), certFile: p(`${who}.pem`), keyFile: p(`${who}-key.pem`) });
-  return { server: files('server'), client: files('client') };
+  const client = await makeEtcdCertificates(dir, {
+    validDays: 1,
+    serverCN: 'typha-server',
+    clientCN: 'typha-client',
+  });
+  const server = {
+    caFile: client.caFile,
+    certFile: join(dir, 'server.pem'),
+    keyFile: join(dir, 'server-key.pem'),
+  };
+  return { server, client: { caFile: client.caFile, certFile: client.certFile, keyFile: client.keyFile } };
 }
 
 const fmt = (x, d = 0) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));

@@ -4,14 +4,14 @@
  * other programs, before and after a policy change and a delete; after Typha restarts it resyncs
  * and follows a change made meanwhile.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { FelixDaemon, NOOP_LOGGER } from '@calico-ts/felix';
+import { fakeIp, fakeProcSys, seedWebWorkload } from '@calico-ts/felix/testing';
 import { Netlinux } from '@calico-ts/netlinux';
-import { ScriptedCommandRunner } from '@calico-ts/netlinux/testing';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentSyncer } from './agent-syncer.js';
@@ -20,25 +20,6 @@ import { typhaSources } from './syncer-sources.js';
 import { until } from './testing-internal/consumer.js';
 
 const V3 = 'projectcalico.org/v3';
-
-const LINKS = JSON.stringify([
-  {
-    ifname: 'eth0',
-    ifindex: 2,
-    mtu: 1480,
-    flags: ['UP', 'LOWER_UP'],
-    operstate: 'UP',
-    address: '02:00:00:00:00:01',
-  },
-  {
-    ifname: 'calia',
-    ifindex: 7,
-    mtu: 1480,
-    flags: ['UP', 'LOWER_UP'],
-    operstate: 'UP',
-    address: 'ee:ee:ee:ee:ee:ee',
-  },
-]);
 
 describe('Felix through Typha', () => {
   let dir: string;
@@ -49,14 +30,8 @@ describe('Felix through Typha', () => {
 
   async function felix(typhaAddr: string | undefined): Promise<{ daemon: FelixDaemon; nft: FakeNft }> {
     const nft = new FakeNft();
-    const runner = new ScriptedCommandRunner((c) =>
-      c.args.includes('link') ? { stdout: LINKS } : { stdout: '[]' },
-    );
-    const sys = join(dir, `proc-sys-${felixes.length}`);
-    for (const key of ['net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding']) {
-      await mkdir(join(sys, dirname(key)), { recursive: true });
-      await writeFile(join(sys, key), '0\n');
-    }
+    const runner = fakeIp();
+    const sys = await fakeProcSys(join(dir, `proc-sys-${felixes.length}`));
     const daemon = new FelixDaemon({
       local: {
         env: {
@@ -94,27 +69,7 @@ describe('Felix through Typha', () => {
     dir = await mkdtemp(join(tmpdir(), 'felix-typha-'));
     kv = new MemoryKVStore();
     ds = new KVDatastore(kv, { backend: 'memory' });
-    await ds.create({
-      apiVersion: V3,
-      kind: 'Profile',
-      metadata: { name: 'kns.a' },
-      spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
-    } as Resource & { kind: 'Profile' });
-    await ds.create({
-      apiVersion: V3,
-      kind: 'WorkloadEndpoint',
-      metadata: { name: 'node1-k8s-web-eth0', namespace: 'a', labels: { app: 'web' } },
-      spec: {
-        orchestrator: 'k8s',
-        node: 'node1',
-        pod: 'web',
-        endpoint: 'eth0',
-        containerID: 'c1',
-        ipNetworks: ['198.19.0.1/32'],
-        profiles: ['kns.a'],
-        interfaceName: 'calia',
-      },
-    } as Resource & { kind: 'WorkloadEndpoint' });
+    await seedWebWorkload(ds);
     typha = new TyphaServer({ sources: typhaSources(ds, kv), backend: 'memory', pingIntervalMs: 100 });
     await typha.start();
   });

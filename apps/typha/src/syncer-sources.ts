@@ -17,30 +17,12 @@ import {
   resourceSource,
   type SyncSource,
 } from '@calico-ts/datastore';
-import {
-  decodeAffinity,
-  decodeBlock,
-  ENDPOINT_SLICES_PREFIX,
-  IPAM_ROOT,
-  SERVICES_PREFIX,
-} from '@calico-ts/datastore/internal';
+import { decodeAffinity, IPAM_ROOT } from '@calico-ts/datastore/internal';
+import { FELIX_SYNCER_KINDS, felixKeySources, felixSyncerSources } from '@calico-ts/felix';
 import type { SyncerType } from './protocol.js';
 
 /** The Calico kinds of Felix's syncer (its calculation graph's kinds and its configuration). */
-export const FELIX_KINDS: readonly Kind[] = [
-  'Tier',
-  'Profile',
-  'GlobalNetworkPolicy',
-  'NetworkPolicy',
-  'GlobalNetworkSet',
-  'NetworkSet',
-  'IPPool',
-  'HostEndpoint',
-  'WorkloadEndpoint',
-  'FelixConfiguration',
-  'Node',
-  'ClusterInformation',
-];
+export const FELIX_KINDS: readonly Kind[] = FELIX_SYNCER_KINDS;
 /** The Calico kinds of bird-bridge's syncer. */
 export const BGP_KINDS: readonly Kind[] = ['Node', 'BGPConfiguration', 'BGPPeer', 'BGPFilter', 'IPPool'];
 /** Felix's IPAM block source (decoded blocks, `{ key, value }`). */
@@ -60,20 +42,18 @@ export function sourcesOf(type: SyncerType, backend: Datastore['backend']): read
   }
 }
 
-/** The datastore sources behind every syncer type: each source once. */
+/**
+ * The datastore sources behind every syncer type: each source once. Felix's are the ones its own
+ * daemon follows (`felixSyncerSources`); bird-bridge adds the kinds Felix does not follow and every
+ * node's block affinities.
+ */
 export function typhaSources(ds: Datastore, kv: KVStore): SyncSource[] {
-  const kinds = [...new Set([...FELIX_KINDS, ...BGP_KINDS])];
-  const json = (x: { value: string }) => JSON.parse(x.value) as unknown;
+  const felix = felixSyncerSources(ds, felixKeySources(kv, ds.backend));
+  const followed = new Set(felix.map((s) => s.name));
   return [
-    ...kinds.map((k) => resourceSource(ds, k) as SyncSource),
-    kvSource(IPAM_BLOCKS, kv, `${IPAM_ROOT}assignment/`, decodeBlock) as SyncSource,
+    ...felix,
+    ...BGP_KINDS.filter((k) => !followed.has(k)).map((k) => resourceSource(ds, k) as SyncSource),
     kvSource(BLOCK_AFFINITIES, kv, `${IPAM_ROOT}host/`, decodeAffinity) as SyncSource,
-    ...(ds.backend === 'kubernetes'
-      ? [
-          kvSource('Service', kv, SERVICES_PREFIX, json) as SyncSource,
-          kvSource('EndpointSlice', kv, ENDPOINT_SLICES_PREFIX, json) as SyncSource,
-        ]
-      : []),
   ];
 }
 

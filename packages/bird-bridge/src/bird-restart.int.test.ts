@@ -20,39 +20,19 @@
  * one's routes in the kernel. Needs root, ip, nsenter, ping, bird and etcd.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { IpamStore, KVDatastore } from '@calico-ts/datastore';
-import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
-import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
+import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BirdControlClient } from './bird/bird-control-client.js';
-import { type BirdLogger, BirdSupervisor } from './bird/bird-supervisor.js';
-import { BirdBridge, nodeAffinitySource } from './bridge.js';
-import { node, pool } from './render/testdata/golden-cases.js';
-import {
-  addNetns,
-  deleteNetns,
-  ip,
-  nsenterPrefix,
-  pidAlive,
-  privilegedTestsCanRun,
-  uniqueTag,
-  until,
-} from './testing-internal/netns.js';
+import type { BirdControlClient } from './bird/bird-control-client.js';
+import type { BirdSupervisor } from './bird/bird-supervisor.js';
+import type { BirdBridge } from './bridge.js';
+import { ip, pidAlive, privilegedTestsCanRun, until } from './testing-internal/netns.js';
+import { NODES, type Side, TwoNodes } from './testing-internal/two-nodes.js';
 
 interface KernelRoute {
   dst: string;
   gateway?: string;
   protocol?: string;
 }
-
-const NODES = [
-  { name: 'node-a', side: 'a', addr: '198.18.0.1', block: '198.19.0.0/26', pod: '198.19.0.5' },
-  { name: 'node-b', side: 'b', addr: '198.18.0.2', block: '198.19.0.64/26', pod: '198.19.0.70' },
-] as const;
-type Side = 'a' | 'b';
 
 /** A TCP echo server and a client that sends a byte every 50 ms; the client prints what happens. */
 const ECHO_SERVER_SRC = `
@@ -73,20 +53,13 @@ s.on('close', () => { process.stdout.write('closed\\n'); process.exit(3); });
 `;
 
 describe.runIf(privilegedTestsCanRun() && etcdAvailable())('BIRD killed and restarted under traffic', () => {
-  const tag = uniqueTag();
-  const ns = { a: `bbgr-${tag}-a`, b: `bbgr-${tag}-b` };
+  const lab = new TwoNodes({ prefix: 'bbgr', vethPrefix: 'bg', timestampLogs: true });
+  const { tag, ns, logs } = lab;
   const pods = { a: `bbgr-${tag}-pa`, b: `bbgr-${tag}-pb` };
-  const created: string[] = [];
   const children = new Set<ChildProcess>();
-  let dir: string;
-  let etcd: EtcdServer | undefined;
-  const stores: EtcdKVStore[] = [];
   const bridges: Partial<Record<Side, BirdBridge>> = {};
-  const allBridges: BirdBridge[] = [];
   const sup: Partial<Record<Side, BirdSupervisor>> = {};
-  const allSupervisors: BirdSupervisor[] = [];
   const clients: Partial<Record<Side, BirdControlClient>> = {};
-  const logs: string[] = [];
 
   const other = (s: Side): Side => (s === 'a' ? 'b' : 'a');
   const nodeOf = (s: Side) => NODES.find((n) => n.side === s)!;
@@ -133,35 +106,12 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())('BIRD killed and rest
     return r.lines.some((l) => l.text.includes('Neighbor graceful restart active'));
   }
 
-  /**
-   * What calico-node starts for BGP on a node: a BirdSupervisor (BIRD in the node's namespace) and
-   * a BirdBridge feeding it from etcd. Started again after a stop, it is a restarted calico-node.
-   */
+  /** Starts calico-node's BGP side on `side` (see `TwoNodes.startNode`): a restart after a stop. */
   async function startNode(side: Side): Promise<void> {
-    const n = nodeOf(side);
-    const kv = new EtcdKVStore({ endpoints: etcd!.endpoints });
-    stores.push(kv);
-    const log: BirdLogger = (level, message, fields) =>
-      logs.push(`${Date.now()} ${n.name} ${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
-    const s = new BirdSupervisor({
-      configDir: join(dir, side, 'config'),
-      socketPath: join(dir, side, 'bird.ctl'),
-      commandPrefix: nsenterPrefix(ns[side]),
-      log,
-    });
-    sup[side] = s;
-    allSupervisors.push(s);
-    clients[side] = new BirdControlClient(join(dir, side, 'bird.ctl'));
-    const bridge = new BirdBridge({
-      datastore: new KVDatastore(kv, { backend: 'etcdv3' }),
-      affinities: nodeAffinitySource(kv, n.name),
-      nodeName: n.name,
-      targets: { 4: s },
-      log,
-    });
-    bridges[side] = bridge;
-    allBridges.push(bridge);
-    await bridge.start();
+    const started = await lab.startNode(side);
+    sup[side] = started.supervisor;
+    clients[side] = started.client;
+    bridges[side] = started.bridge;
   }
 
   /** Waits until `side`'s BIRD has its session up again and the peer is done with the restart. */
@@ -277,29 +227,10 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())('BIRD killed and rest
   }
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'bbgr-'));
-    for (const n of NODES) {
-      created.push(addNetns(ns[n.side]));
-      created.push(addNetns(pods[n.side]));
-    }
-    await ip([
-      'link',
-      'add',
-      `bg${tag}a`,
-      'netns',
-      ns.a,
-      'type',
-      'veth',
-      'peer',
-      'name',
-      `bg${tag}b`,
-      'netns',
-      ns.b,
-    ]);
+    await lab.wire();
     for (const n of NODES) {
       const s = n.side;
-      await ip(['-n', ns[s], 'addr', 'add', `${n.addr}/24`, 'dev', `bg${tag}${s}`]);
-      await ip(['-n', ns[s], 'link', 'set', `bg${tag}${s}`, 'up']);
+      lab.addNetns(pods[s]);
       // The pod, wired as the CNI plugin does: /32 on its eth0, everything via eth0, a host route
       // to it on the node's cali end, which answers ARP by proxy.
       const cali = `cali${tag}${s}`;
@@ -329,19 +260,7 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())('BIRD killed and rest
         });
       }
     }
-
-    etcd = await startEtcd();
-    const adminKv = new EtcdKVStore({ endpoints: etcd.endpoints });
-    stores.push(adminKv);
-    const admin = new KVDatastore(adminKv, { backend: 'etcdv3' });
-    const ipam = new IpamStore(adminKv);
-    await admin.create(
-      pool('default-ipv4-ippool', { cidr: '198.19.0.0/16', ipipMode: 'Never', vxlanMode: 'Never' }),
-    );
-    for (const n of NODES) {
-      await admin.create(node(n.name, { ipv4Address: `${n.addr}/24` }));
-      await ipam.createAffinity({ host: n.name, cidr: n.block, state: 'confirmed', deleted: false });
-    }
+    await lab.seed();
     for (const n of NODES) await startNode(n.side);
     for (const s of ['a', 'b'] as const) {
       await until(`${s}'s kernel routes the other block via BIRD`, () => peerRoute(s), 60_000);
@@ -351,15 +270,7 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())('BIRD killed and rest
   afterAll(async () => {
     for (const c of [...children])
       if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, 'SIGKILL');
-    for (const b of allBridges) await b.stop().catch(() => undefined);
-    for (const s of allSupervisors) {
-      const pid = s.pid;
-      if (pid !== undefined && pidAlive(pid)) process.kill(pid, 'SIGKILL');
-    }
-    for (const s of stores) await s.close().catch(() => undefined);
-    await etcd?.stop();
-    deleteNetns(created);
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await lab.close();
     if (process.env.BIRD_IT_DEBUG) console.log(logs.join('\n'));
   }, 60_000);
 

@@ -7,27 +7,11 @@
  * its route from the other. Needs root, ip, nsenter, bird and etcd; under CI=true their absence
  * fails the test.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { IpamStore, KVDatastore } from '@calico-ts/datastore';
-import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
-import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
+import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BirdControlClient } from './bird/bird-control-client.js';
-import { type BirdLogger, BirdSupervisor } from './bird/bird-supervisor.js';
-import { BirdBridge, nodeAffinitySource } from './bridge.js';
-import { node, pool } from './render/testdata/golden-cases.js';
-import {
-  addNetns,
-  deleteNetns,
-  ip,
-  nsenterPrefix,
-  pidAlive,
-  privilegedTestsCanRun,
-  uniqueTag,
-  until,
-} from './testing-internal/netns.js';
+import type { BirdControlClient } from './bird/bird-control-client.js';
+import { ip, privilegedTestsCanRun, until } from './testing-internal/netns.js';
+import { NODES, TwoNodes } from './testing-internal/two-nodes.js';
 
 interface KernelRoute {
   dst: string;
@@ -38,25 +22,13 @@ interface KernelRoute {
   metric?: number;
 }
 
-const NODES = [
-  { name: 'node-a', side: 'a', addr: '198.18.0.1', block: '198.19.0.0/26' },
-  { name: 'node-b', side: 'b', addr: '198.18.0.2', block: '198.19.0.64/26' },
-] as const;
-
 describe.runIf(privilegedTestsCanRun() && etcdAvailable())(
   'BirdBridge: two nodes, real etcd and BIRD',
   () => {
-    const tag = uniqueTag();
-    const ns = { a: `bbtest-${tag}-a`, b: `bbtest-${tag}-b` };
-    const created: string[] = [];
-    let dir: string;
-    let etcd: EtcdServer | undefined;
-    const stores: EtcdKVStore[] = [];
-    const bridges: BirdBridge[] = [];
-    const supervisors: BirdSupervisor[] = [];
+    const lab = new TwoNodes({ prefix: 'bbtest', vethPrefix: 'bb' });
+    const { tag, ns, bridges, supervisors, logs } = lab;
     const clients: Record<string, BirdControlClient> = {};
-    let admin: KVDatastore;
-    const logs: string[] = [];
+    let admin: TwoNodes['admin'];
 
     /** The routes BIRD put in a namespace's main table. */
     const kernelRoutes = async (side: 'a' | 'b'): Promise<KernelRoute[]> =>
@@ -65,76 +37,14 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())(
       );
 
     beforeAll(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'bbtest-'));
-      for (const n of NODES) created.push(addNetns(ns[n.side]));
-      await ip([
-        'link',
-        'add',
-        `bb${tag}a`,
-        'netns',
-        ns.a,
-        'type',
-        'veth',
-        'peer',
-        'name',
-        `bb${tag}b`,
-        'netns',
-        ns.b,
-      ]);
-      for (const n of NODES) {
-        await ip(['-n', ns[n.side], 'addr', 'add', `${n.addr}/24`, 'dev', `bb${tag}${n.side}`]);
-        await ip(['-n', ns[n.side], 'link', 'set', `bb${tag}${n.side}`, 'up']);
-      }
-
-      etcd = await startEtcd();
-      const adminKv = new EtcdKVStore({ endpoints: etcd.endpoints });
-      stores.push(adminKv);
-      admin = new KVDatastore(adminKv, { backend: 'etcdv3' });
-      const ipam = new IpamStore(adminKv);
-      await admin.create(
-        pool('default-ipv4-ippool', { cidr: '198.19.0.0/16', ipipMode: 'Never', vxlanMode: 'Never' }),
-      );
-      for (const n of NODES) {
-        await admin.create(node(n.name, { ipv4Address: `${n.addr}/24` }));
-        await ipam.createAffinity({ host: n.name, cidr: n.block, state: 'confirmed', deleted: false });
-      }
-
-      for (const n of NODES) {
-        const kv = new EtcdKVStore({ endpoints: etcd.endpoints });
-        stores.push(kv);
-        const log: BirdLogger = (level, message, fields) =>
-          logs.push(`${n.name} ${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
-        const sup = new BirdSupervisor({
-          configDir: join(dir, n.side, 'config'),
-          socketPath: join(dir, n.side, 'bird.ctl'),
-          commandPrefix: nsenterPrefix(ns[n.side]),
-          log,
-        });
-        supervisors.push(sup);
-        clients[n.name] = new BirdControlClient(join(dir, n.side, 'bird.ctl'));
-        const bridge = new BirdBridge({
-          datastore: new KVDatastore(kv, { backend: 'etcdv3' }),
-          affinities: nodeAffinitySource(kv, n.name),
-          nodeName: n.name,
-          targets: { 4: sup },
-          log,
-        });
-        bridges.push(bridge);
-        await bridge.start();
-      }
+      await lab.wire();
+      await lab.seed();
+      admin = lab.admin;
+      for (const n of NODES) clients[n.name] = (await lab.startNode(n.side)).client;
     }, 120_000);
 
     afterAll(async () => {
-      for (const b of bridges) await b.stop().catch(() => undefined);
-      // Belt and braces: a BIRD this test started that is somehow still alive is killed by its PID.
-      for (const s of supervisors) {
-        const pid = s.pid;
-        if (pid !== undefined && pidAlive(pid)) process.kill(pid, 'SIGKILL');
-      }
-      for (const s of stores) await s.close().catch(() => undefined);
-      await etcd?.stop();
-      deleteNetns(created);
-      if (dir) await rm(dir, { recursive: true, force: true });
+      await lab.close();
       if (logs.some((l) => / error /.test(l))) console.log(logs.join('\n'));
     }, 60_000);
 

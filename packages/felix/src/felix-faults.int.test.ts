@@ -25,11 +25,9 @@
  *
  * Needs root, etcd, nft, nsenter, iperf3, stdbuf.
  */
-import { type ChildProcess, execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Flow,
@@ -39,25 +37,15 @@ import {
   Sniffer,
   startFlow,
 } from './testing-internal/fault-traffic.js';
-import { collectLines, FelixLab, logFile, type Pod } from './testing-internal/felix-lab.js';
+import {
+  bundleLabBinaries,
+  eventually,
+  labPrerequisites,
+  startLabFelix,
+} from './testing-internal/felix-harness.js';
+import { FelixLab, type Pod } from './testing-internal/felix-lab.js';
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  for (const tool of ['ip', 'nsenter', 'nft', 'iperf3', 'stdbuf']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
-  }
-  return missing;
-}
-const missing = missingPrerequisites();
-if (missing.length > 0) {
-  describe('Felix under faults', () => {
-    it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
-      throw new Error(`missing prerequisites: ${missing.join(', ')}`);
-    });
-  });
-}
+const missing = labPrerequisites('Felix under faults', ['ip', 'nsenter', 'nft', 'iperf3', 'stdbuf']);
 
 const V3 = 'projectcalico.org/v3';
 const PORT = 8080;
@@ -65,15 +53,6 @@ const IPERF_PORT = 5201;
 const OUTAGE_MS = 60_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually(what: string, f: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await f()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting until ${what}`);
-    await sleep(100);
-  }
-}
 
 /** The node's whole ruleset with handles (a flush and re-add renumbers them), without counters. */
 const withHandles = (lab: FelixLab) => lab.nft(['-a', '-s', 'list', 'ruleset']);
@@ -83,32 +62,21 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
   const healthPort = randomInt(20_000, 30_000);
   const metricsPort = healthPort + 1;
   let felixBin: string;
-  let felix: { child: ChildProcess; lines: string[] } | undefined;
+  let felix: ReturnType<typeof startLabFelix> | undefined;
   let client: Pod;
   let server: Pod;
   let intruder: Pod;
   let sniffer: Sniffer;
 
   function startFelix(): void {
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
-      FELIX_FELIXHOSTNAME: lab.nodeName,
-      FELIX_ETCDENDPOINTS: 'http://127.0.0.1:2379',
-      FELIX_HEALTHENABLED: 'true',
-      FELIX_HEALTHHOST: '127.0.0.1',
-      FELIX_HEALTHPORT: String(healthPort),
+    felix = startLabFelix(lab, felixBin, healthPort, {
       FELIX_PROMETHEUSMETRICSENABLED: 'true',
       FELIX_PROMETHEUSMETRICSPORT: String(metricsPort),
       FELIX_REPORTINGINTERVALSECS: '1',
       FELIX_REPORTINGTTLSECS: '4',
       FELIX_NFTABLESREFRESHINTERVAL: '2',
       FELIX_ROUTEREFRESHINTERVAL: '2',
-      FELIX_MTUFILEPATH: join(lab.tmp, 'mtu'),
-    };
-    const child = lab.spawnIn(lab.node, felixBin, [], env);
-    const lines: string[] = [];
-    collectLines(child, lines, logFile(join(lab.tmp, 'felix.log')));
-    felix = { child, lines };
+    });
   }
 
   async function killFelix(): Promise<void> {
@@ -127,6 +95,27 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { msg: string; commands?: number })
       .find((l) => l.msg === 'first dataplane apply done')?.commands;
+
+  /** Creates a policy for the server pod (namespace alpha) with these ingress rules. */
+  async function serverPolicy(name: string, ingress: readonly Record<string, unknown>[]): Promise<void> {
+    await lab.ds.create({
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name, namespace: 'alpha' },
+      spec: { selector: "app == 'server'", types: ['Ingress'], ingress },
+    } as unknown as Resource & { kind: 'NetworkPolicy' });
+  }
+
+  /** A kept-open echo connection from client to server, once its first echo is back. */
+  async function keptOpenConnection(): Promise<ReturnType<FelixLab['longConnection']>> {
+    const conn = lab.longConnection(client, server.ip, PORT);
+    await eventually(
+      'the kept-open connection echoes',
+      () => conn.lines.some((l) => l.startsWith('echo')),
+      5000,
+    );
+    return conn;
+  }
 
   /** The flows both tests run: allowed from client, denied from intruder, to the same port. */
   async function startFlows(): Promise<Record<string, Flow>> {
@@ -152,13 +141,9 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
 
   beforeAll(async () => {
     await lab.start();
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleFelix } = await import('../scripts/bundle.mjs');
-    const cniBin = join(lab.tmp, 'cni-bin');
-    await bundleCni(cniBin);
-    felixBin = await bundleFelix();
+    const bins = await bundleLabBinaries(lab);
+    const cniBin = bins.cniBin;
+    felixBin = bins.felixBin;
     await lab.seed({ alpha: { env: 'test' }, beta: { env: 'test' } });
     startFelix();
     client = await lab.addPod(cniBin, 'alpha', 'client');
@@ -179,16 +164,7 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
       lab.reach(intruder, 'tcp', server.ip, PORT),
     );
     expect(sniffer.packets().from_intruder).toBeGreaterThan(0);
-    await lab.ds.create({
-      apiVersion: V3,
-      kind: 'NetworkPolicy',
-      metadata: { name: 'server-from-clients', namespace: 'alpha' },
-      spec: {
-        selector: "app == 'server'",
-        types: ['Ingress'],
-        ingress: [{ action: 'Allow', source: { selector: "app == 'client'" } }],
-      },
-    } as unknown as Resource & { kind: 'NetworkPolicy' });
+    await serverPolicy('server-from-clients', [{ action: 'Allow', source: { selector: "app == 'client'" } }]);
     await eventually(
       'the intruder is denied',
       async () => !(await lab.reach(intruder, 'tcp', server.ip, PORT)),
@@ -211,12 +187,7 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
 
   it('SIGKILL and restart three times under traffic: no stream breaks, nothing denied gets through, no table is rewritten', async () => {
     const monitor = await monitorRuleset(lab);
-    const conn = lab.longConnection(client, server.ip, PORT);
-    await eventually(
-      'the kept-open connection echoes',
-      () => conn.lines.some((l) => l.startsWith('echo')),
-      5000,
-    );
+    const conn = await keptOpenConnection();
     const before = sniffer.packets();
     const stream = await iperf3(lab, client, server, { port: IPERF_PORT, seconds: 60, mbps: 200 });
     const tStream = Date.now();
@@ -310,16 +281,7 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
     expect(flowStats.intruderTcp!.fail).toBe(flowStats.intruderTcp!.sent);
 
     // The monitor was listening all along: a change now shows up in it.
-    await lab.ds.create({
-      apiVersion: V3,
-      kind: 'NetworkPolicy',
-      metadata: { name: 'monitor-check', namespace: 'alpha' },
-      spec: {
-        selector: "app == 'server'",
-        types: ['Ingress'],
-        ingress: [{ action: 'Allow', protocol: 'ICMP' }],
-      },
-    } as unknown as Resource & { kind: 'NetworkPolicy' });
+    await serverPolicy('monitor-check', [{ action: 'Allow', protocol: 'ICMP' }]);
     await eventually('nft monitor shows the new policy chain', () =>
       monitor.lines.some((l) => l.includes('monitor-check') || l.includes('filter-cali-pi-')),
     );
@@ -329,12 +291,7 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
 
   it('a policy changed while Felix was dead: the restarted Felix writes only what differs, nothing flushed', async () => {
     const monitor = await monitorRuleset(lab);
-    const conn = lab.longConnection(client, server.ip, PORT);
-    await eventually(
-      'the kept-open connection echoes',
-      () => conn.lines.some((l) => l.startsWith('echo')),
-      5000,
-    );
+    const conn = await keptOpenConnection();
     const untouched = [client, intruder].map((p) => `filter-cali-tw-${p.iface}`);
     const chainsBefore = untouched.map((c) => lab.nft(['-a', '-s', 'list', 'chain', 'ip', 'calico', c]));
     const before = sniffer.packets();
@@ -343,16 +300,7 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
 
     await killFelix();
     // Written while no Felix runs: ICMP to the server from anyone.
-    await lab.ds.create({
-      apiVersion: V3,
-      kind: 'NetworkPolicy',
-      metadata: { name: 'icmp-while-dead', namespace: 'alpha' },
-      spec: {
-        selector: "app == 'server'",
-        types: ['Ingress'],
-        ingress: [{ action: 'Allow', protocol: 'ICMP' }],
-      },
-    } as unknown as Resource & { kind: 'NetworkPolicy' });
+    await serverPolicy('icmp-while-dead', [{ action: 'Allow', protocol: 'ICMP' }]);
     await sleep(1000);
     startFelix();
     await eventually('ready after the restart', isReady, 30_000);
@@ -397,12 +345,7 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
   }, 120_000);
 
   it('a 60 s silent datastore: enforcement unchanged, readiness 503 naming it, liveness 200; then it catches up', async () => {
-    const conn = lab.longConnection(client, server.ip, PORT);
-    await eventually(
-      'the kept-open connection echoes',
-      () => conn.lines.some((l) => l.startsWith('echo')),
-      5000,
-    );
+    const conn = await keptOpenConnection();
     const before = sniffer.packets();
     const flows = await startFlows();
     const probes = { allowedOk: 0, allowedFail: 0, deniedOk: 0, deniedFail: 0, health: [] as string[] };
@@ -417,22 +360,13 @@ describe.skipIf(missing.length > 0)('Felix under faults', () => {
       const notReadyAfterMs = Date.now() - tCut;
       // A change made while Felix cannot hear of it: the intruder is let in. It must not be
       // enforced until Felix is back (nothing may change while it is away), then it must be.
-      await lab.ds.create({
-        apiVersion: V3,
-        kind: 'NetworkPolicy',
-        metadata: { name: 'let-intruder-in', namespace: 'alpha' },
-        spec: {
-          selector: "app == 'server'",
-          types: ['Ingress'],
-          ingress: [
-            {
-              action: 'Allow',
-              protocol: 'TCP',
-              source: { namespaceSelector: "projectcalico.org/name == 'beta'" },
-            },
-          ],
+      await serverPolicy('let-intruder-in', [
+        {
+          action: 'Allow',
+          protocol: 'TCP',
+          source: { namespaceSelector: "projectcalico.org/name == 'beta'" },
         },
-      } as unknown as Resource & { kind: 'NetworkPolicy' });
+      ]);
       changeWrittenAt = Date.now();
       // Nothing may be written to the kernel while the datastore is away, by this Felix or by the
       // one started in its place halfway through (which cannot read anything at all).

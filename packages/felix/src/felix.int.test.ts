@@ -11,40 +11,21 @@ import { randomInt } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectLines, FelixLab, logFile, type Pod } from './testing-internal/felix-lab.js';
+import {
+  bundleLabBinaries,
+  eventually,
+  type FelixProcess,
+  labPrerequisites,
+  startLabFelix,
+} from './testing-internal/felix-harness.js';
+import { FelixLab, type Pod } from './testing-internal/felix-lab.js';
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  for (const tool of ['ip', 'nsenter', 'ping', 'nft']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
-  }
-  return missing;
-}
-const missing = missingPrerequisites();
-if (missing.length > 0) {
-  describe('Felix integration', () => {
-    it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
-      throw new Error(`missing prerequisites: ${missing.join(', ')}`);
-    });
-  });
-}
+const missing = labPrerequisites('Felix integration', ['ip', 'nsenter', 'ping', 'nft']);
 
 const V3 = 'projectcalico.org/v3';
 const PORT = 8080;
 const NAMED_PORT = 8081;
-
-async function eventually(what: string, f: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await f()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe.skipIf(missing.length > 0)('Felix integration', () => {
   const lab = new FelixLab();
@@ -52,32 +33,21 @@ describe.skipIf(missing.length > 0)('Felix integration', () => {
   const metricsPort = healthPort + 1;
   let cniBin: string;
   let felixBin: string;
-  let felix: { child: ReturnType<FelixLab['spawnIn']>; lines: string[] } | undefined;
+  let felix: FelixProcess | undefined;
   let clientA: Pod;
   let server: Pod;
   let clientB: Pod;
   const created: { kind: string; name: string; namespace?: string }[] = [];
 
   function startFelix(): void {
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
-      FELIX_FELIXHOSTNAME: lab.nodeName,
-      FELIX_ETCDENDPOINTS: 'http://127.0.0.1:2379',
-      FELIX_HEALTHENABLED: 'true',
-      FELIX_HEALTHHOST: '127.0.0.1',
-      FELIX_HEALTHPORT: String(healthPort),
+    felix = startLabFelix(lab, felixBin, healthPort, {
       felix_prometheusmetricsenabled: 'true',
       FELIX_PROMETHEUSMETRICSPORT: String(metricsPort),
       FELIX_REPORTINGINTERVALSECS: '1',
       FELIX_REPORTINGTTLSECS: '4',
       FELIX_NFTABLESREFRESHINTERVAL: '2',
       FELIX_ROUTEREFRESHINTERVAL: '2',
-      FELIX_MTUFILEPATH: join(lab.tmp, 'mtu'),
-    };
-    const child = lab.spawnIn(lab.node, felixBin, [], env);
-    const lines: string[] = [];
-    collectLines(child, lines, logFile(join(lab.tmp, 'felix.log')));
-    felix = { child, lines };
+    });
   }
 
   const readiness = () => lab.httpGet(`http://127.0.0.1:${healthPort}/readiness`);
@@ -113,14 +83,7 @@ describe.skipIf(missing.length > 0)('Felix integration', () => {
 
   beforeAll(async () => {
     await lab.start();
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleFelix } = await import('../scripts/bundle.mjs');
-    cniBin = join(lab.tmp, 'cni-bin');
-    await bundleCni(cniBin);
-    // In the package's own bin/: the executable finds koffi (native) in this package's node_modules.
-    felixBin = await bundleFelix();
+    ({ cniBin, felixBin } = await bundleLabBinaries(lab));
     await lab.seed({ alpha: { env: 'test' }, beta: { env: 'test' } });
     startFelix();
     clientA = await lab.addPod(cniBin, 'alpha', 'client-a');

@@ -48,11 +48,13 @@ export {
 export { type FelixConfig, PARAMS, type ParamDef } from './config/params.js';
 export {
   CALC_KINDS,
+  FELIX_SYNCER_KINDS,
   FelixDaemon,
   type FelixDaemonOptions,
   type FelixSyncer,
   type FelixSyncerFactory,
   felixKeySources,
+  felixSyncerSources,
 } from './daemon/felix-daemon.js';
 export { HealthAggregator, type HealthReport, startHealthServer } from './daemon/health.js';
 export { FelixMetrics } from './daemon/metrics.js';

@@ -14,36 +14,17 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  collectLines,
-  FelixLab,
-  firstLine,
-  logFile,
-  type Pod,
-  runCapture,
-} from './testing-internal/felix-lab.js';
+  bundleLabBinaries,
+  eventually as eventuallyEvery,
+  labPrerequisites,
+  startLabFelix,
+} from './testing-internal/felix-harness.js';
+import { collectLines, FelixLab, firstLine, type Pod, runCapture } from './testing-internal/felix-lab.js';
 
-function missingPrerequisites(): string[] {
-  const missing: string[] = [];
-  if (process.getuid?.() !== 0) missing.push('root');
-  if (!etcdAvailable()) missing.push('etcd');
-  for (const tool of ['ip', 'nsenter', 'nft']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) missing.push(tool);
-  }
-  return missing;
-}
-const missing = missingPrerequisites();
-if (missing.length > 0) {
-  describe('NAT outgoing', () => {
-    it.skipIf(process.env.CI !== 'true')('has its prerequisites', () => {
-      throw new Error(`missing prerequisites: ${missing.join(', ')}`);
-    });
-  });
-}
+const missing = labPrerequisites('NAT outgoing', ['ip', 'nsenter', 'nft']);
 
 const V3 = 'projectcalico.org/v3';
 const OUTSIDE = '198.18.0.1';
@@ -85,14 +66,9 @@ if (proto === 'tcp') {
 }
 `;
 
-async function eventually(what: string, f: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await f()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** `eventually` with this file's patience: 20 s, checking every 200 ms. */
+const eventually = (what: string, f: () => Promise<boolean> | boolean, ms = 20_000) =>
+  eventuallyEvery(what, f, ms, 200);
 
 describe.skipIf(missing.length > 0)('NAT outgoing', () => {
   const lab = new FelixLab();
@@ -144,13 +120,7 @@ describe.skipIf(missing.length > 0)('NAT outgoing', () => {
 
   beforeAll(async () => {
     await lab.start();
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleFelix } = await import('../scripts/bundle.mjs');
-    const cniBin = join(lab.tmp, 'cni-bin');
-    await bundleCni(cniBin);
-    const felixBin = await bundleFelix();
+    const { cniBin, felixBin } = await bundleLabBinaries(lab);
     await lab.seed({ apps: {} });
     await lab.create({
       apiVersion: V3,
@@ -162,17 +132,7 @@ describe.skipIf(missing.length > 0)('NAT outgoing', () => {
     // The node's second address, for natOutgoingAddress.
     spawnSync('ip', ['-n', lab.node, 'addr', 'add', `${NODE_IP2}/24`, 'dev', 'eth0']);
 
-    const felix = lab.spawnIn(lab.node, felixBin, [], {
-      PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
-      FELIX_FELIXHOSTNAME: lab.nodeName,
-      FELIX_ETCDENDPOINTS: 'http://127.0.0.1:2379',
-      FELIX_HEALTHENABLED: 'true',
-      FELIX_HEALTHHOST: '127.0.0.1',
-      FELIX_HEALTHPORT: String(healthPort),
-      FELIX_MTUFILEPATH: join(lab.tmp, 'mtu'),
-    });
-    felixLines = [];
-    collectLines(felix, felixLines, logFile(join(lab.tmp, 'felix.log')));
+    felixLines = startLabFelix(lab, felixBin, healthPort).lines;
 
     const outside = lab.spawnIn(lab.fabric, process.execPath, ['-e', OUTSIDE_SRC, OUTSIDE, String(PORT)]);
     collectLines(outside, outsideLines);

@@ -302,6 +302,10 @@ export interface MakeEtcdCertificatesOptions {
   readonly serverIPs?: readonly string[];
   /** Default 2. */
   readonly validDays?: number;
+  /** The server certificate's CN. Default `calico-ts test server`. */
+  readonly serverCN?: string;
+  /** The client certificate's CN. Default `calico-ts test client`. */
+  readonly clientCN?: string;
 }
 
 /**
@@ -344,14 +348,18 @@ export async function makeEtcdCertificates(
     p('client.ext'),
     'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
   );
-  for (const who of ['server', 'client']) {
+  const cns = {
+    server: options.serverCN ?? 'calico-ts test server',
+    client: options.clientCN ?? 'calico-ts test client',
+  };
+  for (const who of ['server', 'client'] as const) {
     await openssl(
       'req',
       '-new',
       '-key',
       p(`${who}-key.pem`),
       '-subj',
-      `/CN=calico-ts test ${who}`,
+      `/CN=${cns[who]}`,
       '-out',
       p(`${who}.csr`),
     );

@@ -4,16 +4,17 @@
  * the status keys and the MTU file; readiness follows in-sync, the first apply and datastore
  * reachability, and stopping leaves the rules in place.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
-import { ScriptedCommandRunner } from '@calico-ts/netlinux/testing';
+import type { ScriptedCommandRunner } from '@calico-ts/netlinux/testing';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NOOP_LOGGER } from '../logging.js';
+import { fakeIp, fakeProcSys, seedWebWorkload } from '../testing/index.js';
 import { FelixDaemon } from './felix-daemon.js';
 import { goDurationString, HealthAggregator, probeResponse, renderTable } from './health.js';
 import { statusValue } from './status-reporter.js';
@@ -30,27 +31,6 @@ async function until<T>(what: string, f: () => T | Promise<T>, ms = 5000): Promi
   }
 }
 
-function links() {
-  return JSON.stringify([
-    {
-      ifname: 'eth0',
-      ifindex: 2,
-      mtu: 1480,
-      flags: ['UP', 'LOWER_UP'],
-      operstate: 'UP',
-      address: '02:00:00:00:00:01',
-    },
-    {
-      ifname: 'calia',
-      ifindex: 7,
-      mtu: 1480,
-      flags: ['UP', 'LOWER_UP'],
-      operstate: 'UP',
-      address: 'ee:ee:ee:ee:ee:ee',
-    },
-  ]);
-}
-
 describe('FelixDaemon on fakes', () => {
   let dir: string;
   let kv: MemoryKVStore;
@@ -63,42 +43,13 @@ describe('FelixDaemon on fakes', () => {
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'felix-daemon-'));
-    for (const key of ['net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding']) {
-      await mkdir(join(dir, 'proc-sys', dirname(key)), { recursive: true });
-      await writeFile(join(dir, 'proc-sys', key), '0\n');
-    }
+    await fakeProcSys(join(dir, 'proc-sys'));
     kv = new MemoryKVStore();
     ds = new KVDatastore(kv, { backend: 'memory' });
     nft = new FakeNft();
-    runner = new ScriptedCommandRunner((c) =>
-      c.args.includes('link') ? { stdout: links() } : { stdout: '[]' },
-    );
+    runner = fakeIp();
     probeHangs = false;
-    await ds.create({
-      apiVersion: V3,
-      kind: 'Profile',
-      metadata: { name: 'kns.a' },
-      spec: {
-        ingress: [{ action: 'Allow' }],
-        egress: [{ action: 'Allow' }],
-        labelsToApply: { 'pcns.projectcalico.org/name': 'a' },
-      },
-    } as Resource & { kind: 'Profile' });
-    await ds.create({
-      apiVersion: V3,
-      kind: 'WorkloadEndpoint',
-      metadata: { name: 'node1-k8s-web-eth0', namespace: 'a', labels: { app: 'web' } },
-      spec: {
-        orchestrator: 'k8s',
-        node: 'node1',
-        pod: 'web',
-        endpoint: 'eth0',
-        containerID: 'c1',
-        ipNetworks: ['198.19.0.1/32'],
-        profiles: ['kns.a'],
-        interfaceName: 'calia',
-      },
-    } as Resource & { kind: 'WorkloadEndpoint' });
+    await seedWebWorkload(ds, { profileLabelsToApply: { 'pcns.projectcalico.org/name': 'a' } });
     await ds.create({
       apiVersion: V3,
       kind: 'FelixConfiguration',

@@ -150,6 +150,34 @@ export function felixKeySources(
   };
 }
 
+/** The Calico kinds Felix's syncer follows: the calculation graph's kinds and its own configuration. */
+export const FELIX_SYNCER_KINDS: readonly Kind[] = [
+  ...CALC_KINDS,
+  'FelixConfiguration',
+  'Node',
+  'ClusterInformation',
+];
+
+/**
+ * The sources of Felix's syncer: one resource source per kind of {@link FELIX_SYNCER_KINDS} on
+ * `datastore`, then the key-store sources given (see {@link felixKeySources}), in that order. Felix
+ * builds its own `Syncer` from them, and Typha follows the same sources for its Felix clients.
+ *
+ * @param datastore - The datastore the kinds are listed and watched on.
+ * @param keySources - The IPAM blocks and Kubernetes objects sources; absent ones are left out.
+ * @returns The sources, each with the name Felix's updates carry.
+ */
+export function felixSyncerSources(
+  datastore: Datastore,
+  keySources: Pick<FelixDaemonOptions, 'ipamBlocks' | 'kubeSources'> = {},
+): SyncSource[] {
+  return [
+    ...FELIX_SYNCER_KINDS.map((k) => resourceSource(datastore, k) as SyncSource),
+    ...(keySources.ipamBlocks ? [keySources.ipamBlocks as SyncSource] : []),
+    ...((keySources.kubeSources ?? []) as SyncSource[]),
+  ];
+}
+
 /**
  * What Felix follows the datastore with: its own `Syncer`, or anything of the same shape that
  * delivers the same updates (a Typha client).
@@ -375,15 +403,10 @@ export class FelixDaemon {
       this.#status.start();
     }
     this.#dataplane.start();
-    const kinds: Kind[] = [...CALC_KINDS, 'FelixConfiguration', 'Node', 'ClusterInformation'];
     const makeSyncer = this.#o.syncerFactory ?? ((o: SyncerOptions) => new Syncer(o));
     this.#syncer = makeSyncer(
       {
-        sources: [
-          ...kinds.map((k) => resourceSource(this.#o.datastore, k) as SyncSource),
-          ...(this.#o.ipamBlocks ? [this.#o.ipamBlocks as SyncSource] : []),
-          ...((this.#o.kubeSources ?? []) as SyncSource[]),
-        ],
+        sources: felixSyncerSources(this.#o.datastore, this.#o),
         onUpdate: (u) => this.#onUpdate(u),
         onInSync: () => {
           this.#log.info({}, 'datastore in sync');

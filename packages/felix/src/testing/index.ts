@@ -1,0 +1,1 @@
+export { FAKE_LINKS, fakeIp, fakeProcSys, seedWebWorkload, type WebWorkloadOptions } from './fake-host.js';
