@@ -55,6 +55,7 @@ export {
   type FelixSyncerFactory,
   felixKeySources,
   felixSyncerSources,
+  IPAM_BLOCKS_SOURCE,
 } from './daemon/felix-daemon.js';
 export { HealthAggregator, type HealthReport, startHealthServer } from './daemon/health.js';
 export { FelixMetrics } from './daemon/metrics.js';
