@@ -28,7 +28,7 @@ import {
   type SecretProvider,
 } from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
-import type { Datastore, KVStore } from '@calico-ts/datastore';
+import type { Datastore, KVStore, SyncerOptions } from '@calico-ts/datastore';
 import {
   FelixDaemon,
   felixKeySources,
@@ -38,7 +38,7 @@ import {
 } from '@calico-ts/felix';
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
-import { agentSyncer } from '@calico-ts/typha';
+import { type AgentTyphaConfig, affinityFilter, agentSyncer } from '@calico-ts/typha';
 import { bgpHealthReport, bgpPeersOf } from './bgp-health.js';
 import type { Env, NodeEnv } from './env.js';
 import { errorMessage } from './errors.js';
@@ -98,6 +98,8 @@ export class CalicoNode {
   #bird6Pid: number | undefined;
   #cniService: PluginService | undefined;
   #stopped = false;
+  /** Felix's Typha parameters, as its syncer factory saw them. */
+  #typhaConfig: AgentTyphaConfig | undefined;
 
   constructor(opts: CalicoNodeOptions) {
     this.#o = opts;
@@ -117,12 +119,15 @@ export class CalicoNode {
       // Services and EndpointSlices (policy `services` matches), through Felix's syncer.
       ...felixKeySources(opts.kv, opts.datastore.backend),
       // FELIX_TYPHAADDR / FELIX_TYPHAK8SSERVICENAME: the same updates through Typha.
-      syncerFactory: (o, cfg) =>
-        agentSyncer(o, cfg, {
+      syncerFactory: (o, cfg) => {
+        // BIRD's syncer follows the same decision (Felix's Typha parameters), made once here.
+        this.#typhaConfig = cfg;
+        return agentSyncer(o, cfg, {
           client: 'felix',
           syncerType: 'felix',
           ...(opts.typhaEndpoints ? { getEndpoints: opts.typhaEndpoints } : {}),
-        }),
+        });
+      },
       nft: opts.nft,
       ...(opts.nftIp6 !== undefined ? { nftIp6: opts.nftIp6 } : {}),
       net: opts.net,
@@ -194,6 +199,7 @@ export class CalicoNode {
       nodeName: env.nodeName,
       targets: { 4: this.#supervisor, ...(this.#supervisor6 ? { 6: this.#supervisor6 } : {}) },
       ...(this.#o.secretProvider ? { secretProvider: this.#o.secretProvider } : {}),
+      ...(this.#typhaConfig ? { syncerFactory: this.#birdSyncerFactory(this.#typhaConfig) } : {}),
       log: birdLog,
     });
     await this.#bridge.start();
@@ -264,6 +270,20 @@ export class CalicoNode {
       report = bgpHealthReport(e instanceof Error ? e : new Error(String(e)));
     }
     if (!this.#stopped) this.felix.health.report(BIRD_HEALTH_REPORTER, report);
+  }
+
+  /**
+   * BIRD's syncer: Typha's `bgp` type when Felix's parameters name a Typha (this node's block
+   * affinities only, under the source name the bridge expects), else its own list and watch.
+   */
+  #birdSyncerFactory(cfg: AgentTyphaConfig): (o: SyncerOptions) => ReturnType<typeof agentSyncer> {
+    return (o) =>
+      agentSyncer(o, cfg, {
+        client: 'bird',
+        syncerType: 'bgp',
+        filter: affinityFilter(this.#o.env.nodeName),
+        ...(this.#o.typhaEndpoints ? { getEndpoints: this.#o.typhaEndpoints } : {}),
+      });
   }
 
   #birdLogger(): BirdLogger {

@@ -29,6 +29,7 @@ import {
   kvSource,
   resourceSource,
   Syncer,
+  type SyncerOptions,
   type SyncerUpdate,
   type SyncSource,
 } from '@calico-ts/datastore';
@@ -71,7 +72,22 @@ export interface BirdBridgeOptions {
   secrets?: Readonly<Record<string, string>>;
   /** Password values that change over time (calico-node: Secrets watched in the API server). */
   secretProvider?: SecretProvider;
+  /**
+   * Makes the syncer from the sources and callbacks (default: `new Syncer(opts)`, a list and watch
+   * of each). calico-node passes one that connects to Typha instead when Typha is configured; it
+   * must deliver the same source names (the five kinds, and this node's affinities under
+   * `affinities.name`).
+   */
+  syncerFactory?: (opts: SyncerOptions) => BridgeSyncer;
   log?: BirdLogger;
+}
+
+/** What the bridge needs of its syncer. */
+export interface BridgeSyncer {
+  /** Begins delivering updates to the options' callbacks; returns at once. */
+  start(): void;
+  /** Stops delivering and releases its connections. */
+  stop(): Promise<void>;
 }
 
 const WATCHED = ['Node', 'BGPConfiguration', 'BGPPeer', 'BGPFilter', 'IPPool'] as const;
@@ -88,7 +104,7 @@ export class BirdBridge {
     IPPool: new Map(),
   };
   private readonly affinities = new Map<string, BlockAffinity>();
-  private syncer: Syncer | undefined;
+  private syncer: BridgeSyncer | undefined;
   private inSync = false;
   private debounceTimer: NodeJS.Timeout | undefined;
   private rendering: Promise<void> | undefined;
@@ -115,7 +131,8 @@ export class BirdBridge {
       if (this.inSync) this.markDirty();
     });
     const synced = new Promise<void>((resolve) => {
-      this.syncer = new Syncer({
+      const factory = this.opts.syncerFactory ?? ((o: SyncerOptions) => new Syncer(o));
+      this.syncer = factory({
         sources: [
           ...WATCHED.map((k) => resourceSource(this.opts.datastore, k) as SyncSource),
           this.opts.affinities as SyncSource,

@@ -28,6 +28,7 @@ export {
   BirdBridge,
   type BirdBridgeOptions,
   type BirdConfigTarget,
+  type BridgeSyncer,
   nodeAffinitySource,
 } from './bridge.js';
 export {
