@@ -61,6 +61,8 @@ export interface LabStateFile {
     fabricNetns: string;
     etcdNetns: string;
     etcdUrl: string;
+    /** `--typha`. */
+    typha?: { addr: string; metricsPort: number; log: string };
     nodes: { name: string; netns: string; ip: string; ip6?: string; runDir: string }[];
   };
 }

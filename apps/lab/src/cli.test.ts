@@ -149,6 +149,9 @@ describe('pnpm lab command line', () => {
   it('up --tls: a switch, not with --images', () => {
     expect(parseLabArgs(['up', '--tls', '--datastore', 'etcdv3']).command).toMatchObject({ tls: true });
     usageError(['up', '--tls', '--images'], /--tls runs the built programs/);
+    expect(parseLabArgs(['up', '--typha']).command).toMatchObject({ kind: 'up', typha: true });
+    usageError(['up', '--typha', '--images'], /no typha image yet/);
+    usageError(['up', '--typha', '--tls'], /--typha does not take --tls yet/);
   });
   it('up --mode policy-only: on the Kubernetes datastore', () => {
     expect(parseLabArgs(['up', '--mode', 'policy-only', '--nodes', '2']).command).toEqual({
@@ -188,7 +191,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--node', '3'],
-      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --images\)/,
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --typha, --images\)/,
     );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

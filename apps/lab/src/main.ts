@@ -111,6 +111,7 @@ async function run(args: LabArgs): Promise<number> {
         topology: cmd.topology,
         ipFamily: cmd.ipFamily,
         ...(cmd.tls ? { tls: true } : {}),
+        ...(cmd.typha ? { typha: true } : {}),
         stateDir,
         ...(cmd.images ? { images: labImages(imageRef) } : {}),
       });

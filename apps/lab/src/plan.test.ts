@@ -10,6 +10,7 @@ import {
   planLab,
   pluginConfig,
   podNetns,
+  typhaEnv,
 } from './plan.js';
 
 describe('lab plan', () => {
@@ -35,6 +36,41 @@ describe('lab plan', () => {
     expect(p.nodes.map((n) => n.name)).toEqual(['n1', 'n2']);
     expect(p.fabricNetns).toBe('e2e7-fabric');
     expect(podNetns('e2e7', 'team-a', 'web')).toBe('e2e7-pod-team-a-web');
+  });
+  it('--typha: Typha on the etcd address and the lab datastore, every calico-node pointed at it', () => {
+    const p = planLab({
+      name: 'lab',
+      nodes: 2,
+      mode: 'bgp',
+      datastore: 'etcdv3',
+      typha: true,
+      stateDir: '/s',
+    });
+    expect(p.typha).toEqual({ addr: '198.18.0.2:5473', metricsPort: 9093, log: '/s/typha.log' });
+    expect(calicoNodeEnv(p, p.nodes[1]!, '/usr/bin').FELIX_TYPHAADDR).toBe('198.18.0.2:5473');
+    expect(typhaEnv(p, p.typha!, '/usr/bin')).toMatchObject({
+      TYPHA_DATASTORETYPE: 'etcdv3',
+      TYPHA_ETCDENDPOINTS: 'http://198.18.0.2:2379',
+      TYPHA_SERVERHOST: '198.18.0.2',
+      TYPHA_SERVERPORT: '5473',
+      TYPHA_PROMETHEUSMETRICSENABLED: 'true',
+      TYPHA_PROMETHEUSMETRICSPORT: '9093',
+    });
+    const k = planLab({
+      name: 'lab',
+      nodes: 1,
+      mode: 'vxlan',
+      datastore: 'kubernetes',
+      typha: true,
+      stateDir: '/s',
+    });
+    expect(typhaEnv(k, k.typha!, '/usr/bin')).toMatchObject({
+      TYPHA_DATASTORETYPE: 'kubernetes',
+      KUBECONFIG: k.kube.kubeconfig,
+    });
+    const without = planLab({ name: 'lab', nodes: 1, mode: 'bgp', stateDir: '/s' });
+    expect(without.typha).toBeUndefined();
+    expect(calicoNodeEnv(without, without.nodes[0]!, '/usr/bin').FELIX_TYPHAADDR).toBeUndefined();
   });
   it("calico-node's environment is the DaemonSet's, pointed at the lab", () => {
     const p = planLab({ name: 'lab', nodes: 1, mode: 'bgp', datastore: 'etcdv3', stateDir: '/s' });

@@ -186,6 +186,8 @@ export interface LabPlan {
   readonly etcdTls?: EtcdTlsPlan;
   /** Set when the lab runs the container images (`--images`). */
   readonly images?: LabImages;
+  /** `--typha`: calico-typha in the etcd namespace, followed by every calico-node. */
+  readonly typha?: TyphaPlan;
   readonly kube: KubePlan;
   readonly stateDir: string;
   readonly fabricNetns: string;
@@ -196,6 +198,18 @@ export interface LabPlan {
   readonly calicoctlConfig: string;
   readonly nodes: readonly NodePlan[];
 }
+
+/** calico-typha in the lab (`--typha`): where it listens, its metrics, its log. */
+export interface TyphaPlan {
+  /** `host:port` calico-node's FELIX_TYPHAADDR names. */
+  readonly addr: string;
+  readonly metricsPort: number;
+  readonly log: string;
+}
+
+/** Upstream's Typha port, and its Prometheus metrics port. */
+export const TYPHA_PORT = 5473;
+export const TYPHA_METRICS_PORT = 9093;
 
 const NAME_RE = /^[a-z][a-z0-9-]{0,15}$/;
 
@@ -225,6 +239,7 @@ export function planLab(opts: {
   topology?: LabTopology;
   ipFamily?: LabIPFamily;
   tls?: boolean;
+  typha?: boolean;
   stateDir: string;
   images?: LabImages;
 }): LabPlan {
@@ -289,6 +304,15 @@ export function planLab(opts: {
     ...(ipFamily !== '4' ? { ipFamily } : {}),
     ...(etcdTls ? { etcdTls } : {}),
     ...(opts.images ? { images: opts.images } : {}),
+    ...(opts.typha
+      ? {
+          typha: {
+            addr: `${ETCD_IP}:${TYPHA_PORT}`,
+            metricsPort: TYPHA_METRICS_PORT,
+            log: join(opts.stateDir, 'typha.log'),
+          },
+        }
+      : {}),
     kube: {
       apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
       dir: kubeDir,
@@ -397,6 +421,25 @@ export function kubeControllersEnv(plan: LabPlan, path: string): Record<string, 
 }
 
 /**
+ * calico-typha's environment (upstream's `TYPHA_*` names): the lab's datastore, listening on the
+ * etcd namespace's address, health and Prometheus metrics on.
+ */
+export function typhaEnv(plan: LabPlan, typha: TyphaPlan, path: string): Record<string, string> {
+  return {
+    PATH: path,
+    ...datastoreEnv(plan),
+    TYPHA_DATASTORETYPE: plan.datastore,
+    ...(plan.datastore === 'etcdv3' ? { TYPHA_ETCDENDPOINTS: plan.etcdUrl } : {}),
+    TYPHA_SERVERHOST: ETCD_IP,
+    TYPHA_SERVERPORT: String(TYPHA_PORT),
+    TYPHA_LOGSEVERITYSCREEN: 'info',
+    TYPHA_PROMETHEUSMETRICSENABLED: 'true',
+    TYPHA_PROMETHEUSMETRICSHOST: ETCD_IP,
+    TYPHA_PROMETHEUSMETRICSPORT: String(typha.metricsPort),
+  };
+}
+
+/**
  * calico-node's networking half of the environment: BIRD or VXLAN with the lab's pool, or (policy
  * only, as deploy/manifests/calico-policy-only.yaml sets it) no backend, no address, no pool, and
  * Felix on the other CNI's interfaces.
@@ -456,6 +499,8 @@ export function calicoNodeEnv(plan: LabPlan, node: NodePlan, path: string): Reco
     KUBECONFIG: plan.kube.kubeconfig,
     NAMESPACE: LAB_SECRETS_NAMESPACE,
     FELIX_HEALTHENABLED: 'true',
+    // --typha: Felix and BIRD follow Typha instead of the datastore.
+    ...(plan.typha ? { FELIX_TYPHAADDR: plan.typha.addr } : {}),
     // IPv4 only unless the lab has IPv6 pods (networkingEnv says so).
     FELIX_IPV6SUPPORT: 'false',
     ...networkingEnv(plan),

@@ -57,6 +57,7 @@ describe('prerequisites', () => {
       cniPlugin: '/x/calico.mjs',
       calicoctl: '/x/calicoctl',
       kubeControllers: '/x/calico-kube-controllers',
+      typha: '/x/calico-typha',
       listener: '/l',
       prober: '/p',
     };

@@ -17,6 +17,8 @@ export interface Artifacts {
   readonly calicoctl: string;
   /** calico-kube-controllers (apps/kube-controllers), run with Node. */
   readonly kubeControllers: string;
+  /** calico-typha (apps/typha), run with Node when the lab has `--typha`. */
+  readonly typha: string;
   readonly listener: string;
   readonly prober: string;
 }
@@ -43,6 +45,7 @@ export function artifacts(
     kubeControllers:
       env.CALICO_LAB_KUBE_CONTROLLERS_BIN ||
       join(REPO_ROOT, 'apps/kube-controllers/bin/calico-kube-controllers'),
+    typha: env.CALICO_LAB_TYPHA_BIN || join(REPO_ROOT, 'apps/typha/bin/calico-typha'),
     listener: join(REPO_ROOT, 'apps/lab/agents/listener.mjs'),
     prober: join(REPO_ROOT, 'apps/lab/agents/probe.mjs'),
   };

@@ -68,6 +68,7 @@ import {
   type LabPlan,
   type NodePlan,
   nodeCniBinDir,
+  typhaEnv,
   usesBird,
 } from './plan.js';
 import {
@@ -429,6 +430,42 @@ export class LabBuilder {
     );
   }
 
+  /** `--typha`: calico-typha in the etcd namespace, on the lab's datastore. */
+  startTypha(): void {
+    const typha = this.plan.typha;
+    if (!typha) return;
+    const rec = spawnDetached([...nsenter(this.plan.etcdNetns), process.execPath, this.arts.typha], {
+      env: typhaEnv(this.plan, typha, PATH),
+      log: typha.log,
+    });
+    this.state.processes.typha = rec;
+    this.save();
+    this.out.step(
+      `calico-typha: ${typha.addr} in namespace ${this.plan.etcdNetns} (pid ${rec.pid}), ` +
+        `metrics on port ${typha.metricsPort}, log ${typha.log}`,
+    );
+  }
+
+  /** Until Typha has listed every source once (its log says so), so nodes start from a full view. */
+  async waitTypha(timeoutMs = 60_000): Promise<void> {
+    const typha = this.plan.typha;
+    if (!typha) return;
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const text = existsSync(typha.log) ? readFileSync(typha.log, 'utf8') : '';
+      if (text.includes('"in sync with the datastore"')) break;
+      if (!isAlive(this.state.processes.typha))
+        throw new LabError('setup', `calico-typha exited; ${logTail(typha.log)}`);
+      if (Date.now() > end)
+        throw new LabError(
+          'setup',
+          `calico-typha not in sync with the datastore in ${timeoutMs / 1000} s; ${logTail(typha.log)}`,
+        );
+      await sleep(100);
+    }
+    this.out.step('calico-typha: in sync with the datastore');
+  }
+
   /** Until kube-controllers' own readiness probe (`-r`, its status file) passes. */
   async waitKubeControllers(timeoutMs = 90_000): Promise<void> {
     const { plan: kube } = this.#kube();
@@ -683,7 +720,7 @@ export async function labUp(
   b.save();
   out.step(
     `lab "${plan.name}": ${plan.nodes.length} nodes, mode ${plan.mode}, ` +
-      `${plan.ipFamily !== undefined && plan.ipFamily !== '4' ? `IP family ${plan.ipFamily}, ` : ''}datastore ${plan.datastore}, ` +
+      `${plan.ipFamily !== undefined && plan.ipFamily !== '4' ? `IP family ${plan.ipFamily}, ` : ''}datastore ${plan.datastore}, ${plan.typha ? 'Typha, ' : ''}` +
       `${plan.images ? `images ${Object.values(plan.images).join(', ')}, ` : ''}state in ${plan.stateDir}`,
   );
   // Certificates are made while the namespaces and etcd come up.
@@ -711,6 +748,8 @@ export async function labUp(
     }
     await b.waitApiServer('/livez');
     await b.kubeObjects();
+    b.startTypha();
+    await b.waitTypha();
     await installed;
     // Containers take a moment each to start: all at once, and all finished (started or failed)
     // before a failure is reported and the clean-up removes them.
