@@ -22,6 +22,8 @@ export interface AgentTyphaConfig {
   readonly TyphaK8sNamespace: string;
   /** Seconds. */
   readonly TyphaReadTimeout: number;
+  /** Seconds; absent: 10. */
+  readonly TyphaWriteTimeout?: number;
   readonly TyphaCAFile: string;
   readonly TyphaCertFile: string;
   readonly TyphaKeyFile: string;
@@ -102,6 +104,7 @@ export function agentSyncer(
     ...(opts.onConnection ? { onConnection: opts.onConnection } : {}),
     ...(deps.filter ? { filter: deps.filter } : {}),
     readTimeoutMs: cfg.TyphaReadTimeout * 1000,
+    ...(cfg.TyphaWriteTimeout !== undefined ? { writeTimeoutMs: cfg.TyphaWriteTimeout * 1000 } : {}),
     ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
     ...(opts.maxRetryMs !== undefined ? { maxRetryMs: opts.maxRetryMs } : {}),
     ...(opts.log ? { log: opts.log } : {}),

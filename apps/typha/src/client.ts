@@ -57,6 +57,11 @@ export interface TyphaClientOptions {
   readonly filter?: (source: string, key: string) => string | undefined;
   /** Nothing heard from Typha for this long (it pings every 10 s by default) ⇒ reconnect. */
   readonly readTimeoutMs?: number;
+  /**
+   * A write (the hello, a pong) not handed to the kernel within this long ⇒ reconnect (Felix's
+   * TyphaWriteTimeout, default 10 s): Typha has stopped reading, so its pings' answers pile up.
+   */
+  readonly writeTimeoutMs?: number;
   readonly connectTimeoutMs?: number;
   readonly retryMs?: number;
   readonly maxRetryMs?: number;
@@ -185,6 +190,23 @@ export class TyphaClient {
         if (this.#stopped) resolve();
         else reject(e);
       };
+      const writeTimeoutMs = this.#o.writeTimeoutMs ?? 10_000;
+      const timers = new Set<NodeJS.Timeout>();
+      const send = (line: string) => {
+        const timer = setTimeout(
+          () => end(new Error(`a write to Typha did not complete in ${writeTimeoutMs / 1000} s`)),
+          writeTimeoutMs,
+        );
+        timers.add(timer);
+        socket.write(line, () => {
+          clearTimeout(timer);
+          timers.delete(timer);
+        });
+      };
+      socket.once('close', () => {
+        for (const t of timers) clearTimeout(t);
+        timers.clear();
+      });
       const lines = new LineSplitter();
       let held: Map<string, Held & { readonly source: string }> | undefined;
       let live = false;
@@ -196,7 +218,7 @@ export class TyphaClient {
           case 'error':
             throw new Error(`Typha refused: ${m.reason}`);
           case 'ping':
-            socket.write(encodeMessage({ t: 'pong', ts: m.ts }));
+            send(encodeMessage({ t: 'pong', ts: m.ts }));
             return;
           case 'snapshot-end':
             if (!held) throw new Error('snapshot-end before hello-ok');
@@ -230,7 +252,7 @@ export class TyphaClient {
       };
       socket.on(tls ? 'secureConnect' : 'connect', () => {
         socket.setTimeout(this.#o.readTimeoutMs ?? 30_000);
-        socket.write(
+        send(
           encodeMessage({
             t: 'hello',
             version: PROTOCOL_VERSION,
