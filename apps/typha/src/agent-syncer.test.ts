@@ -2,19 +2,9 @@ import { Syncer } from '@calico-ts/datastore';
 import { describe, expect, it } from 'vitest';
 import { type AgentTyphaConfig, addressesFromEndpoints, agentSyncer, usesTypha } from './agent-syncer.js';
 import { TyphaClient } from './client.js';
+import { agentConfig } from './testing-internal/agent-config.js';
 
-const NONE: AgentTyphaConfig = {
-  FelixHostname: 'n1',
-  TyphaAddr: '',
-  TyphaK8sServiceName: '',
-  TyphaK8sNamespace: 'kube-system',
-  TyphaReadTimeout: 30,
-  TyphaCAFile: '',
-  TyphaCertFile: '',
-  TyphaKeyFile: '',
-  TyphaCN: '',
-  TyphaURISAN: '',
-};
+const NONE: AgentTyphaConfig = agentConfig();
 const callbacks = { sources: [], onUpdate: () => {}, onInSync: () => {} };
 
 describe('agentSyncer', () => {

@@ -8,9 +8,10 @@ import type { Resource } from '@calico-ts/api';
 import { BirdBridge, type BirdConfigTarget, nodeAffinitySource } from '@calico-ts/bird-bridge';
 import { IpamStore, KVDatastore, MemoryKVStore, type SyncerOptions } from '@calico-ts/datastore';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AgentTyphaConfig, agentSyncer } from './agent-syncer.js';
+import { agentSyncer } from './agent-syncer.js';
 import { TyphaServer } from './server.js';
 import { affinityFilter, typhaSources } from './syncer-sources.js';
+import { agentConfig } from './testing-internal/agent-config.js';
 import { until } from './testing-internal/consumer.js';
 
 const V3 = 'projectcalico.org/v3';
@@ -38,18 +39,7 @@ function node(name: string, ip: string): Resource {
   } as unknown as Resource;
 }
 
-const cfg = (port: number): AgentTyphaConfig => ({
-  FelixHostname: 'node-a',
-  TyphaAddr: `127.0.0.1:${port}`,
-  TyphaK8sServiceName: '',
-  TyphaK8sNamespace: 'kube-system',
-  TyphaReadTimeout: 30,
-  TyphaCAFile: '',
-  TyphaCertFile: '',
-  TyphaKeyFile: '',
-  TyphaCN: '',
-  TyphaURISAN: '',
-});
+const cfg = (port: number) => agentConfig({ FelixHostname: 'node-a', TyphaAddr: `127.0.0.1:${port}` });
 
 describe('bird-bridge through Typha', () => {
   const stops: (() => Promise<void>)[] = [];
