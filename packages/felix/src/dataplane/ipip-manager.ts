@@ -27,6 +27,7 @@ import { isNetlinuxError, type Link, type Netlinux, type Route, type RouteSpec }
 import { IPIP_DEVICE, type IpipDevice, type IpipState } from '../calc/ipip-resolver.js';
 import type { EncapRoute } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import { type EncapManagerOptions, encapRouteSpec, syncOwnedRoutes } from './encap-routes.js';
 import { matchesPrefixes } from './interface-monitor.js';
 import { protocolMatches } from './route-manager.js';
 import type { DeviceAction } from './vxlan-manager.js';
@@ -47,19 +48,9 @@ export type IpipNetOps = Pick<
 >;
 
 /** What an IpipManager acts on, and how. */
-export interface IpipManagerOptions {
+export interface IpipManagerOptions extends EncapManagerOptions {
   /** The kernel. */
   readonly net: IpipNetOps;
-  /** The network namespace to act in (name or path); absent: Felix's own. */
-  readonly netns?: string;
-  /** Protocol of the routes this manager programs (see `encapRouteProtocol`). */
-  readonly protocol: number;
-  /** Workload interface prefixes, whose routes are never touched here. */
-  readonly workloadPrefixes: readonly string[];
-  /** Destinations another manager (VXLAN) programs with the same protocol: never ours. */
-  readonly claimedElsewhere?: (dst: string) => boolean;
-  /** Where it logs; silent when absent. */
-  readonly log?: Logger;
 }
 
 /** What one `apply()` changed in the kernel. */
@@ -200,22 +191,6 @@ export class IpipManager {
     );
   }
 
-  #spec(r: EncapRoute, parentDev: string | undefined): RouteSpec | undefined {
-    const proto = this.#o.protocol;
-    switch (r.kind) {
-      case 'tunnel':
-        return { dst: r.dst, gateway: r.gateway, dev: r.dev, onlink: true, proto };
-      case 'device':
-        return { dst: r.dst, dev: r.dev, scope: 'link', proto };
-      case 'same-subnet':
-        return parentDev === undefined
-          ? undefined
-          : { dst: r.dst, gateway: r.gateway, dev: parentDev, proto };
-      case 'blackhole':
-        return { dst: r.dst, type: 'blackhole', proto };
-    }
-  }
-
   async #syncRoutes(
     routes: readonly EncapRoute[],
     deviceReady: boolean,
@@ -231,56 +206,19 @@ export class IpipManager {
     const desired = new Map<string, RouteSpec>();
     for (const r of routes) {
       if ((r.kind === 'tunnel' || r.kind === 'device') && !deviceReady) continue;
-      const spec = this.#spec(r, r.kind === 'same-subnet' ? parentOf(r.gateway) : undefined);
+      const spec = encapRouteSpec(
+        r,
+        r.kind === 'same-subnet' ? parentOf(r.gateway) : undefined,
+        this.#o.protocol,
+      );
       if (spec) desired.set(spec.dst, spec);
       else errors.push(`route ${r.dst}: no interface of this node is on the subnet of its gateway`);
     }
-    const current = (await net.listRoutes({ family: 4 }, ns)).filter((r) => this.owns(r));
-    const have = new Map(current.map((r) => [r.dst, r]));
-    for (const [dst, spec] of desired) {
-      const got = have.get(dst);
-      if (got && sameRoute(got, spec)) continue;
-      try {
-        await net.replaceRoute(spec, ns);
-        out.routesAdded.push(describeRoute(spec));
-      } catch (e) {
-        errors.push(`route ${describeRoute(spec)}: ${errorMessage(e)}`);
-      }
-    }
-    for (const r of current) {
-      if (desired.has(r.dst)) continue;
-      try {
-        const gone = await net.delRoute(
-          {
-            dst: r.dst,
-            ...(r.dev !== undefined ? { dev: r.dev } : {}),
-            ...(r.type !== undefined ? { type: r.type } : {}),
-            ...(r.proto !== undefined ? { proto: r.proto } : {}),
-          },
-          { ignoreMissing: true },
-          ns,
-        );
-        if (gone) out.routesRemoved.push(describeRoute(r));
-      } catch (e) {
-        errors.push(`route ${r.dst}: ${errorMessage(e)}`);
-      }
-    }
+    await syncOwnedRoutes(
+      { net, netns: ns, family: 4, protocol: this.#o.protocol, owns: (r) => this.owns(r) },
+      desired,
+      out,
+      errors,
+    );
   }
-}
-
-function sameRoute(got: Route, want: RouteSpec): boolean {
-  return (
-    (got.type ?? 'unicast') === (want.type ?? 'unicast') &&
-    got.dev === want.dev &&
-    got.gateway === want.gateway &&
-    (got.onlink === true) === (want.onlink === true)
-  );
-}
-
-function describeRoute(r: RouteSpec | Route): string {
-  const parts = [r.type === 'blackhole' ? `blackhole ${r.dst}` : r.dst];
-  if (r.gateway !== undefined) parts.push(`via ${r.gateway}`);
-  if (r.dev !== undefined) parts.push(`dev ${r.dev}`);
-  if (r.onlink) parts.push('onlink');
-  return parts.join(' ');
 }

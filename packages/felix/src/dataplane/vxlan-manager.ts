@@ -27,13 +27,9 @@
  * timer). Thread-safety: calls are serialised by the caller (LinuxDataplane).
  */
 import type { Link, Netlinux, Route, RouteSpec } from '@calico-ts/netlinux';
-import {
-  type EncapRoute,
-  type VxlanDevice,
-  type VxlanState,
-  vxlanDeviceName,
-} from '../calc/vxlan-resolver.js';
+import { type VxlanDevice, type VxlanState, vxlanDeviceName } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import { type EncapManagerOptions, encapRouteSpec, syncOwnedRoutes } from './encap-routes.js';
 import { matchesPrefixes } from './interface-monitor.js';
 import { protocolMatches } from './route-manager.js';
 
@@ -58,19 +54,11 @@ export type VxlanNetOps = Pick<
   | 'writeSysctls'
 >;
 
-export interface VxlanManagerOptions {
+export interface VxlanManagerOptions extends EncapManagerOptions {
+  /** The kernel. */
   readonly net: VxlanNetOps;
-  /** The network namespace to act in (name or path); absent: Felix's own. */
-  readonly netns?: string;
-  /** Protocol of the routes this manager programs off the device (see `encapRouteProtocol`). */
-  readonly protocol: number;
-  /** Workload interface prefixes, whose routes are never touched here. */
-  readonly workloadPrefixes: readonly string[];
-  /** Destinations another manager (IPIP) programs with the same protocol: never ours. */
-  readonly claimedElsewhere?: (dst: string) => boolean;
   /** The address family: 4 (vxlan.calico, the default) or 6 (vxlan-v6.calico). */
   readonly family?: 4 | 6;
-  readonly log?: Logger;
 }
 
 export type DeviceAction = 'created' | 'recreated' | 'updated' | 'unchanged' | 'removed' | 'absent';
@@ -96,10 +84,6 @@ export function vxlanIncompatibility(link: Link, want: VxlanDevice, parentDev: s
   if (v.learning) return 'learning: on vs off';
   if (link.mac !== want.mac) return `MAC: ${link.mac} vs ${want.mac}`;
   return undefined;
-}
-
-function routeKey(r: { dst: string }): string {
-  return r.dst;
 }
 
 export class VxlanManager {
@@ -332,22 +316,6 @@ export class VxlanManager {
     );
   }
 
-  #spec(r: EncapRoute, parentDev: string | undefined): RouteSpec | undefined {
-    const proto = this.#o.protocol;
-    switch (r.kind) {
-      case 'tunnel':
-        return { dst: r.dst, gateway: r.gateway, dev: r.dev, onlink: true, proto };
-      case 'device':
-        return { dst: r.dst, dev: r.dev, scope: 'link', proto };
-      case 'same-subnet':
-        return parentDev === undefined
-          ? undefined
-          : { dst: r.dst, gateway: r.gateway, dev: parentDev, proto };
-      case 'blackhole':
-        return { dst: r.dst, type: 'blackhole', proto };
-    }
-  }
-
   async #syncRoutes(
     st: VxlanState,
     deviceReady: boolean,
@@ -355,62 +323,23 @@ export class VxlanManager {
     out: { routesAdded: string[]; routesRemoved: string[] },
     errors: string[],
   ): Promise<void> {
-    const ns = this.#o.netns;
     const desired = new Map<string, RouteSpec>();
     for (const r of st.routes) {
       if ((r.kind === 'tunnel' || r.kind === 'device') && !deviceReady) continue;
-      const spec = this.#spec(r, parentDev);
-      if (spec) desired.set(routeKey(spec), spec);
+      const spec = encapRouteSpec(r, parentDev, this.#o.protocol);
+      if (spec) desired.set(spec.dst, spec);
     }
-    const current = (await this.#o.net.listRoutes({ family: this.#family }, ns)).filter((r) => this.owns(r));
-    const have = new Map(current.map((r) => [routeKey(r), r]));
-    for (const [k, spec] of desired) {
-      const got = have.get(k);
-      if (got && sameRoute(got, spec, this.#o.protocol)) continue;
-      try {
-        await this.#o.net.replaceRoute(spec, ns);
-        out.routesAdded.push(describeRoute(spec));
-      } catch (e) {
-        errors.push(`route ${describeRoute(spec)}: ${errorMessage(e)}`);
-      }
-    }
-    for (const r of current) {
-      const want = desired.get(routeKey(r));
-      if (want && sameRoute(r, want, this.#o.protocol)) continue;
-      if (want) continue; // replaced above (a replace of the same destination takes its place)
-      try {
-        const gone = await this.#o.net.delRoute(
-          {
-            dst: r.dst,
-            ...(r.dev !== undefined ? { dev: r.dev } : {}),
-            ...(r.type !== undefined ? { type: r.type } : {}),
-            ...(r.proto !== undefined ? { proto: r.proto } : {}),
-          },
-          { ignoreMissing: true },
-          ns,
-        );
-        if (gone) out.routesRemoved.push(describeRoute(r));
-      } catch (e) {
-        errors.push(`route ${r.dst}: ${errorMessage(e)}`);
-      }
-    }
+    await syncOwnedRoutes(
+      {
+        net: this.#o.net,
+        netns: this.#o.netns,
+        family: this.#family,
+        protocol: this.#o.protocol,
+        owns: (r) => this.owns(r),
+      },
+      desired,
+      out,
+      errors,
+    );
   }
-}
-
-function sameRoute(got: Route, want: RouteSpec, protocol: number): boolean {
-  return (
-    (got.type ?? 'unicast') === (want.type ?? 'unicast') &&
-    got.dev === want.dev &&
-    got.gateway === want.gateway &&
-    (got.onlink === true) === (want.onlink === true) &&
-    protocolMatches(got.proto, protocol)
-  );
-}
-
-function describeRoute(r: RouteSpec | Route): string {
-  const parts = [r.type === 'blackhole' ? `blackhole ${r.dst}` : r.dst];
-  if (r.gateway !== undefined) parts.push(`via ${r.gateway}`);
-  if (r.dev !== undefined) parts.push(`dev ${r.dev}`);
-  if (r.onlink) parts.push('onlink');
-  return parts.join(' ');
 }
