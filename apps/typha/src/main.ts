@@ -80,7 +80,8 @@ export async function main(env: Env): Promise<number> {
             clientCN: cfg.clientCN,
             clientURISAN: cfg.clientURISAN,
           };
-    let metrics: TyphaMetrics | undefined;
+    // The metrics read the server's stats at scrape time; the server tells them its timings.
+    const metrics = cfg.prometheusMetricsEnabled ? new TyphaMetrics(() => server.stats()) : undefined;
     server = new TyphaServer({
       sources: typhaSources(ds, kv),
       backend: cfg.datastoreType,
@@ -92,13 +93,8 @@ export async function main(env: Env): Promise<number> {
       maxConnections: cfg.maxConnections,
       serverName: env.HOSTNAME ?? 'typha',
       log,
-      observer: {
-        pingLatency: (s) => metrics?.observer.pingLatency?.(s),
-        snapshotSent: (s) => metrics?.observer.snapshotSent?.(s),
-      },
+      ...(metrics ? { observer: metrics.observer } : {}),
     });
-    const running = server;
-    if (cfg.prometheusMetricsEnabled) metrics = new TyphaMetrics(() => running.stats());
     await server.start();
     const health = cfg.healthEnabled
       ? await startHealthServer(server, cfg.healthHost, cfg.healthPort)

@@ -3,15 +3,17 @@
  * one transaction, read-back finds nothing to do after a clean programming or a restart, and
  * tampering with the kernel (a rule, a chain, a set element, a whole table) is repaired.
  */
-import type { NftClient, NftCommand, NftResult } from '@calico-ts/nftables';
+import type { NftClient, NftCommand as NftClientCommand, NftResult } from '@calico-ts/nftables';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { np, pool, profile, wep } from '../calc/testing-internal/resources.js';
 import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from '../rules/config.js';
+import type { NftCommand } from '../rules/nft-json.js';
 import { hashOfComment } from '../rules/rule-hashes.js';
 import type { NftDesired } from '../rules/ruleset.js';
+import { commandFamily } from '../rules/ruleset-diff.js';
 import { renderRuleset } from '../rules/ruleset-renderer.js';
 import { NftablesDataplane } from './nftables-dataplane.js';
 
@@ -258,13 +260,15 @@ describe('NftablesDataplane', () => {
       readonly batches: string[][] = [];
       failNext = false;
       constructor(readonly kernel: FakeNft) {}
-      async run(commands: readonly NftCommand[] | string): Promise<NftResult> {
-        const doc = typeof commands === 'string' ? JSON.parse(commands).nftables : commands;
+      async run(commands: readonly NftClientCommand[] | string): Promise<NftResult> {
+        // The dataplane sends its batch as JSON text of its own command type.
+        const doc = (
+          typeof commands === 'string' ? JSON.parse(commands).nftables : commands
+        ) as readonly NftCommand[];
         const families = new Set<string>();
-        for (const c of doc as Record<string, Record<string, { family?: string }>>[]) {
-          if ('metainfo' in c) continue;
-          const obj = Object.values(Object.values(c)[0]!)[0];
-          if (obj?.family) families.add(obj.family);
+        for (const c of doc) {
+          const family = 'metainfo' in c ? undefined : commandFamily(c);
+          if (family) families.add(family);
         }
         if (this.failNext) {
           this.failNext = false;

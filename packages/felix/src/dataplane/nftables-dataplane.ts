@@ -44,8 +44,9 @@ import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesetChange } from '../rules/incremental-renderer.js';
 import type { NftCommand, NftFamily } from '../rules/nft-json.js';
 import { annotateChain, annotateRuleset } from '../rules/rule-hashes.js';
-import type { NftDesired } from '../rules/ruleset.js';
+import { type NftDesired, tablesCopy } from '../rules/ruleset.js';
 import {
+  commandFamily,
   diffRuleset,
   type RuleHandles,
   ruleHandlesKey,
@@ -131,7 +132,7 @@ export class NftablesDataplane {
       only === undefined ? undefined : await this.#ruleHandles(trailingRemovals(programmed, want, only));
     const commands = diffRuleset(programmed, want, only, handles);
     if (commands.length === 0) {
-      if (only === undefined) this.#programmed = ownCopy(want);
+      if (only === undefined) this.#programmed = tablesCopy(want);
       return { mode: 'incremental', commands: 0 };
     }
     try {
@@ -144,7 +145,7 @@ export class NftablesDataplane {
       this.#programmed = undefined;
       return this.#resync(want);
     }
-    if (only === undefined) this.#programmed = ownCopy(want);
+    if (only === undefined) this.#programmed = tablesCopy(want);
     else recordChange(programmed, want, only);
     this.#everApplied = true;
     this.#warm(want);
@@ -165,7 +166,7 @@ export class NftablesDataplane {
           : 'nftables read back and brought up to date',
       );
     }
-    this.#programmed = ownCopy(want);
+    this.#programmed = tablesCopy(want);
     this.#everApplied = true;
     this.#warm(want);
     return { mode: 'resync', commands: commands.length };
@@ -244,25 +245,6 @@ type Rec<T> = Record<string, T>;
  * other context, ~10 ms at that scale, worth it only where the parse is far longer.
  */
 export const SPLIT_MIN_COMMANDS = 1000;
-
-/** The family a command acts in (`{ add: { rule: { family, … } } }`); undefined for none. */
-function commandFamily(c: NftCommand): NftFamily | undefined {
-  const op = Object.values(c)[0] as Record<string, { family?: NftFamily } | null> | undefined;
-  const obj = op === undefined ? undefined : Object.values(op)[0];
-  return obj?.family;
-}
-
-/** Tables of our own that point at the same chain, set and map objects (no deep copy). */
-function ownCopy(d: NftDesired): NftDesired {
-  return {
-    tables: d.tables.map((t) => ({
-      ...t,
-      chains: { ...t.chains },
-      sets: { ...t.sets },
-      maps: { ...t.maps },
-    })),
-  };
-}
 
 function recordNames<T>(into: Readonly<Rec<T>>, from: Readonly<Rec<T>>, names: ReadonlySet<string>): void {
   const rec = into as Rec<T>;

@@ -12,7 +12,7 @@ import type { CalcResource, CalcUpdate } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from './config.js';
 import { IncrementalRenderer } from './incremental-renderer.js';
 import type { NftCommand } from './nft-json.js';
-import type { NftDesired } from './ruleset.js';
+import { type NftDesired, tablesCopy } from './ruleset.js';
 import { diffRuleset, type RuleHandles, ruleHandlesKey, trailingRemovals } from './ruleset-diff.js';
 
 const PODS = 12;
@@ -65,18 +65,6 @@ function nsProfile(extraRule: boolean): CalcResource {
 /** A network set that `role == 'ext'` rules take in: its nets change, nothing else. */
 const netSet = (n: number) => globalNetSet('ext', { role: 'ext' }, [`198.18.100.${n}/32`, '198.18.101.0/24']);
 
-/** A copy whose records do not follow the renderer's later changes (objects are replaced). */
-function snapshot(d: NftDesired): NftDesired {
-  return {
-    tables: d.tables.map((t) => ({
-      ...t,
-      chains: { ...t.chains },
-      sets: { ...t.sets },
-      maps: { ...t.maps },
-    })),
-  };
-}
-
 interface Node {
   readonly graph: CalcGraph;
   readonly renderer: IncrementalRenderer;
@@ -95,7 +83,7 @@ function node(policies: number): Node {
   graph.onUpdate({ kind: 'in-sync' });
   renderer.onUpdate(graph.flush());
   expect(renderer.render()).toBeUndefined();
-  return { graph, renderer, programmed: snapshot(renderer.desired()) };
+  return { graph, renderer, programmed: tablesCopy(renderer.desired()) };
 }
 
 /** One batch through the pipeline: the commands of its transaction (what the dataplane sends). */
@@ -106,7 +94,7 @@ function change(n: Node, updates: CalcUpdate[]): NftCommand[] {
   expect(names).toBeDefined();
   const desired = n.renderer.desired();
   const commands = diffRuleset(n.programmed, desired, names);
-  n.programmed = snapshot(desired);
+  n.programmed = tablesCopy(desired);
   return commands;
 }
 
@@ -178,7 +166,7 @@ describe('the cost of a change does not grow with unrelated policies', () => {
         }),
       );
       const out = diffRuleset(n.programmed, desired, names, handles);
-      n.programmed = snapshot(desired);
+      n.programmed = tablesCopy(desired);
       return { shrunk, out };
     };
     const a = cmds(small);

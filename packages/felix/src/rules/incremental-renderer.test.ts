@@ -22,21 +22,9 @@ import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG, type RulesConfig } from './config.js';
 import { IncrementalRenderer } from './incremental-renderer.js';
 import { annotateRuleset } from './rule-hashes.js';
-import type { NftDesired } from './ruleset.js';
+import { tablesCopy } from './ruleset.js';
 import { diffRuleset } from './ruleset-diff.js';
 import { renderRuleset } from './ruleset-renderer.js';
-
-/** A copy whose records do not follow the renderer's later changes (objects are replaced, not edited). */
-function snapshot(d: NftDesired): NftDesired {
-  return {
-    tables: d.tables.map((t) => ({
-      ...t,
-      chains: { ...t.chains },
-      sets: { ...t.sets },
-      maps: { ...t.maps },
-    })),
-  };
-}
 
 const sorted = (cmds: unknown[]) => cmds.map((c) => JSON.stringify(c)).sort();
 
@@ -130,7 +118,7 @@ function walk(seed: number, steps: number, config: RulesConfig): void {
   const renderer = new IncrementalRenderer(config);
   const current = new Map<string, CalcResource>();
   graph.onUpdate({ kind: 'in-sync' });
-  let before = snapshot(renderer.desired());
+  let before = tablesCopy(renderer.desired());
   for (let step = 0; step < steps; step++) {
     // One to three resources change per batch, as a debounced watch would deliver them.
     const n = 1 + Math.floor(next() * 3);
@@ -157,7 +145,7 @@ function walk(seed: number, steps: number, config: RulesConfig): void {
         sorted(diffRuleset(before, after)),
       );
     }
-    before = snapshot(after);
+    before = tablesCopy(after);
   }
 }
 

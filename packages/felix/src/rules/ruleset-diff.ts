@@ -453,3 +453,10 @@ function diffTable(
 export function toNftDocument(commands: readonly NftCommand[]): NftDocument {
   return { nftables: [{ metainfo: { json_schema_version: 1 } }, ...commands] };
 }
+
+/** The family a command acts in (`{ add: { rule: { family, … } } }`); undefined for none. */
+export function commandFamily(c: NftCommand): NftFamily | undefined {
+  const op = Object.values(c)[0] as Record<string, { family?: NftFamily } | null> | undefined;
+  const obj = op === undefined ? undefined : Object.values(op)[0];
+  return obj?.family;
+}

@@ -61,3 +61,18 @@ export interface NftDesired {
 export function emptyRuleset(): NftDesired {
   return { tables: [] };
 }
+
+/**
+ * Tables of their own that point at the same chain, set and map objects (no deep copy): a record
+ * that later changes to `d` (which replace objects, never edit them) leave as it was.
+ */
+export function tablesCopy(d: NftDesired): NftDesired {
+  return {
+    tables: d.tables.map((t) => ({
+      ...t,
+      chains: { ...t.chains },
+      sets: { ...t.sets },
+      maps: { ...t.maps },
+    })),
+  };
+}
