@@ -10,6 +10,9 @@ APT_PACKAGES=(
   # Container images without Docker or a registry (pnpm images): a Debian root filesystem made
   # with debootstrap, built into images with buildah, run with podman on runc.
   buildah podman runc debootstrap
+  # lab up --kubelet: the container runtime every lab node's kubelet talks to, and the static
+  # busybox the pause and httpd workload images are made of (pnpm images).
+  containerd busybox-static
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -31,13 +34,13 @@ fi
 pnpm install --frozen-lockfile
 
 # A real kube-apiserver for the Kubernetes-datastore tests, built from the Go module pinned in
-# tools/kube-apiserver and cached outside the repo by version. The tests look for exactly this path
+# tools/kubernetes and cached outside the repo by version. The tests look for exactly this path
 # (packages/datastore/src/testing/kube-apiserver.ts).
 CACHE_BIN=/var/cache/calico-ts/bin
 KUBE_VERSION=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 } $1 == "k8s.io/kubernetes" { print $2 }' \
-  tools/kube-apiserver/go.mod | head -n1)
+  tools/kubernetes/go.mod | head -n1)
 if [ -z "$KUBE_VERSION" ]; then
-  echo "setup: no k8s.io/kubernetes version in tools/kube-apiserver/go.mod" >&2
+  echo "setup: no k8s.io/kubernetes version in tools/kubernetes/go.mod" >&2
   exit 1
 fi
 
@@ -53,7 +56,7 @@ go_build() { # <package> <output file> [<tools module dir> <ldflags>]
   mkdir -p "$CACHE_BIN"
   # Into a temp file first, so an interrupted build never leaves a binary this script would keep.
   local tmp="$2.partial.$$"
-  local dir=${3:-tools/kube-apiserver}
+  local dir=${3:-tools/kubernetes}
   # A module build leaves the version at v0.0.0-master; set it as upstream's release build does, so
   # the server reports the release (kubectl skew checks, Helm kubeVersion constraints).
   local ldflags='-s -w' major minor pkg
@@ -75,11 +78,57 @@ go_build() { # <package> <output file> [<tools module dir> <ldflags>]
   mv -f "$tmp" "$2"
 }
 
+# Several commands of the tools module into one directory (each under its command's name).
+go_build_many() { # <output dir> <package>...
+  local out=$1
+  shift
+  local go_bin
+  go_bin=$(command -v go || true)
+  [ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/go ] || go_bin=/usr/local/go/bin/go
+  if [ -z "$go_bin" ]; then
+    echo "setup: 'go' not found: Go 1.26 or newer is needed to build $* (https://go.dev/dl/)" >&2
+    exit 1
+  fi
+  echo "setup: building $* into $CACHE_BIN (the first build takes several minutes)"
+  local ldflags='-s -w' major minor pkg
+  major=${KUBE_VERSION#v}
+  minor=${major#*.}
+  major=${major%%.*}
+  minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  done
+  if ! (cd tools/kubernetes &&
+    GOFLAGS=-mod=readonly GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false \
+      "$go_bin" build -trimpath -ldflags="$ldflags" -o "$out/" "$@" </dev/null); then
+    rm -rf "$out"
+    echo "setup: building $* failed (see the go output above)" >&2
+    exit 1
+  fi
+}
+
 # Kept when it runs and reports the pinned release; rebuilt otherwise.
 if [ "$("$CACHE_BIN/kube-apiserver-$KUBE_VERSION" --version 2>/dev/null || true)" != "Kubernetes $KUBE_VERSION" ]; then
   go_build k8s.io/kubernetes/cmd/kube-apiserver "$CACHE_BIN/kube-apiserver-$KUBE_VERSION"
 fi
-# kubectl comes from the machine: tools/kube-apiserver pins only kube-apiserver's dependencies.
+# The node and control-plane servers of `lab up --kubelet`, from the same module at the same
+# release, cached beside kube-apiserver (apps/lab/src/cluster/tools.ts looks for exactly these
+# names). One `go build` for the four shares their packages' compilation.
+K8S_SERVERS=(kubelet kube-proxy kube-scheduler kube-controller-manager)
+stale=()
+for s in "${K8S_SERVERS[@]}"; do
+  [ "$("$CACHE_BIN/$s-$KUBE_VERSION" --version 2>/dev/null || true)" = "Kubernetes $KUBE_VERSION" ] || stale+=("$s")
+done
+if ((${#stale[@]})); then
+  out_dir=$CACHE_BIN/.build.$$
+  mkdir -p "$out_dir"
+  pkgs=()
+  for s in "${stale[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$s"); done
+  go_build_many "$out_dir" "${pkgs[@]}"
+  for s in "${stale[@]}"; do mv -f "$out_dir/$s" "$CACHE_BIN/$s-$KUBE_VERSION"; done
+  rm -rf "$out_dir"
+fi
+# kubectl comes from the machine: tools/kubernetes pins only the servers' dependencies.
 if ! command -v kubectl >/dev/null 2>&1; then
   echo "setup: WARNING: no kubectl on PATH; the tests that drive the test kube-apiserver with kubectl" \
     "will fail under CI=true. Install kubectl (any recent release) or set CALICO_TEST_KUBECTL_BIN." >&2

@@ -14,7 +14,20 @@ export const IMAGES: Readonly<
     }
   >
 >;
+export type WorkloadImageName = 'pause' | 'httpd';
+/** The lab cluster's workload images, from scratch with static busybox. */
+export const WORKLOAD_IMAGES: Readonly<
+  Record<
+    WorkloadImageName,
+    {
+      readonly description: string;
+      readonly applets: readonly string[];
+      readonly cmd: readonly string[];
+      readonly entry?: readonly string[];
+    }
+  >
+>;
 /** `calico-ts/<name>:<version>`, as the images are tagged in local container storage. */
-export function imageRef(name: ImageName | 'base'): string;
+export function imageRef(name: ImageName | WorkloadImageName | 'base'): string;
 /** Where `pnpm images` leaves the image as an OCI archive. */
-export function archivePath(name: ImageName): string;
+export function archivePath(name: ImageName | WorkloadImageName): string;

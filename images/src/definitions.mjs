@@ -90,6 +90,43 @@ export const IMAGES = {
   },
 };
 
+/**
+ * The images a lab cluster's own workloads run, from scratch with Debian's static busybox (no
+ * registry is reachable, so no image can be pulled): `pause`, the pod sandbox every pod starts
+ * with (containerd's `sandbox_image`), and `httpd`, a small web server with the usual tools
+ * (`sh`, `ping`, `wget`, `nc`) for Deployments and the benchmarks' shapes. `cmd` is each
+ * image's command; busybox answers to the applet names linked in `applets`.
+ */
+export const WORKLOAD_IMAGES = {
+  pause: {
+    description: 'the pod sandbox: waits until it is stopped',
+    applets: ['sh', 'sleep'],
+    // PID 1 of a sandbox only waits; TERM and INT end it at once (no init to forward them).
+    cmd: ['/bin/sh', '-c', 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done'],
+  },
+  httpd: {
+    description: 'busybox httpd serving /www on port 80, with sh, ping, wget and nc',
+    applets: [
+      'sh',
+      'ls',
+      'cat',
+      'echo',
+      'sleep',
+      'ping',
+      'wget',
+      'nc',
+      'ip',
+      'hostname',
+      'httpd',
+      'env',
+      'ps',
+    ],
+    cmd: ['/bin/httpd', '-f', '-v', '-p', '80', '-h', '/www'],
+    // The page answers with the pod's name: `wget -qO- http://POD_IP/` says who answered.
+    entry: ['/bin/sh', '-c', 'hostname > /www/index.html && exec "$@"', 'httpd'],
+  },
+};
+
 export const imageRef = (name) => `${REPOSITORY}/${name}:${VERSION}`;
 /** Where `pnpm images` leaves each image as an OCI archive. */
 export const archivePath = (name) => join(ROOT, 'images/out', `${name}.oci.tar`);

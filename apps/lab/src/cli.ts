@@ -2,6 +2,8 @@
  * `pnpm lab <command>`: the command line, parsed (pure). Every mistake is a `LabError('usage')`
  * whose message says what is accepted.
  */
+
+import { CLUSTER_INSTALLS, type ClusterInstall } from './cluster/plan.js';
 import { LabError } from './errors.js';
 import {
   checkKubeName,
@@ -44,6 +46,8 @@ export type LabCommand =
       readonly images?: true;
       /** calico-typha in front of the datastore; every node's Felix and BIRD follow it. */
       readonly typha?: true;
+      /** `--kubelet`: a real cluster (kubelet, containerd, kube-proxy) that installs Calico by `--install`. */
+      readonly kubelet?: ClusterInstall;
     }
   | { readonly kind: 'down' }
   | { readonly kind: 'status'; readonly output: Output }
@@ -170,6 +174,15 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    DaemonSet's mounts, calico-kube-controllers (kube-controllers image). Containers
                    are named calico-lab-<lab>-<node> and calico-lab-<lab>-kube-controllers; their
                    logs are where the programs' are, and \`podman logs NAME\`
+  --kubelet        a real Kubernetes cluster: every node runs containerd, kubelet and kube-proxy
+                   (nftables) in its namespace, with its own mount namespace and cgroup root;
+                   kube-scheduler and kube-controller-manager join kube-apiserver. The images
+                   (\`pnpm images\`) are imported into every node's containerd, and Calico is
+                   installed by Kubernetes (--install); --mode bgp or vxlan only
+  --install I      with --kubelet: manifest (default: kubectl apply -f deploy/manifests/calico.yaml
+                   with the pool set to 198.19.0.0/16 and --mode's encapsulation); none (no CNI:
+                   the Nodes stay NotReady until you install one, e.g.
+                   \`pnpm lab kubectl apply -f deploy/manifests/calico.yaml\`)
 `,
   down: `Usage: pnpm lab down
 
@@ -389,6 +402,8 @@ export function parseLabArgs(
           '--tls': 'switch',
           '--typha': 'switch',
           '--images': 'switch',
+          '--kubelet': 'switch',
+          '--install': 'value',
         },
         'up',
       );
@@ -419,6 +434,27 @@ export function parseLabArgs(
         usage(
           '--typha does not take --tls yet: Typha would need certificates of its own and etcd client ones',
         );
+      const install = one(flags, '--install');
+      if (install !== undefined && !flags.has('--kubelet'))
+        usage('--install picks how a --kubelet cluster gets Calico; add --kubelet');
+      if (install !== undefined && !(CLUSTER_INSTALLS as readonly string[]).includes(install))
+        usage(`--install must be ${CLUSTER_INSTALLS.join(', ')}, got "${install}"`);
+      if (flags.has('--kubelet')) {
+        const clash = ['--images', '--typha', '--tls', '--topology', '--ip-family'].filter((f) =>
+          flags.has(f),
+        );
+        if (clash.length > 0)
+          usage(
+            `--kubelet installs Calico from its manifest and runs its images itself; ${clash.join(', ')} ` +
+              'not with it yet',
+          );
+        if (mode !== 'bgp' && mode !== 'vxlan')
+          usage(`--kubelet runs --mode bgp or vxlan, got --mode ${mode}`);
+        if (datastore !== 'kubernetes' && install !== 'etcd')
+          usage(
+            '--kubelet: the datastore is what --install puts in place (manifest: kubernetes; etcd: etcdv3); leave out --datastore',
+          );
+      }
       return done({
         kind: 'up',
         nodes,
@@ -429,6 +465,7 @@ export function parseLabArgs(
         ...(flags.has('--tls') ? { tls: true as const } : {}),
         ...(flags.has('--images') ? { images: true as const } : {}),
         ...(flags.has('--typha') ? { typha: true as const } : {}),
+        ...(flags.has('--kubelet') ? { kubelet: (install ?? 'manifest') as ClusterInstall } : {}),
       });
     }
     case 'down': {

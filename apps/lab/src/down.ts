@@ -9,9 +9,11 @@
  * directory) right after the pod listeners: calico-node's and kube-controllers' containers, and an
  * install-cni a crash left behind.
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
+import { removeMntnsDir, removeNodeCgroups, removeNodeMountNamespace } from './cluster/node-host.js';
+import { clusterNodePaths } from './cluster/plan.js';
 import { removeLabContainers } from './podman.js';
 import { isAlive, type ProcRecord, recordFromPidFile, stopRecorded } from './processes.js';
 import type { Progress } from './progress.js';
@@ -41,6 +43,7 @@ export async function tearDown(state: LabState, stateDir: string, out: Progress)
     stopped += removed.length;
     if (removed.length > 0) out.step(`removed containers ${removed.join(', ')}`);
   }
+  if (state.plan.cluster) stopped += await tearDownClusterNodes(state, out, stop);
   const nodeProcs = Object.entries(state.processes).filter(([k]) => k.startsWith('node/'));
   await Promise.all(nodeProcs.map(([k, rec]) => stop(`calico-node ${k.slice(5)}`, rec, 8000)));
   for (const node of state.plan.nodes) {
@@ -60,6 +63,10 @@ export async function tearDown(state: LabState, stateDir: string, out: Progress)
   }
   if (removed > 0)
     out.step(`removed ${removed} network namespaces (${[...state.namespaces].reverse().join(', ')})`);
+  if (state.plan.cluster) {
+    await removeMntnsDir(state.plan.cluster.mntnsDir);
+    removeHostDirs(state, stateDir, out);
+  }
   rmSync(stateDir, { recursive: true, force: true });
   out.step(`removed ${stateDir}`);
   return { processes: stopped, namespaces: removed, stateDir };
@@ -84,4 +91,60 @@ export async function labDown(
     `lab "${name}" is down: ${summary.processes} processes stopped, ${summary.namespaces} namespaces removed`,
   );
   return summary;
+}
+
+/**
+ * `--kubelet`: on every node, kubelet first (it would start containers again), kube-proxy, then
+ * everything left in the node's cgroup root (containerd, its shims, the containers), the cgroups,
+ * and the node's mount namespace (its pod network namespaces and mounts go with it).
+ */
+async function tearDownClusterNodes(
+  state: LabState,
+  out: Progress,
+  stop: (what: string, rec: ProcRecord | undefined, graceMs?: number) => Promise<void>,
+): Promise<number> {
+  const cluster = state.plan.cluster!;
+  let killed = 0;
+  await Promise.all(
+    state.plan.nodes.map(async (node) => {
+      await stop(`kubelet ${node.name}`, state.processes[`kubelet/${node.name}`], 5000);
+      await stop(`kube-proxy ${node.name}`, state.processes[`kube-proxy/${node.name}`], 3000);
+      const p = clusterNodePaths(state.plan, cluster, node);
+      const n = await removeNodeCgroups(p);
+      if (n > 0)
+        out.step(
+          `${node.name}: killed ${n} processes left in cgroup ${p.cgroupRoot} (containerd, shims, containers)`,
+        );
+      killed += n;
+      await removeNodeMountNamespace(p);
+    }),
+  );
+  return killed;
+}
+
+/**
+ * The empty mount points a `--kubelet` lab made on the machine for the nodes' host paths, unless
+ * another lab still has its state beside this one (its nodes may be mounted on them).
+ */
+function removeHostDirs(state: LabState, stateDir: string, out: Progress): void {
+  const made = (state as { hostDirsMade?: string[] }).hostDirsMade ?? [];
+  if (made.length === 0) return;
+  const root = dirname(stateDir);
+  const others = existsSync(root)
+    ? readdirSync(root).filter((d) => join(root, d) !== stateDir && existsSync(join(root, d, 'state.json')))
+    : [];
+  if (others.length > 0) {
+    out.step(`left the empty mount points ${made.join(', ')}: lab ${others.join(', ')} is still up`);
+    return;
+  }
+  const removed: string[] = [];
+  for (const d of [...made].sort((a, b) => b.length - a.length)) {
+    try {
+      rmdirSync(d);
+      removed.push(d);
+    } catch {
+      // not empty, or in use: left as it is
+    }
+  }
+  if (removed.length > 0) out.step(`removed the mount points it made: ${removed.join(', ')}`);
 }

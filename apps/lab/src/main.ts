@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { imageRef } from '@calico-ts/images/definitions';
 import { labBench, renderBench } from './bench.js';
 import { type LabArgs, type LabCommand, parseLabArgs, usageText } from './cli.js';
+import { labUpCluster } from './cluster/up.js';
 import { labImages } from './containers.js';
 import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
@@ -114,8 +115,10 @@ async function run(args: LabArgs): Promise<number> {
         ...(cmd.typha ? { typha: true } : {}),
         stateDir,
         ...(cmd.images ? { images: labImages(imageRef) } : {}),
+        ...(cmd.kubelet ? { kubelet: cmd.kubelet } : {}),
       });
-      await labUp(plan, arts, out);
+      if (plan.cluster) await labUpCluster(plan, arts, out);
+      else await labUp(plan, arts, out);
       return 0;
     }
     case 'down':

@@ -47,6 +47,7 @@
  * (`<name>-n1`) so two labs never share a namespace.
  */
 import { join } from 'node:path';
+import { type ClusterInstall, type ClusterPlan, planCluster } from './cluster/plan.js';
 import { LabError } from './errors.js';
 
 export type LabMode = 'bgp' | 'ipip' | 'vxlan' | 'policy-only';
@@ -188,6 +189,8 @@ export interface LabPlan {
   readonly images?: LabImages;
   /** `--typha`: calico-typha in the etcd namespace, followed by every calico-node. */
   readonly typha?: TyphaPlan;
+  /** `--kubelet`: a real cluster (kubelet, containerd, kube-proxy per node) that installs Calico. */
+  readonly cluster?: ClusterPlan;
   readonly kube: KubePlan;
   readonly stateDir: string;
   readonly fabricNetns: string;
@@ -242,6 +245,8 @@ export function planLab(opts: {
   typha?: boolean;
   stateDir: string;
   images?: LabImages;
+  /** `--kubelet` with its `--install`. */
+  kubelet?: ClusterInstall;
 }): LabPlan {
   checkLabName(opts.name);
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
@@ -313,6 +318,7 @@ export function planLab(opts: {
           },
         }
       : {}),
+    ...(opts.kubelet ? { cluster: planCluster(opts.stateDir, opts.kubelet) } : {}),
     kube: {
       apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
       dir: kubeDir,

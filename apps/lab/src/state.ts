@@ -61,6 +61,8 @@ export interface LabState {
   readonly containers?: string[];
   readonly k8sNamespaces: Record<string, Record<string, string>>;
   readonly pods: PodRecord[];
+  /** `--kubelet`: directories made on the machine as mount points for the nodes' host paths. */
+  hostDirsMade?: string[];
   /** Seconds `lab up` took, once it finished. */
   upSeconds?: number;
 }

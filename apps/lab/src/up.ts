@@ -37,6 +37,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
+import { apiServerClusterArgs } from './cluster/plan.js';
 import {
   CNI_CONF_NAME,
   calicoNodeContainer,
@@ -109,7 +110,7 @@ function logTail(file: string | undefined, n = 8): string {
   return `its log ends:\n${text.split('\n').slice(-n).map(logLineText).join('\n')}`;
 }
 
-async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
+export async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
   const existing = readState(plan.stateDir);
   if (existing?.status === 'up') {
     throw new LabError(
@@ -283,7 +284,10 @@ export class LabBuilder {
       etcdServers: this.plan.etcdUrl,
       address: ETCD_IP,
       port: API_SERVER_PORT,
+      // --kubelet: a controller-manager makes the `default` ServiceAccounts, so pods get tokens.
+      serviceAccountAdmission: this.plan.cluster !== undefined,
       extraArgs: [
+        ...(this.plan.cluster ? apiServerClusterArgs(kube.dir) : []),
         `--etcd-prefix=${kube.etcdPrefix}`,
         ...(this.plan.etcdTls
           ? [

@@ -64,7 +64,7 @@ export interface StartKubeApiServerOptions {
   extraArgs?: string[];
 }
 
-/** Where scripts/setup.sh caches it; the version follows `k8s.io/kubernetes` in tools/kube-apiserver/go.mod. */
+/** Where scripts/setup.sh caches it; the version follows `k8s.io/kubernetes` in tools/kubernetes/go.mod. */
 const KUBERNETES_VERSION = 'v1.36.3';
 const CACHE_BIN = '/var/cache/calico-ts/bin';
 const KUBE_APISERVER_BIN =
@@ -383,12 +383,18 @@ export interface KubeApiServerArgsOptions {
   readonly port: number;
   /** Appended last: a later scalar flag wins, a repeated list flag adds. */
   readonly extraArgs?: readonly string[];
+  /**
+   * Keep the ServiceAccount admission plugin (it gives pods their token volume): for a cluster
+   * whose controller-manager makes the `default` ServiceAccounts. Default false.
+   */
+  readonly serviceAccountAdmission?: boolean;
 }
 
 /**
  * kube-apiserver's arguments: TLS from `makeKubeCertificates`' files, client-certificate
  * authentication, Node+RBAC authorization, service accounts signed with its key, services in a
- * range inside 198.18.0.0/15, and no ServiceAccount admission (nothing makes `default` accounts).
+ * range inside 198.18.0.0/15, and no ServiceAccount admission (nothing makes `default` accounts)
+ * unless `serviceAccountAdmission`.
  */
 export function kubeApiServerArgs(o: KubeApiServerArgsOptions): string[] {
   const p = (name: string) => join(o.dir, name);
@@ -408,7 +414,7 @@ export function kubeApiServerArgs(o: KubeApiServerArgsOptions): string[] {
     `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
     // With no controller-manager no `default` ServiceAccount is ever made, and this plugin would
     // reject every pod that names none.
-    '--disable-admission-plugins=ServiceAccount',
+    ...(o.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
     '--allow-privileged=true',
     '--profiling=false',
     '--v=1',

@@ -1,0 +1,95 @@
+/**
+ * Calico onto a `--kubelet` lab the way users install it: the manifest edited where upstream's
+ * install guide tells a user to edit it (pure: `labManifest`), then `kubectl apply -f` (I/O:
+ * `installCalico`), then waiting as the guide does: `kubectl get daemonset calico-node` until
+ * DESIRED = CURRENT = READY, the kube-controllers Deployment available, every Node Ready.
+ *
+ * The edits, and why: the pool's CIDR (`CALICO_IPV4POOL_CIDR`) is the lab's pod range, as the guide
+ * says to set it when the cluster's pod CIDR is not 192.168.0.0/16; the encapsulation follows
+ * `--mode` (these kernels have no `ipip` module, so the manifest's IPIP Always could carry nothing:
+ * bgp is unencapsulated on the one fabric subnet, vxlan is `CALICO_IPV4POOL_VXLAN: Always`).
+ * Nothing else changes: images, RBAC, probes, mounts and the in-cluster configuration are the
+ * manifest's own.
+ */
+import { parseAllDocuments } from 'yaml';
+import { LabError } from '../errors.js';
+import type { LabMode } from '../plan.js';
+import { CLUSTER_CIDR } from './plan.js';
+
+interface EnvVar {
+  name: string;
+  value?: string;
+}
+
+/** The manifest with the lab's pool and encapsulation in the calico-node container's environment. */
+export function labManifest(text: string, mode: LabMode): string {
+  const want: Record<string, string> = {
+    CALICO_IPV4POOL_CIDR: CLUSTER_CIDR,
+    CALICO_IPV4POOL_IPIP: 'Never',
+    CALICO_IPV4POOL_VXLAN: mode === 'vxlan' ? 'Always' : 'Never',
+  };
+  const docs = parseAllDocuments(text);
+  let found = false;
+  for (const doc of docs) {
+    const obj = doc.toJS() as {
+      kind?: string;
+      metadata?: { name?: string };
+      spec?: { template?: { spec?: { containers?: { name: string; env?: EnvVar[] }[] } } };
+    } | null;
+    if (obj?.kind !== 'DaemonSet' || obj.metadata?.name !== 'calico-node') continue;
+    const containers = obj.spec?.template?.spec?.containers ?? [];
+    const i = containers.findIndex((c) => c.name === 'calico-node');
+    if (i < 0) break;
+    const env = containers[i]!.env ?? [];
+    for (const [name, value] of Object.entries(want)) {
+      const j = env.findIndex((e) => e.name === name);
+      const path = ['spec', 'template', 'spec', 'containers', i, 'env'];
+      if (j >= 0) doc.setIn([...path, j, 'value'], value);
+      else doc.addIn(path, doc.createNode({ name, value }));
+    }
+    found = true;
+  }
+  if (!found)
+    throw new LabError(
+      'setup',
+      'the manifest has no calico-node DaemonSet with a calico-node container to set the pool in',
+    );
+  return docs.map((d) => d.toString({ lineWidth: 0 })).join('');
+}
+
+/** What `kubectl get daemonset calico-node` shows, from its status. */
+export interface DaemonSetCounts {
+  readonly desired: number;
+  readonly current: number;
+  readonly ready: number;
+  readonly upToDate: number;
+}
+
+export function daemonSetCounts(ds: {
+  status?: {
+    desiredNumberScheduled?: number;
+    currentNumberScheduled?: number;
+    numberReady?: number;
+    updatedNumberScheduled?: number;
+  };
+}): DaemonSetCounts {
+  const s = ds.status ?? {};
+  return {
+    desired: s.desiredNumberScheduled ?? 0,
+    current: s.currentNumberScheduled ?? 0,
+    ready: s.numberReady ?? 0,
+    upToDate: s.updatedNumberScheduled ?? 0,
+  };
+}
+
+/** Node name → Ready condition status ("True", "False", "Unknown"), from `kubectl get nodes -o json`. */
+export function nodeReadiness(list: {
+  items?: { metadata?: { name?: string }; status?: { conditions?: { type: string; status: string }[] } }[];
+}): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const n of list.items ?? []) {
+    const ready = n.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? 'Unknown';
+    m.set(n.metadata?.name ?? '?', ready);
+  }
+  return m;
+}

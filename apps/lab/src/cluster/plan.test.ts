@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { planLab } from '../plan.js';
+import { REPO_ROOT } from '../prereqs.js';
+import { daemonSetCounts, labManifest, nodeReadiness } from './install.js';
+import { cgroupV1Hierarchies, nodeCommand } from './node-host.js';
+import {
+  clusterNodePaths,
+  containerdConfigText,
+  criImageName,
+  kubeletArgs,
+  kubeletConfigText,
+  NODE_HOST_PATHS,
+} from './plan.js';
+
+const plan = planLab({ name: 'k1', nodes: 2, mode: 'bgp', stateDir: '/run/x/k1', kubelet: 'manifest' });
+const n1 = plan.nodes[0]!;
+const paths = clusterNodePaths(plan, plan.cluster!, n1);
+
+describe('lab up --kubelet: the plan', () => {
+  it('gives each node its own mount-namespace file, cgroup root and a directory per host path', () => {
+    const p2 = clusterNodePaths(plan, plan.cluster!, plan.nodes[1]!);
+    expect(paths.mntns).toBe('/run/x/k1/mntns/n1');
+    expect(paths.cgroupRoot).toBe('/calico-lab-k1-n1');
+    expect(p2.cgroupRoot).toBe('/calico-lab-k1-n2');
+    expect(paths.hostPaths.map((h) => h.target)).toEqual([...NODE_HOST_PATHS]);
+    expect(paths.hostPaths.find((h) => h.target === '/etc/cni/net.d')?.source).toBe(
+      '/run/x/k1/nodes/n1/k8s/host/etc-cni-net.d',
+    );
+    // No two nodes share a source directory, and none is the machine's own path.
+    const sources = [...paths.hostPaths, ...p2.hostPaths].map((h) => h.source);
+    expect(new Set(sources).size).toBe(sources.length);
+    for (const s of sources) expect(s.startsWith('/run/x/k1/nodes/')).toBe(true);
+  });
+
+  it('names images as the CRI looks them up', () => {
+    expect(criImageName('calico-ts/node:v0.1.0')).toBe('docker.io/calico-ts/node:v0.1.0');
+    expect(criImageName('busybox:1')).toBe('docker.io/library/busybox:1');
+    expect(criImageName('quay.io/x/y:1')).toBe('quay.io/x/y:1');
+    expect(criImageName('localhost/x:1')).toBe('localhost/x:1');
+  });
+
+  it('writes containerd and kubelet configuration for this machine (cgroup v1, no OOM adjust, cgroupfs)', () => {
+    const c = containerdConfigText(paths, 'docker.io/calico-ts/pause:v0.1.0');
+    expect(c).toContain('sandbox_image = "docker.io/calico-ts/pause:v0.1.0"');
+    expect(c).toContain('restrict_oom_score_adj = true');
+    expect(c).toContain('SystemdCgroup = false');
+    expect(c).toContain(`address = "${paths.containerdSock}"`);
+    expect(c).toContain('bin_dir = "/opt/cni/bin"');
+    const k = kubeletConfigText({ paths, caFile: '/ca.pem', resolvConf: '/etc/resolv.conf' });
+    for (const line of [
+      'failCgroupV1: false',
+      'cgroupDriver: cgroupfs',
+      'cgroupRoot: /calico-lab-k1-n1',
+      'failSwapOn: false',
+      `containerRuntimeEndpoint: unix://${paths.containerdSock}`,
+      'address: 0.0.0.0',
+    ])
+      expect(k).toContain(line);
+    expect(kubeletArgs(paths, n1)).toEqual(
+      expect.arrayContaining(['--hostname-override=n1', `--node-ip=${n1.ip}`]),
+    );
+  });
+
+  it('runs node processes in the node netns and mount namespace, moved into its system cgroup first', () => {
+    const argv = nodeCommand(
+      'k1-n1',
+      paths,
+      ['/bin/kubelet', '--v=1'],
+      ['/sys/fs/cgroup/pids', '/sys/fs/cgroup/memory'],
+    );
+    expect(argv.slice(0, 4)).toEqual(['nsenter', '--net=/run/netns/k1-n1', `--mount=${paths.mntns}`, '--']);
+    expect(argv[6]).toContain("'/sys/fs/cgroup/pids/calico-lab-k1-n1/system/cgroup.procs'");
+    expect(argv[6]).toContain("'/sys/fs/cgroup/memory/calico-lab-k1-n1/system/cgroup.procs'");
+    expect(argv.slice(-2)).toEqual(['/bin/kubelet', '--v=1']);
+  });
+
+  it('finds the cgroup v1 hierarchies in /proc/mounts, not cgroup2', () => {
+    const mounts = [
+      'tmpfs /sys/fs/cgroup tmpfs rw 0 0',
+      'cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0',
+      'cgroup /sys/fs/cgroup/systemd cgroup rw,name=systemd 0 0',
+      'cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0',
+    ].join('\n');
+    expect(cgroupV1Hierarchies(mounts)).toEqual(['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/systemd']);
+  });
+});
+
+describe('lab up --kubelet: installing the manifest', () => {
+  const manifest = readFileSync(join(REPO_ROOT, 'deploy/manifests/calico.yaml'), 'utf8');
+  const envOf = (text: string) => {
+    const ds = parseAllDocuments(text)
+      .map((d) => d.toJS())
+      .find((o) => o?.kind === 'DaemonSet' && o.metadata.name === 'calico-node');
+    const c = ds.spec.template.spec.containers.find((x: { name: string }) => x.name === 'calico-node');
+    return Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+  };
+
+  it('sets the pool to the lab range and the encapsulation to the mode, and changes nothing else', () => {
+    const bgp = labManifest(manifest, 'bgp');
+    expect(envOf(bgp)).toMatchObject({
+      CALICO_IPV4POOL_CIDR: '198.19.0.0/16',
+      CALICO_IPV4POOL_IPIP: 'Never',
+      CALICO_IPV4POOL_VXLAN: 'Never',
+    });
+    expect(envOf(labManifest(manifest, 'vxlan')).CALICO_IPV4POOL_VXLAN).toBe('Always');
+    const before = parseAllDocuments(manifest).map((d) => d.toJS());
+    const after = parseAllDocuments(bgp).map((d) => d.toJS());
+    expect(after.length).toBe(before.length);
+    const strip = (o: unknown) =>
+      JSON.stringify(o).replace(/"CALICO_IPV4POOL_(CIDR|IPIP|VXLAN)","value":"[^"]*"/g, '');
+    expect(after.map(strip)).toEqual(before.map(strip));
+  });
+
+  it('refuses a manifest without the calico-node DaemonSet', () => {
+    expect(() => labManifest('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n', 'bgp')).toThrow(
+      /no calico-node DaemonSet/,
+    );
+  });
+
+  it('reads the DaemonSet counts and Node readiness kubectl shows', () => {
+    expect(
+      daemonSetCounts({ status: { desiredNumberScheduled: 3, currentNumberScheduled: 3, numberReady: 2 } }),
+    ).toEqual({ desired: 3, current: 3, ready: 2, upToDate: 0 });
+    expect(daemonSetCounts({})).toEqual({ desired: 0, current: 0, ready: 0, upToDate: 0 });
+    const m = nodeReadiness({
+      items: [
+        { metadata: { name: 'n1' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } },
+        { metadata: { name: 'n2' } },
+      ],
+    });
+    expect([...m]).toEqual([
+      ['n1', 'False'],
+      ['n2', 'Unknown'],
+    ]);
+  });
+});

@@ -1,7 +1,0 @@
-//go:build tools
-
-// Package tools pins the kube-apiserver command so `go build k8s.io/kubernetes/cmd/kube-apiserver`
-// resolves inside this module.
-package tools
-
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
