@@ -94,7 +94,7 @@ export const IMAGES = {
  * The images a lab cluster's own workloads run, from scratch with Debian's static busybox (no
  * registry is reachable, so no image can be pulled): `pause`, the pod sandbox every pod starts
  * with (containerd's `sandbox_image`), and `httpd`, a small web server with the usual tools
- * (`sh`, `ping`, `wget`, `nc`) for Deployments and the benchmarks' shapes. `cmd` is each
+ * (`sh`, `ping`, `nc`) for Deployments and the benchmarks' shapes. `cmd` is each
  * image's command; busybox answers to the applet names linked in `applets`.
  */
 export const WORKLOAD_IMAGES = {
@@ -105,25 +105,19 @@ export const WORKLOAD_IMAGES = {
     cmd: ['/bin/sh', '-c', 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done'],
   },
   httpd: {
-    description: 'busybox httpd serving /www on port 80, with sh, ping, wget and nc',
-    applets: [
-      'sh',
-      'ls',
-      'cat',
-      'echo',
-      'sleep',
-      'ping',
-      'wget',
-      'nc',
-      'ip',
-      'hostname',
-      'httpd',
-      'env',
-      'ps',
-    ],
+    // No wget: Debian's static busybox 1.35 wget dies of a segmentation fault on any URL.
+    description: 'busybox httpd serving /www on port 80, with sh, ping and nc',
+    applets: ['sh', 'ls', 'cat', 'echo', 'sleep', 'ping', 'nc', 'ip', 'hostname', 'httpd', 'env', 'ps'],
     cmd: ['/bin/httpd', '-f', '-v', '-p', '80', '-h', '/www'],
-    // The page answers with the pod's name: `wget -qO- http://POD_IP/` says who answered.
-    entry: ['/bin/sh', '-c', 'hostname > /www/index.html && exec "$@"', 'httpd'],
+    // The page answers with the pod's name, so a request says who answered. The shell stays PID 1
+    // and ends the command on TERM: busybox programs as PID 1 ignore it, and each pod deletion
+    // would wait out its grace period.
+    entry: [
+      '/bin/sh',
+      '-c',
+      'hostname > /www/index.html; "$@" & c=$!; trap "kill $c; exit 0" TERM INT; wait $c',
+      'httpd',
+    ],
   },
 };
 

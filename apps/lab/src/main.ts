@@ -11,11 +11,12 @@ import { spawnSync } from 'node:child_process';
 import { imageRef } from '@calico-ts/images/definitions';
 import { labBench, renderBench } from './bench.js';
 import { type LabArgs, type LabCommand, parseLabArgs, usageText } from './cli.js';
+import { clusterStatus, renderClusterStatus } from './cluster/status.js';
 import { labUpCluster } from './cluster/up.js';
 import { labImages } from './containers.js';
 import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
-import { kubectlEnv } from './kube.js';
+import { kubectlEnv, runKubectl } from './kube.js';
 import { labStatus, measureConnectivity, renderStatus } from './observe.js';
 import { kubePlanOf, labFamilies, labInterfacePrefix, planLab, stateDirOf } from './plan.js';
 import { artifacts, checkRoot, kubectlPath } from './prereqs.js';
@@ -133,6 +134,16 @@ async function run(args: LabArgs): Promise<number> {
   if (needsDatastore(cmd) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
   switch (cmd.kind) {
     case 'status': {
+      if (state.plan.cluster) {
+        const kubectl = kubectlPath();
+        const s = await clusterStatus(state, (a) =>
+          runKubectl(state.plan, kubectl, a, { timeoutMs: 15_000 }),
+        );
+        process.stdout.write(
+          cmd.output === 'json' ? `${JSON.stringify(s, null, 2)}\n` : `${renderClusterStatus(s)}\n`,
+        );
+        return 0;
+      }
       const s = await labStatus(state, arts);
       process.stdout.write(
         cmd.output === 'json' ? `${JSON.stringify(s, null, 2)}\n` : `${renderStatus(s)}\n`,

@@ -16,7 +16,7 @@ import { imageRef } from '@calico-ts/images/definitions';
 import { tearDown } from '../down.js';
 import { errorMessage, LabError } from '../errors.js';
 import { runKubectl } from '../kube.js';
-import type { LabPlan } from '../plan.js';
+import { calicoctlConfigText, type LabPlan } from '../plan.js';
 import {
   type Artifacts,
   checkRoot,
@@ -321,7 +321,9 @@ export class ClusterBuilder {
   }
 
   /** Until the DaemonSet is ready on every node, kube-controllers is available and every Node is Ready. */
-  async waitInstalled(timeoutMs = 240_000): Promise<void> {
+  async waitInstalled(
+    timeoutMs = Number(process.env.CALICO_LAB_INSTALL_TIMEOUT_S ?? 240) * 1000,
+  ): Promise<void> {
     if (clusterOf(this.plan).install === 'none') return;
     const end = Date.now() + timeoutMs;
     const n = this.plan.nodes.length;
@@ -374,6 +376,8 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
   try {
     await b.fabric();
     await credentials;
+    // calicoctl as an administrator: the admin kubeconfig (the cluster's own components use theirs).
+    writeFileSync(plan.calicoctlConfig, calicoctlConfigText(plan));
     await b.etcd();
     b.startApiServer();
     for (const node of plan.nodes) await b.node(node);
@@ -396,8 +400,16 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
   } catch (e) {
     b.state.status = 'failed';
     b.save();
-    out.step('lab up failed; removing what it made');
     await credentials.catch(() => {});
+    if (process.env.CALICO_LAB_KEEP_FAILED === '1') {
+      out.step(
+        'lab up failed; left as it is for a look (CALICO_LAB_KEEP_FAILED=1): `pnpm lab down` removes it',
+      );
+      throw e instanceof LabError
+        ? e
+        : new LabError('setup', `lab up failed: ${errorMessage(e)}`, { cause: e });
+    }
+    out.step('lab up failed; removing what it made');
     await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
       out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
     );

@@ -428,10 +428,16 @@ export class KubeKVStore implements KVStore {
 
   async revision(): Promise<string> {
     // The cheapest consistent read: an empty page of one collection carries the store revision.
+    // IPAM blocks: every Calico client lists them under upstream's RBAC (calico-node, the CNI
+    // plugin, kube-controllers); ipamconfigs, say, calico-node may only get and create. Without
+    // the CRD, or a role that lists it, Namespaces.
     const list = await this.#http
-      .request<KubeList>('GET', `${restPath(locateKey('/calico/ipam/v2/config').collection)}?limit=1`)
+      .request<KubeList>(
+        'GET',
+        `${restPath(locateKey('/calico/ipam/v2/assignment/ipv4/block/10.0.0.0-26').collection)}?limit=1`,
+      )
       .catch(async (e: unknown) => {
-        if (!isDatastoreError(e, 'not-found')) throw e;
+        if (!isDatastoreError(e, 'not-found') && !isDatastoreError(e, 'unauthorized')) throw e;
         return this.#http.request<KubeList>('GET', '/api/v1/namespaces?limit=1');
       });
     return list.metadata?.resourceVersion ?? '0';
