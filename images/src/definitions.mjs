@@ -107,7 +107,10 @@ export const WORKLOAD_IMAGES = {
   httpd: {
     // No wget: Debian's static busybox 1.35 wget dies of a segmentation fault on any URL.
     description: 'busybox httpd serving /www on port 80, with sh, ping and nc',
-    applets: ['sh', 'ls', 'cat', 'echo', 'sleep', 'ping', 'nc', 'ip', 'hostname', 'httpd', 'env', 'ps'],
+    applets: [
+      ...['sh', 'ls', 'cat', 'echo', 'sleep', 'ping', 'nc', 'ip', 'hostname', 'httpd', 'env', 'ps'],
+      ...['touch', 'grep', 'head', 'tail', 'wc', 'seq', 'mkdir', 'rm', 'kill', 'true', 'false', 'date'],
+    ],
     cmd: ['/bin/httpd', '-f', '-v', '-p', '80', '-h', '/www'],
     // The page answers with the pod's name, so a request says who answered. The shell stays PID 1
     // and ends the command on TERM: busybox programs as PID 1 ignore it, and each pod deletion

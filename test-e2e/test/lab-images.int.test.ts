@@ -13,14 +13,15 @@
  * Needs what the lab needs plus podman, buildah and runc (and debootstrap if the root filesystem is
  * not cached yet); under CI=true their absence fails the test instead of skipping.
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IMAGES, type ImageName, imageRef } from '@calico-ts/images/definitions';
+import { IMAGES, imageRef } from '@calico-ts/images/definitions';
 import { podmanRun } from '@calico-ts/images/podman';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureImages, sh } from './images.js';
 import {
   alive,
   type ConnectivityReport,
@@ -31,8 +32,6 @@ import {
 } from './lab-driver.js';
 
 const ci = process.env.CI === 'true';
-const BUILD = join(ROOT, 'images/src/build.mjs');
-const NAMES = Object.keys(IMAGES) as ImageName[];
 
 function missingForImages(): string[] {
   const missing = missingPrerequisites();
@@ -51,42 +50,6 @@ if (missing.length > 0) {
       throw new Error(`missing prerequisites: ${missing.join(', ')}`);
     });
   });
-}
-
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function sh(cmd: string, args: readonly string[], timeoutMs = 120_000): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** When the image was made, or undefined when local storage does not have it. */
-async function imageCreated(name: ImageName): Promise<number | undefined> {
-  const r = await sh('podman', ['image', 'inspect', '--format', '{{.Created.Unix}}', imageRef(name)]);
-  return r.code === 0 ? Number(r.stdout.trim()) * 1000 : undefined;
-}
-
-/** The images that are missing, or older than a build output they hold. */
-async function staleImages(): Promise<ImageName[]> {
-  const stale: ImageName[] = [];
-  for (const name of NAMES) {
-    const created = await imageCreated(name);
-    const newest = Math.max(...IMAGES[name].needs.map((p) => statSync(join(ROOT, p)).mtimeMs));
-    if (created === undefined || created < newest) stale.push(name);
-  }
-  return stale;
-}
-
-async function build(name: ImageName | 'base'): Promise<void> {
-  const r = await sh(process.execPath, [BUILD, name], 25 * 60_000);
-  if (r.code !== 0) throw new Error(`building the ${name} image failed:\n${r.stderr || r.stdout}`);
 }
 
 /** Same pods in both labs: two on n1, one on n2. */
@@ -127,16 +90,7 @@ async function matrix(lab: LabDriver, protocol: 'tcp' | 'udp'): Promise<Cell[]> 
 
 describe.skipIf(missing.length > 0)('lab up --images', () => {
   beforeAll(async () => {
-    const t0 = performance.now();
-    const stale = await staleImages();
-    if (stale.length > 0) {
-      await build('base');
-      await Promise.all(stale.map(build));
-    }
-    const s = ((performance.now() - t0) / 1000).toFixed(1);
-    console.log(
-      stale.length > 0 ? `built the images ${stale.join(', ')} in ${s} s` : `the images are current (${s} s)`,
-    );
+    console.log(await ensureImages());
   }, 30 * 60_000);
 
   it('podman run --rm calico-ts/ctl:v0.1.0 version prints the version', async () => {

@@ -23,10 +23,22 @@ const CGROUP_FS = '/sys/fs/cgroup';
 
 /** The mount points of the cgroup v1 hierarchies (`cpu`, `memory`, …, `systemd`). */
 export function cgroupV1Hierarchies(mounts = readFileSync('/proc/mounts', 'utf8')): string[] {
+  return cgroupMounts(mounts, 'cgroup');
+}
+
+/**
+ * Every cgroup hierarchy mounted under /sys/fs/cgroup, the hybrid layout's cgroup2 (`unified`)
+ * included: runc makes each container's cgroup there too, so teardown looks in all of them.
+ */
+export function cgroupAllHierarchies(mounts = readFileSync('/proc/mounts', 'utf8')): string[] {
+  return [...cgroupMounts(mounts, 'cgroup'), ...cgroupMounts(mounts, 'cgroup2')];
+}
+
+function cgroupMounts(mounts: string, type: 'cgroup' | 'cgroup2'): string[] {
   return mounts
     .split('\n')
     .map((l) => l.split(' '))
-    .filter((f) => f[2] === 'cgroup' && f[1]?.startsWith(`${CGROUP_FS}/`))
+    .filter((f) => f[2] === type && f[1]?.startsWith(`${CGROUP_FS}/`))
     .map((f) => f[1]!);
 }
 
@@ -109,19 +121,17 @@ export function makeNodeCgroups(p: ClusterNodePaths, hierarchies = cgroupV1Hiera
   }
 }
 
-/** Every process in the node's cgroup root (read in the `pids` hierarchy, or the first there is). */
-export function nodeCgroupPids(p: ClusterNodePaths, hierarchies = cgroupV1Hierarchies()): number[] {
-  const h = hierarchies.find((x) => x.endsWith('/pids')) ?? hierarchies[0];
-  if (!h) return [];
-  const pids: number[] = [];
+/** Every process in the node's cgroup root, in any of `hierarchies`. */
+export function nodeCgroupPids(p: ClusterNodePaths, hierarchies = cgroupAllHierarchies()): number[] {
+  const pids = new Set<number>();
   const walk = (dir: string) => {
     if (!existsSync(dir)) return;
     for (const line of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n'))
-      if (line.trim() !== '') pids.push(Number(line));
+      if (line.trim() !== '') pids.add(Number(line));
     for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
   };
-  walk(join(h, p.cgroupRoot));
-  return pids;
+  for (const h of hierarchies) walk(join(h, p.cgroupRoot));
+  return [...pids];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -133,7 +143,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function removeNodeCgroups(
   p: ClusterNodePaths,
-  hierarchies = cgroupV1Hierarchies(),
+  hierarchies = cgroupAllHierarchies(),
 ): Promise<number> {
   let killed = 0;
   for (let round = 0; round < 50; round++) {

@@ -32,6 +32,7 @@ import { checkNoLab, LabBuilder, nsenter } from '../up.js';
 import { daemonSetCounts, labManifest, nodeReadiness } from './install.js';
 import { makeMntnsDir, makeNodeCgroups, makeNodeMountNamespace, nodeCommand } from './node-host.js';
 import {
+  CLUSTER_CIDR,
   CLUSTER_IMAGES,
   type ClusterNodePaths,
   type ClusterPlan,
@@ -64,6 +65,11 @@ function tail(file: string, n = 10): string {
   } catch {
     return '(no log)';
   }
+}
+
+/** deploy/manifests/calico.yaml with the lab's pool and encapsulation, written at `lab up --kubelet`. */
+export function labManifestPath(plan: LabPlan): string {
+  return join(clusterOf(plan).dir, 'calico.yaml');
 }
 
 export class ClusterBuilder {
@@ -301,22 +307,27 @@ export class ClusterBuilder {
   /** `--install`: Calico from its manifest (edited for the lab), as users apply it. */
   async install(): Promise<void> {
     const cluster = clusterOf(this.plan);
-    if (cluster.install === 'none') {
-      this.b.out.step('no CNI installed (--install none): the Nodes stay NotReady until one is');
-      return;
-    }
-    if (cluster.install !== 'manifest')
-      throw new LabError('usage', `--install ${cluster.install} is not supported yet; use manifest or none`);
-    const manifest = join(cluster.dir, 'calico.yaml');
+    // The manifest as the install guide has a user edit it for this cluster (install.ts).
+    const manifest = labManifestPath(this.plan);
     writeFileSync(
       manifest,
       labManifest(readFileSync(join(REPO_ROOT, 'deploy/manifests/calico.yaml'), 'utf8'), this.plan.mode),
     );
+    if (cluster.install === 'none') {
+      this.b.out.step(
+        `no CNI installed (--install none): the Nodes stay NotReady until one is; ${manifest} is ` +
+          'deploy/manifests/calico.yaml with the pool set for this lab',
+      );
+      return;
+    }
+    if (cluster.install !== 'manifest')
+      throw new LabError('usage', `--install ${cluster.install} is not supported yet; use manifest or none`);
     const r = await this.kubectl(['apply', '-f', manifest]);
     if (r.status !== 0)
       throw new LabError('setup', `kubectl apply -f ${manifest} failed:\n${(r.stderr || r.stdout).trim()}`);
     this.b.out.step(
-      `kubectl apply -f deploy/manifests/calico.yaml (pool ${'198.19.0.0/16'}, mode ${this.plan.mode}): ${r.stdout.trim().split('\n').length} objects`,
+      `kubectl apply -f ${manifest} (deploy/manifests/calico.yaml, pool ${CLUSTER_CIDR}, mode ${this.plan.mode}): ` +
+        `${r.stdout.trim().split('\n').length} objects`,
     );
   }
 
@@ -422,6 +433,9 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
     [
       '',
       'Next:',
+      ...(cluster.install === 'none'
+        ? [`  pnpm lab kubectl apply -f ${labManifestPath(plan)}   # or: deploy/manifests/calico.yaml`]
+        : []),
       '  pnpm lab kubectl get nodes -o wide',
       '  pnpm lab kubectl get daemonset calico-node --namespace=kube-system',
       `  pnpm lab kubectl create deployment web --image=${imageRef('httpd')} --replicas=6`,
