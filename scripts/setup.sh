@@ -44,52 +44,21 @@ if [ -z "$KUBE_VERSION" ]; then
   exit 1
 fi
 
-go_build() { # <package> <output file> [<tools module dir> <ldflags>]
+# The go command; Go is needed only to build the servers below.
+go_cmd() { # <what it is for>
   local go_bin
   go_bin=$(command -v go || true)
   [ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/go ] || go_bin=/usr/local/go/bin/go
   if [ -z "$go_bin" ]; then
-    echo "setup: 'go' not found: Go 1.26 or newer is needed to build $(basename "$2") (https://go.dev/dl/)" >&2
+    echo "setup: 'go' not found: Go 1.26 or newer is needed to build $1 (https://go.dev/dl/)" >&2
     exit 1
   fi
-  echo "setup: building $(basename "$2") from $1 into $CACHE_BIN (the first build takes several minutes)"
-  mkdir -p "$CACHE_BIN"
-  # Into a temp file first, so an interrupted build never leaves a binary this script would keep.
-  local tmp="$2.partial.$$"
-  local dir=${3:-tools/kubernetes}
-  # A module build leaves the version at v0.0.0-master; set it as upstream's release build does, so
-  # the server reports the release (kubectl skew checks, Helm kubeVersion constraints).
-  local ldflags='-s -w' major minor pkg
-  major=${KUBE_VERSION#v}
-  minor=${major#*.}
-  major=${major%%.*}
-  minor=${minor%%.*}
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-  done
-  [ -z "${4:-}" ] || ldflags=$4
-  if ! (cd "$dir" &&
-    GOFLAGS=-mod=readonly GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false \
-      "$go_bin" build -trimpath -ldflags="$ldflags" -o "$tmp" "$1" </dev/null); then
-    rm -f "$tmp"
-    echo "setup: building $1 failed (see the go output above)" >&2
-    exit 1
-  fi
-  mv -f "$tmp" "$2"
+  echo "$go_bin"
 }
 
-# Several commands of the tools module into one directory (each under its command's name).
-go_build_many() { # <output dir> <package>...
-  local out=$1
-  shift
-  local go_bin
-  go_bin=$(command -v go || true)
-  [ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/go ] || go_bin=/usr/local/go/bin/go
-  if [ -z "$go_bin" ]; then
-    echo "setup: 'go' not found: Go 1.26 or newer is needed to build $* (https://go.dev/dl/)" >&2
-    exit 1
-  fi
-  echo "setup: building $* into $CACHE_BIN (the first build takes several minutes)"
+# A module build leaves the version at v0.0.0-master; set it as upstream's release build does, so
+# the servers report the release (kubectl skew checks, Helm kubeVersion constraints).
+kube_ldflags() {
   local ldflags='-s -w' major minor pkg
   major=${KUBE_VERSION#v}
   minor=${major#*.}
@@ -98,18 +67,39 @@ go_build_many() { # <output dir> <package>...
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
   done
-  if ! (cd tools/kubernetes &&
+  echo "$ldflags"
+}
+
+# Builds the packages of a tools module into <output>: one package into that file, several into
+# that directory (each under its command's name). Into a temp path first, so an interrupted build
+# never leaves a binary this script would keep.
+go_build() { # <output> <tools module dir> <ldflags> <package>...
+  local out=$1 dir=$2 ldflags=$3
+  shift 3
+  local go_bin
+  go_bin=$(go_cmd "$*")
+  echo "setup: building $* into $CACHE_BIN (the first build takes several minutes)"
+  mkdir -p "$CACHE_BIN"
+  local tmp="$out.partial.$$" target="$out.partial.$$"
+  if (($# > 1)); then
+    mkdir -p "$tmp"
+    target="$tmp/"
+  fi
+  if ! (cd "$dir" &&
     GOFLAGS=-mod=readonly GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false \
-      "$go_bin" build -trimpath -ldflags="$ldflags" -o "$out/" "$@" </dev/null); then
-    rm -rf "$out"
+      "$go_bin" build -trimpath -ldflags="$ldflags" -o "$target" "$@" </dev/null); then
+    rm -rf "$tmp"
     echo "setup: building $* failed (see the go output above)" >&2
     exit 1
   fi
+  rm -rf "$out"
+  mv -f "$tmp" "$out"
 }
 
 # Kept when it runs and reports the pinned release; rebuilt otherwise.
 if [ "$("$CACHE_BIN/kube-apiserver-$KUBE_VERSION" --version 2>/dev/null || true)" != "Kubernetes $KUBE_VERSION" ]; then
-  go_build k8s.io/kubernetes/cmd/kube-apiserver "$CACHE_BIN/kube-apiserver-$KUBE_VERSION"
+  go_build "$CACHE_BIN/kube-apiserver-$KUBE_VERSION" tools/kubernetes "$(kube_ldflags)" \
+    k8s.io/kubernetes/cmd/kube-apiserver
 fi
 # The node and control-plane servers of `lab up --kubelet`, from the same module at the same
 # release, cached beside kube-apiserver (apps/lab/src/cluster/tools.ts looks for exactly these
@@ -119,14 +109,15 @@ stale=()
 for s in "${K8S_SERVERS[@]}"; do
   [ "$("$CACHE_BIN/$s-$KUBE_VERSION" --version 2>/dev/null || true)" = "Kubernetes $KUBE_VERSION" ] || stale+=("$s")
 done
-if ((${#stale[@]})); then
-  out_dir=$CACHE_BIN/.build.$$
-  mkdir -p "$out_dir"
+if ((${#stale[@]} > 1)); then
   pkgs=()
   for s in "${stale[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$s"); done
-  go_build_many "$out_dir" "${pkgs[@]}"
-  for s in "${stale[@]}"; do mv -f "$out_dir/$s" "$CACHE_BIN/$s-$KUBE_VERSION"; done
-  rm -rf "$out_dir"
+  go_build "$CACHE_BIN/.build" tools/kubernetes "$(kube_ldflags)" "${pkgs[@]}"
+  for s in "${stale[@]}"; do mv -f "$CACHE_BIN/.build/$s" "$CACHE_BIN/$s-$KUBE_VERSION"; done
+  rm -rf "$CACHE_BIN/.build"
+elif ((${#stale[@]} == 1)); then
+  go_build "$CACHE_BIN/${stale[0]}-$KUBE_VERSION" tools/kubernetes "$(kube_ldflags)" \
+    "k8s.io/kubernetes/cmd/${stale[0]}"
 fi
 # kubectl comes from the machine: tools/kubernetes pins only the servers' dependencies.
 if ! command -v kubectl >/dev/null 2>&1; then
@@ -152,7 +143,7 @@ if [ "$("$CACHE_BIN/helm-$HELM_VERSION" version --template '{{.Version}}' 2>/dev
   for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
     helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
   done
-  go_build helm.sh/helm/v3/cmd/helm "$CACHE_BIN/helm-$HELM_VERSION" tools/helm "$helm_ldflags"
+  go_build "$CACHE_BIN/helm-$HELM_VERSION" tools/helm "$helm_ldflags" helm.sh/helm/v3/cmd/helm
 fi
 
 # The newest Node LTS the npm registry serves (test-packs/NODE_LTS; scripts/newest-node-lts.mjs

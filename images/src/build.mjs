@@ -159,6 +159,35 @@ async function bundleProgram(b, outDir) {
   return outfile;
 }
 
+/** The image's config (entrypoint, command, env, the OCI labels every image carries), then the commit. */
+async function configureAndCommit(ctr, name, ref, { entrypoint, cmd, env = [] }) {
+  await buildah(
+    'config',
+    '--entrypoint',
+    JSON.stringify(entrypoint),
+    '--cmd',
+    cmd,
+    ...env.flatMap((e) => ['--env', e]),
+    '--label',
+    `org.opencontainers.image.title=${REPOSITORY}/${name}`,
+    '--label',
+    `org.opencontainers.image.description=${IMAGES[name]?.description ?? WORKLOAD_IMAGES[name].description}`,
+    '--label',
+    `org.opencontainers.image.version=${VERSION}`,
+    ctr,
+  );
+  await buildah('commit', '--quiet', '--rm', ctr, ref);
+}
+
+/** The image as an OCI archive in images/out/ (replacing an older one); resolves to its path. */
+async function writeArchive(name, ref) {
+  const archive = archivePath(name);
+  await mkdir(dirname(archive), { recursive: true });
+  await rm(archive, { force: true });
+  await buildah('push', '--quiet', ref, `oci-archive:${archive}:${ref}`);
+  return archive;
+}
+
 async function buildApp(name) {
   const def = IMAGES[name];
   if (!def) throw new Error(`no image "${name}" (images: base, ${Object.keys(IMAGES).join(', ')})`);
@@ -199,31 +228,14 @@ async function buildApp(name) {
     }
     for (const l of def.links ?? [])
       await buildah('run', '--network', 'none', ctr, '--', 'ln', '-sfn', l.target, l.path);
-    await buildah(
-      'config',
-      '--entrypoint',
-      JSON.stringify(def.entrypoint),
-      '--cmd',
-      '',
-      '--label',
-      `org.opencontainers.image.title=${REPOSITORY}/${name}`,
-      '--label',
-      `org.opencontainers.image.description=${def.description}`,
-      '--label',
-      `org.opencontainers.image.version=${VERSION}`,
-      ctr,
-    );
-    await buildah('commit', '--quiet', '--rm', ctr, ref);
+    await configureAndCommit(ctr, name, ref, { entrypoint: def.entrypoint, cmd: '' });
   } catch (e) {
     await buildah('rm', ctr).catch(() => {});
     throw e;
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  const archive = archivePath(name);
-  await mkdir(dirname(archive), { recursive: true });
-  await rm(archive, { force: true });
-  await buildah('push', '--quiet', ref, `oci-archive:${archive}:${ref}`);
+  const archive = await writeArchive(name, ref);
   const [size, layers, baseSize] = await Promise.all([imageSize(ref), imageLayers(ref), imageSize(base)]);
   say(
     name,
@@ -264,31 +276,16 @@ async function buildWorkload(name) {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
-    await buildah(
-      'config',
-      '--entrypoint',
-      JSON.stringify(def.entry ?? []),
-      '--cmd',
-      JSON.stringify(def.cmd),
-      '--env',
-      'PATH=/bin',
-      '--label',
-      `org.opencontainers.image.title=${REPOSITORY}/${name}`,
-      '--label',
-      `org.opencontainers.image.description=${def.description}`,
-      '--label',
-      `org.opencontainers.image.version=${VERSION}`,
-      ctr,
-    );
-    await buildah('commit', '--quiet', '--rm', ctr, ref);
+    await configureAndCommit(ctr, name, ref, {
+      entrypoint: def.entry ?? [],
+      cmd: JSON.stringify(def.cmd),
+      env: ['PATH=/bin'],
+    });
   } catch (e) {
     await buildah('rm', ctr).catch(() => {});
     throw e;
   }
-  const archive = archivePath(name);
-  await mkdir(dirname(archive), { recursive: true });
-  await rm(archive, { force: true });
-  await buildah('push', '--quiet', ref, `oci-archive:${archive}:${ref}`);
+  const archive = await writeArchive(name, ref);
   say(name, `${ref} ${mib(await imageSize(ref))}, archive ${archive}`);
   return ref;
 }

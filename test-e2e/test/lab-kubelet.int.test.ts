@@ -255,8 +255,9 @@ spec:
     )!;
     // A TCP listener on the server pod writing what it receives; a client sending a line every
     // 100 ms over one kept-open connection; a probe every 100 ms from the client pod.
-    const exec = (pod: string, script: string) =>
-      spawn(
+    /** `lab kubectl exec POD -- sh -c SCRIPT` in the background: its output and exit, whenever it ends. */
+    const exec = (pod: string, script: string) => {
+      const child = spawn(
         process.execPath,
         [
           LAB,
@@ -274,7 +275,24 @@ spec:
         ],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
       );
-    const listener = exec(server.metadata.name, 'nc -l -p 9000 > /tmp/got');
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      child.stderr.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      const done = new Promise<{ code: number | null; out: string }>((r) =>
+        child.on('close', (code) => r({ code, out })),
+      );
+      return { done, running: () => child.exitCode === null && child.signalCode === null };
+    };
+    // busybox nc ends a connection when its own input ends: the listener's input is a sleep the
+    // test ends last, and the sender's is the loop, so the sender's close ends the connection.
+    const listener = exec(
+      server.metadata.name,
+      '(sleep 3600 & echo $! > /tmp/s.pid; wait) | nc -l -p 9000 > /tmp/got; kill $(cat /tmp/s.pid) 2>/dev/null; true',
+    );
     await sleep(1500);
     const sender = exec(
       'client',
@@ -286,20 +304,31 @@ spec:
         `if printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 1 ${probeTarget.status.podIP} 80 | grep -q ${probeTarget.metadata.name}; ` +
         `then ok=$((ok+1)); else fail=$((fail+1)); fi; sleep 0.1; done; echo "$ok $fail"`,
     );
-    let probeOut = '';
-    probe.stdout.on('data', (d: Buffer) => {
-      probeOut += d.toString();
-    });
     await sleep(2000);
+    expect(
+      [listener.running(), sender.running(), probe.running()],
+      'listener, sender, probe started',
+    ).toEqual([true, true, true]);
     const t0 = performance.now();
     await kubectl('-n', 'kube-system', 'set', 'env', 'daemonset/calico-node', 'CALICO_LAB_E2E_ROLL=1');
     await kubectl('-n', 'kube-system', 'rollout', 'status', 'daemonset/calico-node', '--timeout=240s');
     console.log(`calico-node rolled out on 3 nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     await sleep(2000);
+    // Each still running after the rollout: none was cut off by it.
+    const runningAfter = [listener.running(), sender.running(), probe.running()];
     await kubectl('exec', 'client', '--', 'touch', '/tmp/stop');
-    await new Promise<void>((r) => probe.on('close', () => r()));
-    await new Promise<void>((r) => sender.on('close', () => r()));
-    await new Promise<void>((r) => listener.on('close', () => r()));
+    const [snd, pr] = await Promise.all([sender.done, probe.done]);
+    await kubectl('exec', server.metadata.name, '--', 'sh', '-c', 'kill $(cat /tmp/s.pid)');
+    const ended = [await listener.done, snd, pr];
+    console.log(
+      `listener, sender, probe: ${ended.map((x) => `exit ${x.code} "${x.out.trim().slice(-300)}"`).join('; ')}`,
+    );
+    expect(runningAfter, 'listener, sender and probe still running after the rollout').toEqual([
+      true,
+      true,
+      true,
+    ]);
+    const probeOut = ended[2].out;
     const [ok, fail] = probeOut.trim().split(' ').map(Number);
     console.log(`probes during the rollout: ${ok} answered, ${fail} failed`);
     expect(fail).toBe(0);

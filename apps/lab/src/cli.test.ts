@@ -35,6 +35,36 @@ describe('pnpm lab command line', () => {
       ipFamily: '4',
     });
   });
+  it('up --kubelet: manifest by default, --install none, and refusals that say why', () => {
+    expect(parseLabArgs(['up', '--kubelet']).command).toEqual({
+      kind: 'up',
+      nodes: 3,
+      mode: 'bgp',
+      datastore: 'kubernetes',
+      topology: 'flat',
+      ipFamily: '4',
+      kubelet: 'manifest',
+    });
+    expect(parseLabArgs(['up', '--kubelet', '--install', 'none', '--mode', 'vxlan']).command).toMatchObject({
+      mode: 'vxlan',
+      kubelet: 'none',
+    });
+    usageError(
+      ['up', '--install', 'none'],
+      /--install picks how a --kubelet cluster gets Calico; add --kubelet/,
+    );
+    usageError(
+      ['up', '--kubelet', '--install', 'kops'],
+      /--install must be manifest, etcd, policy-only, helm, none, got "kops"/,
+    );
+    usageError(
+      ['up', '--kubelet', '--images'],
+      /--kubelet installs Calico from its manifest .*--images not with it yet/,
+    );
+    usageError(['up', '--kubelet', '--mode', 'ipip'], /--kubelet runs --mode bgp or vxlan, got --mode ipip/);
+    usageError(['up', '--kubelet', '--datastore', 'etcdv3'], /the datastore is what --install puts in place/);
+    expect(usageText('up')).toContain('--kubelet');
+  });
   it('up --images: a switch, no value', () => {
     expect(parseLabArgs(['up', '--images', '--mode', 'vxlan']).command).toEqual({
       kind: 'up',
@@ -191,7 +221,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--node', '3'],
-      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --typha, --images\)/,
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --typha, --images, --kubelet, --install\)/,
     );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

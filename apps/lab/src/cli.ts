@@ -103,6 +103,7 @@ network it does not make (no BIRD, no Calico IPAM). Needs root.
 Commands:
   up [--nodes 3] [--mode bgp|ipip|vxlan|policy-only] [--datastore kubernetes|etcdv3]
      [--topology flat|two-subnets] [--ip-family 4|6|dual] [--tls] [--typha] [--images]
+     [--kubelet [--install manifest|none]]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -132,6 +133,7 @@ export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|ipip|vxlan|policy-only]
                    [--datastore kubernetes|etcdv3] [--topology flat|two-subnets]
                    [--ip-family 4|6|dual] [--tls] [--typha] [--images]
+                   [--kubelet [--install manifest|none]]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.

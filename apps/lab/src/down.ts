@@ -10,7 +10,7 @@
  * install-cni a crash left behind.
  */
 import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Netlinux } from '@calico-ts/netlinux';
 import { removeMntnsDir, removeNodeCgroups, removeNodeMountNamespace } from './cluster/node-host.js';
 import { clusterNodePaths } from './cluster/plan.js';
@@ -65,7 +65,7 @@ export async function tearDown(state: LabState, stateDir: string, out: Progress)
     out.step(`removed ${removed} network namespaces (${[...state.namespaces].reverse().join(', ')})`);
   if (state.plan.cluster) {
     await removeMntnsDir(state.plan.cluster.mntnsDir);
-    removeHostDirs(state, stateDir, out);
+    removeHostDirs(state, out);
   }
   rmSync(stateDir, { recursive: true, force: true });
   out.step(`removed ${stateDir}`);
@@ -124,17 +124,22 @@ async function tearDownClusterNodes(
 
 /**
  * The empty mount points a `--kubelet` lab made on the machine for the nodes' host paths, unless
- * another lab still has its state beside this one (its nodes may be mounted on them).
+ * another `--kubelet` lab is up anywhere on the machine (a cgroup root of its nodes exists): its
+ * nodes are mounted on them, and removing a directory that is a mount point in another mount
+ * namespace detaches that mount there.
  */
-function removeHostDirs(state: LabState, stateDir: string, out: Progress): void {
+function removeHostDirs(state: LabState, out: Progress): void {
   const made = (state as { hostDirsMade?: string[] }).hostDirsMade ?? [];
   if (made.length === 0) return;
-  const root = dirname(stateDir);
-  const others = existsSync(root)
-    ? readdirSync(root).filter((d) => join(root, d) !== stateDir && existsSync(join(root, d, 'state.json')))
+  const ours = new Set(state.plan.nodes.map((n) => `calico-lab-${state.plan.name}-${n.name}`));
+  const pids = '/sys/fs/cgroup/pids';
+  const others = existsSync(pids)
+    ? readdirSync(pids).filter((d) => d.startsWith('calico-lab-') && !ours.has(d))
     : [];
   if (others.length > 0) {
-    out.step(`left the empty mount points ${made.join(', ')}: lab ${others.join(', ')} is still up`);
+    out.step(
+      `left the empty mount points ${made.join(', ')}: another lab's nodes use them (${others.join(', ')})`,
+    );
     return;
   }
   const removed: string[] = [];

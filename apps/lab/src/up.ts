@@ -700,6 +700,33 @@ export async function nodeReadiness(
   return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() };
 }
 
+/**
+ * A `lab up` that failed: the state marked failed, then everything made so far removed (once
+ * `pending` steps, which may still write into the state directory, have settled), and the error
+ * thrown as a LabError. With CALICO_LAB_KEEP_FAILED=1 the lab is left as it is, for a look.
+ */
+export async function failedUp(
+  b: LabBuilder,
+  e: unknown,
+  pending: readonly Promise<unknown>[],
+): Promise<never> {
+  const { out, plan } = b;
+  b.state.status = 'failed';
+  b.save();
+  for (const p of pending) await p.catch(() => {});
+  if (process.env.CALICO_LAB_KEEP_FAILED === '1') {
+    out.step(
+      'lab up failed; left as it is for a look (CALICO_LAB_KEEP_FAILED=1): `pnpm lab down` removes it',
+    );
+  } else {
+    out.step('lab up failed; removing what it made');
+    await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
+      out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
+    );
+  }
+  throw e instanceof LabError ? e : new LabError('setup', `lab up failed: ${errorMessage(e)}`, { cause: e });
+}
+
 export async function labUp(
   plan: LabPlan,
   arts: Artifacts,
@@ -768,18 +795,7 @@ export async function labUp(
     b.state.upSeconds = Math.round(out.seconds * 10) / 10;
     b.save();
   } catch (e) {
-    b.state.status = 'failed';
-    b.save();
-    out.step('lab up failed; removing what it made');
-    // Nothing may still be writing into the state directory when it is removed.
-    await credentials.catch(() => {});
-    await installed.catch(() => {});
-    await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
-      out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
-    );
-    throw e instanceof LabError
-      ? e
-      : new LabError('setup', `lab up failed: ${errorMessage(e)}`, { cause: e });
+    return failedUp(b, e, [credentials, installed]);
   }
   out.step(`lab "${plan.name}" is up in ${b.state.upSeconds} s`);
   out.line(

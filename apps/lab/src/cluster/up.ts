@@ -13,8 +13,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { imageRef } from '@calico-ts/images/definitions';
-import { tearDown } from '../down.js';
-import { errorMessage, LabError } from '../errors.js';
+import { LabError } from '../errors.js';
 import { runKubectl } from '../kube.js';
 import { calicoctlConfigText, type LabPlan } from '../plan.js';
 import {
@@ -28,7 +27,7 @@ import {
 import { isAlive, runAsync, spawnDetached } from '../processes.js';
 import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
-import { checkNoLab, LabBuilder, nsenter } from '../up.js';
+import { checkNoLab, failedUp, LabBuilder, nsenter } from '../up.js';
 import { daemonSetCounts, labManifest, nodeReadiness } from './install.js';
 import { makeMntnsDir, makeNodeCgroups, makeNodeMountNamespace, nodeCommand } from './node-host.js';
 import {
@@ -409,24 +408,7 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
     b.state.upSeconds = Math.round(out.seconds * 10) / 10;
     b.save();
   } catch (e) {
-    b.state.status = 'failed';
-    b.save();
-    await credentials.catch(() => {});
-    if (process.env.CALICO_LAB_KEEP_FAILED === '1') {
-      out.step(
-        'lab up failed; left as it is for a look (CALICO_LAB_KEEP_FAILED=1): `pnpm lab down` removes it',
-      );
-      throw e instanceof LabError
-        ? e
-        : new LabError('setup', `lab up failed: ${errorMessage(e)}`, { cause: e });
-    }
-    out.step('lab up failed; removing what it made');
-    await tearDown(b.state, plan.stateDir, out).catch((e2: unknown) =>
-      out.step(`cleanup failed too: ${errorMessage(e2)}; run \`pnpm lab down\``),
-    );
-    throw e instanceof LabError
-      ? e
-      : new LabError('setup', `lab up failed: ${errorMessage(e)}`, { cause: e });
+    return failedUp(b, e, [credentials]);
   }
   out.step(`lab "${plan.name}" is up in ${b.state.upSeconds} s`);
   out.line(
