@@ -4,9 +4,15 @@
  * parallel); the workload images (static busybox, about a second each) are built every time.
  */
 import { execFile } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { IMAGES, type ImageName, imageRef, type WorkloadImageName } from '@calico-ts/images/definitions';
+import {
+  archivePath,
+  IMAGES,
+  type ImageName,
+  imageRef,
+  type WorkloadImageName,
+} from '@calico-ts/images/definitions';
 import { ROOT } from './lab-driver.js';
 
 const BUILD = join(ROOT, 'images/src/build.mjs');
@@ -37,7 +43,8 @@ async function staleImages(names: readonly ImageName[]): Promise<ImageName[]> {
   for (const name of names) {
     const created = await imageCreated(name);
     const newest = Math.max(...IMAGES[name].needs.map((p) => statSync(join(ROOT, p)).mtimeMs));
-    if (created === undefined || created < newest) stale.push(name);
+    // The lab cluster imports the archive, so an image without one is stale too.
+    if (created === undefined || created < newest || !existsSync(archivePath(name))) stale.push(name);
   }
   return stale;
 }
