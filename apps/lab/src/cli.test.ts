@@ -63,6 +63,10 @@ describe('pnpm lab command line', () => {
     );
     usageError(['up', '--kubelet', '--mode', 'ipip'], /--kubelet runs --mode bgp or vxlan, got --mode ipip/);
     usageError(['up', '--kubelet', '--datastore', 'etcdv3'], /the datastore is what --install puts in place/);
+    expect(parseLabArgs(['up', '--kubelet', '--install', 'etcd']).command).toMatchObject({
+      datastore: 'etcdv3',
+      kubelet: 'etcd',
+    });
     expect(usageText('up')).toContain('--kubelet');
   });
   it('up --images: a switch, no value', () => {

@@ -103,7 +103,7 @@ network it does not make (no BIRD, no Calico IPAM). Needs root.
 Commands:
   up [--nodes 3] [--mode bgp|ipip|vxlan|policy-only] [--datastore kubernetes|etcdv3]
      [--topology flat|two-subnets] [--ip-family 4|6|dual] [--tls] [--typha] [--images]
-     [--kubelet [--install manifest|none]]
+     [--kubelet [--install manifest|etcd|helm|none]]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
@@ -133,7 +133,7 @@ export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|ipip|vxlan|policy-only]
                    [--datastore kubernetes|etcdv3] [--topology flat|two-subnets]
                    [--ip-family 4|6|dual] [--tls] [--typha] [--images]
-                   [--kubelet [--install manifest|none]]
+                   [--kubelet [--install manifest|etcd|helm|none]]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -182,9 +182,11 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    (\`pnpm images\`) are imported into every node's containerd, and Calico is
                    installed by Kubernetes (--install); --mode bgp or vxlan only
   --install I      with --kubelet: manifest (default: kubectl apply -f deploy/manifests/calico.yaml
-                   with the pool set to 198.19.0.0/16 and --mode's encapsulation); none (no CNI:
-                   the Nodes stay NotReady until you install one, e.g.
-                   \`pnpm lab kubectl apply -f deploy/manifests/calico.yaml\`)
+                   with the pool set to 198.19.0.0/16 and --mode's encapsulation); etcd (the same
+                   with calico-etcd.yaml, etcd_endpoints the lab's etcd: the etcdv3 datastore);
+                   helm (helm install calico-ts deploy/helm/calico-ts -n kube-system, the pool
+                   set with --set); none (no CNI: the Nodes stay NotReady until you install one,
+                   e.g. \`pnpm lab kubectl apply -f <state>/cluster/calico.yaml\`)
 `,
   down: `Usage: pnpm lab down
 
@@ -452,16 +454,17 @@ export function parseLabArgs(
           );
         if (mode !== 'bgp' && mode !== 'vxlan')
           usage(`--kubelet runs --mode bgp or vxlan, got --mode ${mode}`);
-        if (datastore !== 'kubernetes' && install !== 'etcd')
+        if (flags.has('--datastore'))
           usage(
-            '--kubelet: the datastore is what --install puts in place (manifest: kubernetes; etcd: etcdv3); leave out --datastore',
+            '--kubelet: the datastore is what --install puts in place (manifest, helm: kubernetes; ' +
+              'etcd: etcdv3); leave out --datastore',
           );
       }
       return done({
         kind: 'up',
         nodes,
         mode: mode as LabMode,
-        datastore: datastore as LabDatastore,
+        datastore: (install === 'etcd' ? 'etcdv3' : datastore) as LabDatastore,
         topology: topology as LabTopology,
         ipFamily: ipFamily as LabIPFamily,
         ...(flags.has('--tls') ? { tls: true as const } : {}),

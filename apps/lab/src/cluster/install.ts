@@ -21,8 +21,12 @@ interface EnvVar {
   value?: string;
 }
 
-/** The manifest with the lab's pool and encapsulation in the calico-node container's environment. */
-export function labManifest(text: string, mode: LabMode): string {
+/**
+ * The manifest with the lab's pool and encapsulation in the calico-node container's environment,
+ * and, for calico-etcd.yaml, the lab's etcd in the `calico-config` ConfigMap's `etcd_endpoints`
+ * (the one value the etcd guide has a user fill in).
+ */
+export function labManifest(text: string, mode: LabMode, etcdEndpoints?: string): string {
   const want: Record<string, string> = {
     CALICO_IPV4POOL_CIDR: CLUSTER_CIDR,
     CALICO_IPV4POOL_IPIP: 'Never',
@@ -30,7 +34,19 @@ export function labManifest(text: string, mode: LabMode): string {
   };
   const docs = parseAllDocuments(text);
   let found = false;
+  let endpointsSet = false;
   for (const doc of docs) {
+    const head = doc.toJS() as {
+      kind?: string;
+      metadata?: { name?: string };
+      data?: Record<string, string>;
+    } | null;
+    if (etcdEndpoints && head?.kind === 'ConfigMap' && head.metadata?.name === 'calico-config' && head.data) {
+      if ('etcd_endpoints' in head.data) {
+        doc.setIn(['data', 'etcd_endpoints'], etcdEndpoints);
+        endpointsSet = true;
+      }
+    }
     const obj = doc.toJS() as {
       kind?: string;
       metadata?: { name?: string };
@@ -53,6 +69,11 @@ export function labManifest(text: string, mode: LabMode): string {
     throw new LabError(
       'setup',
       'the manifest has no calico-node DaemonSet with a calico-node container to set the pool in',
+    );
+  if (etcdEndpoints && !endpointsSet)
+    throw new LabError(
+      'setup',
+      "the manifest has no calico-config ConfigMap with etcd_endpoints to point at the lab's etcd",
     );
   return docs.map((d) => d.toString({ lineWidth: 0 })).join('');
 }
@@ -92,4 +113,16 @@ export function nodeReadiness(list: {
     m.set(n.metadata?.name ?? '?', ready);
   }
   return m;
+}
+
+/**
+ * `helm install` values for the chart (deploy/helm/calico-ts) that match what `labManifest` sets:
+ * the lab's pool and the encapsulation `--mode` asks for.
+ */
+export function labHelmValues(mode: LabMode): string[] {
+  return [
+    `ipv4Pool.cidr=${CLUSTER_CIDR}`,
+    `ipv4Pool.encapsulation=${mode === 'vxlan' ? 'VXLAN' : 'None'}`,
+    'ipv4Pool.encapsulationMode=Always',
+  ];
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { planLab } from '../plan.js';
 import { REPO_ROOT } from '../prereqs.js';
-import { daemonSetCounts, labManifest, nodeReadiness } from './install.js';
+import { daemonSetCounts, labHelmValues, labManifest, nodeReadiness } from './install.js';
 import { cgroupV1Hierarchies, nodeCommand } from './node-host.js';
 import {
   clusterNodePaths,
@@ -112,6 +112,28 @@ describe('lab up --kubelet: installing the manifest', () => {
     const strip = (o: unknown) =>
       JSON.stringify(o).replace(/"CALICO_IPV4POOL_(CIDR|IPIP|VXLAN)","value":"[^"]*"/g, '');
     expect(after.map(strip)).toEqual(before.map(strip));
+  });
+
+  it('points calico-etcd.yaml at the lab etcd, and refuses a manifest without etcd_endpoints when asked', () => {
+    const etcdManifest = readFileSync(join(REPO_ROOT, 'deploy/manifests/calico-etcd.yaml'), 'utf8');
+    const out = labManifest(etcdManifest, 'bgp', 'http://198.18.0.2:2379');
+    const cm = parseAllDocuments(out)
+      .map((d) => d.toJS())
+      .find((o) => o?.kind === 'ConfigMap' && o.metadata.name === 'calico-config');
+    expect(cm.data.etcd_endpoints).toBe('http://198.18.0.2:2379');
+    expect(envOf(out).CALICO_IPV4POOL_CIDR).toBe('198.19.0.0/16');
+    expect(() => labManifest(manifest, 'bgp', 'http://198.18.0.2:2379')).toThrow(
+      /no calico-config ConfigMap with etcd_endpoints/,
+    );
+  });
+
+  it('gives helm the same pool and encapsulation', () => {
+    expect(labHelmValues('bgp')).toEqual([
+      'ipv4Pool.cidr=198.19.0.0/16',
+      'ipv4Pool.encapsulation=None',
+      'ipv4Pool.encapsulationMode=Always',
+    ]);
+    expect(labHelmValues('vxlan')).toContain('ipv4Pool.encapsulation=VXLAN');
   });
 
   it('refuses a manifest without the calico-node DaemonSet', () => {

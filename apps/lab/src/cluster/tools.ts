@@ -3,11 +3,23 @@
  * servers scripts/setup.sh builds from `k8s.io/kubernetes` (cached next to kube-apiserver, same
  * release), containerd, runc and ctr from Debian, and the images' OCI archives from `pnpm images`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { archivePath } from '@calico-ts/images/definitions';
 import { LabError } from '../errors.js';
+import { REPO_ROOT } from '../prereqs.js';
 import { CLUSTER_IMAGES, type ClusterImage } from './plan.js';
+
+/**
+ * The helm scripts/setup.sh builds beside the Kubernetes servers, at the release tools/helm/go.mod
+ * pins (as `pnpm helm` finds it); CALICO_HELM_BIN overrides.
+ */
+function helmPath(dir: string): string {
+  if (process.env.CALICO_HELM_BIN) return process.env.CALICO_HELM_BIN;
+  const mod = readFileSync(join(REPO_ROOT, 'tools/helm/go.mod'), 'utf8');
+  const version = /^\s*(?:require\s+)?helm\.sh\/helm\/v3\s+(v\S+)/m.exec(mod)?.[1] ?? 'unknown';
+  return join(dir, `helm-${version}`);
+}
 
 const firstOf = (paths: string[], exists: (p: string) => boolean) => paths.find(exists) ?? paths[0]!;
 
@@ -19,6 +31,8 @@ export interface ClusterTools {
   readonly containerd: string;
   readonly ctr: string;
   readonly runc: string;
+  /** helm, built by scripts/setup.sh (for `--install helm`). */
+  readonly helm: string;
   readonly archives: Readonly<Record<ClusterImage, string>>;
 }
 
@@ -41,6 +55,7 @@ export function clusterTools(
     containerd: firstOf(['/usr/bin/containerd', '/usr/local/bin/containerd'], exists),
     ctr: firstOf(['/usr/bin/ctr', '/usr/local/bin/ctr'], exists),
     runc: firstOf(['/usr/sbin/runc', '/usr/bin/runc', '/usr/local/sbin/runc'], exists),
+    helm: helmPath(dir),
   };
   const missing: string[] = [];
   for (const name of ['kubelet', 'kubeProxy', 'kubeScheduler', 'kubeControllerManager'] as const)

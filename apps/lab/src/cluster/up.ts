@@ -10,7 +10,7 @@
  * The fabric, etcd, API server and node namespaces are LabBuilder's (up.ts): the same lab, but no
  * calico-node, kube-controllers or CNI call is the lab's own here: kubelet runs them.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { imageRef } from '@calico-ts/images/definitions';
 import { LabError } from '../errors.js';
@@ -28,7 +28,7 @@ import { isAlive, runAsync, spawnDetached } from '../processes.js';
 import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
 import { checkNoLab, failedUp, LabBuilder, nsenter } from '../up.js';
-import { daemonSetCounts, labManifest, nodeReadiness } from './install.js';
+import { daemonSetCounts, labHelmValues, labManifest, nodeReadiness } from './install.js';
 import { makeMntnsDir, makeNodeCgroups, makeNodeMountNamespace, nodeCommand } from './node-host.js';
 import {
   CLUSTER_CIDR,
@@ -308,26 +308,77 @@ export class ClusterBuilder {
     const cluster = clusterOf(this.plan);
     // The manifest as the install guide has a user edit it for this cluster (install.ts).
     const manifest = labManifestPath(this.plan);
+    const etcd = cluster.install === 'etcd';
+    const source = join(REPO_ROOT, 'deploy/manifests', etcd ? 'calico-etcd.yaml' : 'calico.yaml');
     writeFileSync(
       manifest,
-      labManifest(readFileSync(join(REPO_ROOT, 'deploy/manifests/calico.yaml'), 'utf8'), this.plan.mode),
+      labManifest(readFileSync(source, 'utf8'), this.plan.mode, etcd ? this.plan.etcdUrl : undefined),
     );
-    if (cluster.install === 'none') {
-      this.b.out.step(
-        `no CNI installed (--install none): the Nodes stay NotReady until one is; ${manifest} is ` +
-          'deploy/manifests/calico.yaml with the pool set for this lab',
-      );
-      return;
+    switch (cluster.install) {
+      case 'none':
+        this.b.out.step(
+          `no CNI installed (--install none): the Nodes stay NotReady until one is; ${manifest} is ` +
+            'deploy/manifests/calico.yaml with the pool set for this lab',
+        );
+        return;
+      case 'manifest':
+      case 'etcd': {
+        const r = await this.kubectl(['apply', '-f', manifest]);
+        if (r.status !== 0)
+          throw new LabError(
+            'setup',
+            `kubectl apply -f ${manifest} failed:\n${(r.stderr || r.stdout).trim()}`,
+          );
+        this.b.out.step(
+          `kubectl apply -f ${manifest} (${source.slice(REPO_ROOT.length)}, pool ${CLUSTER_CIDR}, mode ` +
+            `${this.plan.mode}${etcd ? `, etcd_endpoints ${this.plan.etcdUrl}` : ''}): ` +
+            `${r.stdout.trim().split('\n').length} objects`,
+        );
+        return;
+      }
+      case 'helm': {
+        if (!existsSync(this.tools.helm))
+          throw new LabError(
+            'prerequisite',
+            `--install helm needs ${this.tools.helm} (./scripts/setup.sh builds it)`,
+          );
+        const values = labHelmValues(this.plan.mode);
+        const argv = [
+          ...nsenter(this.plan.etcdNetns),
+          this.tools.helm,
+          'install',
+          'calico-ts',
+          join(REPO_ROOT, 'deploy/helm/calico-ts'),
+          '--namespace',
+          'kube-system',
+          ...values.flatMap((v) => ['--set', v]),
+        ];
+        const r = await runAsync(argv, {
+          env: {
+            PATH,
+            KUBECONFIG: this.plan.kube.kubeconfig,
+            HELM_CACHE_HOME: join(cluster.dir, 'helm-cache'),
+            HELM_CONFIG_HOME: join(cluster.dir, 'helm-config'),
+            HELM_DATA_HOME: join(cluster.dir, 'helm-data'),
+          },
+          timeoutMs: 180_000,
+        });
+        if (r.status !== 0)
+          throw new LabError(
+            'setup',
+            `helm install calico-ts deploy/helm/calico-ts failed:\n${(r.stderr || r.stdout).trim()}`,
+          );
+        this.b.out.step(
+          `helm install calico-ts deploy/helm/calico-ts -n kube-system --set ${values.join(' --set ')}`,
+        );
+        return;
+      }
+      default:
+        throw new LabError(
+          'usage',
+          `--install ${cluster.install} is not supported yet; use manifest, etcd, helm or none`,
+        );
     }
-    if (cluster.install !== 'manifest')
-      throw new LabError('usage', `--install ${cluster.install} is not supported yet; use manifest or none`);
-    const r = await this.kubectl(['apply', '-f', manifest]);
-    if (r.status !== 0)
-      throw new LabError('setup', `kubectl apply -f ${manifest} failed:\n${(r.stderr || r.stdout).trim()}`);
-    this.b.out.step(
-      `kubectl apply -f ${manifest} (deploy/manifests/calico.yaml, pool ${CLUSTER_CIDR}, mode ${this.plan.mode}): ` +
-        `${r.stdout.trim().split('\n').length} objects`,
-    );
   }
 
   /** Until the DaemonSet is ready on every node, kube-controllers is available and every Node is Ready. */
