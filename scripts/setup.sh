@@ -13,6 +13,8 @@ APT_PACKAGES=(
   # lab up --kubelet: the container runtime every lab node's kubelet talks to, and the static
   # busybox the pause and httpd workload images are made of (pnpm images).
   containerd busybox-static
+  # The seed benchmarks' tools, copied into the httpd workload image: iperf3 (above) and ab.
+  apache2-utils
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

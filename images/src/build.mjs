@@ -248,6 +248,23 @@ async function buildApp(name) {
 const BUSYBOX = '/bin/busybox';
 
 /**
+ * A dynamically linked program of the machine into `tree` at the same path, with every shared
+ * library `ldd` resolves for it (and the loader), so it runs in a scratch image.
+ */
+async function copyWithLibraries(program, tree) {
+  if (!existsSync(program))
+    throw new Error(`${program} is missing (its Debian package is in scripts/setup.sh; run it)`);
+  const out = await run('ldd', [program]);
+  const libs = [...out.matchAll(/(\/\S+) \(0x/g)].map((m) => m[1]).filter((p) => !p.includes('vdso'));
+  for (const f of [program, ...new Set(libs)]) {
+    const to = join(tree, f);
+    await mkdir(dirname(to), { recursive: true });
+    // Through symlinks: the library's file under the name the program asks for.
+    await run('cp', ['-L', f, to]);
+  }
+}
+
+/**
  * A workload image (definitions.mjs WORKLOAD_IMAGES) from scratch: busybox, its applets as links,
  * a /www for httpd, the command. Rebuilt each time: it takes about a second.
  */
@@ -272,6 +289,7 @@ async function buildWorkload(name) {
         work,
         ...def.applets,
       ]);
+      for (const prog of def.programs ?? []) await copyWithLibraries(prog, work);
       await buildah('add', ctr, work, '/');
     } finally {
       await rm(work, { recursive: true, force: true });
@@ -279,7 +297,7 @@ async function buildWorkload(name) {
     await configureAndCommit(ctr, name, ref, {
       entrypoint: def.entry ?? [],
       cmd: JSON.stringify(def.cmd),
-      env: ['PATH=/bin'],
+      env: ['PATH=/bin:/usr/bin'],
     });
   } catch (e) {
     await buildah('rm', ctr).catch(() => {});

@@ -24,6 +24,7 @@ export const WORKLOAD_IMAGES: Readonly<
       readonly applets: readonly string[];
       readonly cmd: readonly string[];
       readonly entry?: readonly string[];
+      readonly programs?: readonly string[];
     }
   >
 >;

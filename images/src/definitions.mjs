@@ -94,7 +94,7 @@ export const IMAGES = {
  * The images a lab cluster's own workloads run, from scratch with Debian's static busybox (no
  * registry is reachable, so no image can be pulled): `pause`, the pod sandbox every pod starts
  * with (containerd's `sandbox_image`), and `httpd`, a small web server with the usual tools
- * (`sh`, `ping`, `nc`) for Deployments and the benchmarks' shapes. `cmd` is each
+ * (`sh`, `ping`, `nc`, `iperf3`, `ab`) for Deployments and the benchmarks' shapes. `cmd` is each
  * image's command; busybox answers to the applet names linked in `applets`.
  */
 export const WORKLOAD_IMAGES = {
@@ -106,12 +106,15 @@ export const WORKLOAD_IMAGES = {
   },
   httpd: {
     // No wget: Debian's static busybox 1.35 wget dies of a segmentation fault on any URL.
-    description: 'busybox httpd serving /www on port 80, with sh, ping and nc',
+    description: 'busybox httpd serving /www on port 80, with sh, ping, nc, iperf3 and ab',
     applets: [
       ...['sh', 'ls', 'cat', 'echo', 'sleep', 'ping', 'nc', 'ip', 'hostname', 'httpd', 'env', 'ps'],
       ...['touch', 'grep', 'head', 'tail', 'wc', 'seq', 'mkdir', 'rm', 'kill', 'true', 'false', 'date'],
     ],
     cmd: ['/bin/httpd', '-f', '-v', '-p', '80', '-h', '/www'],
+    // The benchmarks' shapes (iperf3 between pods, ab against a Service): the machine's programs
+    // (Debian iperf3, apache2-utils), copied with the shared libraries ldd names for them.
+    programs: ['/usr/bin/iperf3', '/usr/bin/ab'],
     // The page answers with the pod's name, so a request says who answered. The shell stays PID 1
     // and ends the command on TERM: busybox programs as PID 1 ignore it, and each pod deletion
     // would wait out its grace period.
