@@ -29,6 +29,9 @@ import {
 } from './plan.js';
 
 export type Output = 'table' | 'json';
+/** What `lab restart` restarts: the control plane's servers, as an operator would restart them. */
+export const RESTARTABLE = ['kube-apiserver'] as const;
+export type RestartableComponent = (typeof RESTARTABLE)[number];
 export type Protocol = 'tcp' | 'udp';
 
 export type LabCommand =
@@ -50,6 +53,7 @@ export type LabCommand =
       readonly kubelet?: ClusterInstall;
     }
   | { readonly kind: 'down' }
+  | { readonly kind: 'restart'; readonly component: RestartableComponent }
   | { readonly kind: 'status'; readonly output: Output }
   | { readonly kind: 'ns-create'; readonly namespace: string; readonly labels: Record<string, string> }
   | {
@@ -106,6 +110,7 @@ Commands:
      [--kubelet [--install manifest|etcd|helm|none]]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
+  restart kube-apiserver                  stop the API server and start it again, as it ran
   status [-o table|json]                  control plane, nodes, processes, BGP sessions, pods
   ns create NAME [--labels k=v,...]       a Namespace and its default ServiceAccount
   pod create NS/NAME [--node nX] [--labels k=v,...] [--ports 80,http=8080,...]
@@ -192,6 +197,13 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
 
 Stops every process the lab recorded and removes its namespaces and state directory; also after
 a crash or a failed \`lab up\`.
+`,
+  restart: `Usage: pnpm lab restart kube-apiserver
+
+Stops the lab's kube-apiserver (SIGTERM, then SIGKILL after 5 s; or finds it already gone) and
+starts it again with the same flags, then waits for /readyz. Its clients (kubelets, calico-node,
+kube-controllers, the controller-manager) see it go away and come back, as in a control-plane
+upgrade or crash.
 `,
   status: `Usage: pnpm lab status [-o table|json]
 
@@ -477,6 +489,15 @@ export function parseLabArgs(
       const { positionals } = scan(rest, {}, cmd);
       noPositionals(cmd, positionals);
       return done({ kind: cmd });
+    }
+    case 'restart': {
+      const { positionals } = scan(rest, {}, cmd);
+      const component = positionals[0];
+      if (positionals.length !== 1 || !(RESTARTABLE as readonly string[]).includes(component!))
+        usage(
+          `restart takes one of: ${RESTARTABLE.join(', ')}${component ? `, got "${positionals.join(' ')}"` : ''}`,
+        );
+      return done({ kind: 'restart', component: component as RestartableComponent });
     }
     case 'bench': {
       const { flags, positionals } = scan(

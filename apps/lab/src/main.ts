@@ -23,7 +23,7 @@ import { artifacts, checkRoot, kubectlPath } from './prereqs.js';
 import { Progress } from './progress.js';
 import { connectivityMatrix } from './render.js';
 import { type LabState, requireState, withLock } from './state.js';
-import { labUp, nsenter } from './up.js';
+import { labUp, nsenter, restartApiServer } from './up.js';
 import { nsCreate, podCreate, podDelete, requirePod } from './workloads.js';
 
 const INSIDE = 'CALICO_LAB_INSIDE_NETNS';
@@ -169,6 +169,9 @@ async function run(args: LabArgs): Promise<number> {
       if (r.error) throw new LabError('command', `cannot run ${cmd.argv[0]}: ${errorMessage(r.error)}`);
       return r.status ?? 1;
     }
+    case 'restart':
+      await withLock(stateDir, async () => restartApiServer(requireState(stateDir, args.name), arts, out));
+      return 0;
     case 'calicoctl':
       return calicoctl(state, cmd.argv);
     case 'kubectl':

@@ -92,7 +92,7 @@ import {
   programPath,
   SYSTEM_PROGRAMS,
 } from './prereqs.js';
-import { isAlive, runAsync, spawnDetached } from './processes.js';
+import { isAlive, runAsync, spawnDetached, stopRecorded } from './processes.js';
 import type { Progress } from './progress.js';
 import { type LabState, newState, readState, writeState } from './state.js';
 
@@ -698,6 +698,23 @@ export async function nodeReadiness(
         timeoutMs: 10_000,
       });
   return { ok: r.status === 0, message: (r.stdout + r.stderr).trim() };
+}
+
+/**
+ * `lab restart kube-apiserver`: the recorded process stopped (or found gone), the server started
+ * again with the flags `lab up` gave it (they follow from the plan), /readyz waited for.
+ */
+export async function restartApiServer(state: LabState, arts: Artifacts, out: Progress): Promise<void> {
+  const kit = await import('@calico-ts/datastore/testing');
+  const b = new LabBuilder(state.plan, arts, out, { tools: kubeTools(kit.kubeApiServerBinary()), kit });
+  Object.assign(b.state, state);
+  const rec = state.processes['kube-apiserver'];
+  if (rec && isAlive(rec)) {
+    await stopRecorded(rec, 5000);
+    out.step(`kube-apiserver stopped (pid ${rec.pid})`);
+  } else out.step('kube-apiserver was not running');
+  b.startApiServer();
+  await b.waitApiServer('/readyz');
 }
 
 /**
