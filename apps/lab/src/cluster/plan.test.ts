@@ -2,17 +2,20 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { planLab } from '../plan.js';
+import { POD_POOL, planLab } from '../plan.js';
 import { REPO_ROOT } from '../prereqs.js';
 import { daemonSetCounts, labHelmValues, labManifest, nodeReadiness } from './install.js';
 import { cgroupV1Hierarchies, nodeCommand } from './node-host.js';
 import {
+  CLUSTER_CIDR,
   clusterNodePaths,
   containerdConfigText,
   criImageName,
+  KUBERNETES_SERVICE_IP,
   kubeletArgs,
   kubeletConfigText,
   NODE_HOST_PATHS,
+  SERVICE_CIDR,
 } from './plan.js';
 
 const plan = planLab({ name: 'k1', nodes: 2, mode: 'bgp', stateDir: '/run/x/k1', kubelet: 'manifest' });
@@ -33,6 +36,12 @@ describe('lab up --kubelet: the plan', () => {
     const sources = [...paths.hostPaths, ...p2.hostPaths].map((h) => h.source);
     expect(new Set(sources).size).toBe(sources.length);
     for (const s of sources) expect(s.startsWith('/run/x/k1/nodes/')).toBe(true);
+  });
+
+  it('puts pods in the lab pool and services in the API server range, inside 198.18.0.0/15', () => {
+    expect(CLUSTER_CIDR).toBe(POD_POOL);
+    expect(SERVICE_CIDR).toBe('198.18.128.0/24');
+    expect(KUBERNETES_SERVICE_IP).toBe('198.18.128.1');
   });
 
   it('names images as the CRI looks them up', () => {

@@ -32,7 +32,7 @@ export const CLUSTER_INSTALLS: readonly ClusterInstall[] = [
 /** The services' range (kube-apiserver's, see @calico-ts/datastore/testing) and the `kubernetes` Service. */
 export const SERVICE_CIDR = '198.18.128.0/24';
 export const KUBERNETES_SERVICE_IP = '198.18.128.1';
-/** The pods' range: the pool, and kube-controller-manager's --cluster-cidr (node podCIDRs). */
+/** The pods' range: the lab's pool (plan.ts POD_POOL), and kube-controller-manager's --cluster-cidr. */
 export const CLUSTER_CIDR = '198.19.0.0/16';
 
 /** The images every node's containerd imports: Calico's and the workloads' (images/ builds them). */
