@@ -210,6 +210,43 @@ describe.skipIf(missing.length > 0)('lab up --kubelet: a real cluster installs a
     expect(answered.size).toBeGreaterThan(1);
   }, 300_000);
 
+  it('lab ns create, lab pod create --node, lab pod exec and lab pod delete go through Kubernetes', async () => {
+    expect(upOk).toBe(true);
+    await lab.ok('ns', 'create', 'blue', '--labels', 'team=a');
+    const created = await lab.ok(
+      'pod',
+      'create',
+      'blue/solo',
+      '--node',
+      'n2',
+      '--labels',
+      'app=solo',
+      '--ports',
+      '80,http=8080',
+    );
+    const pod = await json<Pod>('get', 'pod', '-n', 'blue', 'solo');
+    expect(pod.spec.nodeName).toBe('n2');
+    expect(created.stdout).toContain(`pod blue/solo on n2: ${pod.status.podIP}`);
+    // Its named port answers from the client pod on another node or this one.
+    const r = await lab.run(
+      'kubectl',
+      'exec',
+      'client',
+      '--',
+      'sh',
+      '-c',
+      `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 ${pod.status.podIP} 8080 | tail -n 1`,
+    );
+    expect(r.stdout.trim()).toBe('solo');
+    expect((await lab.ok('pod', 'exec', 'blue/solo', '--', 'hostname')).stdout.trim()).toBe('solo');
+    await lab.ok('pod', 'delete', 'blue/solo');
+    const left = await lab.run('kubectl', 'get', 'pod', '-n', 'blue', 'solo');
+    expect(left.code).not.toBe(0);
+    // kubelet ran CNI DEL: no endpoint of it remains.
+    const weps = (await lab.ok('calicoctl', 'get', 'workloadendpoints', '-n', 'blue')).stdout;
+    expect(weps).not.toContain('solo');
+  }, 120_000);
+
   it('a NetworkPolicy cuts what it selects, and removing it restores it', async () => {
     expect(upOk).toBe(true);
     const client = await json<Pod>('get', 'pod', 'client');

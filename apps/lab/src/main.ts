@@ -13,6 +13,12 @@ import { labBench, renderBench } from './bench.js';
 import { type LabArgs, type LabCommand, parseLabArgs, usageText } from './cli.js';
 import { clusterStatus, renderClusterStatus } from './cluster/status.js';
 import { labUpCluster } from './cluster/up.js';
+import {
+  clusterNsCreate,
+  clusterPodCreate,
+  clusterPodDelete,
+  clusterPodExecArgs,
+} from './cluster/workloads.js';
 import { labImages } from './containers.js';
 import { labDown } from './down.js';
 import { errorMessage, exitStatusOf, LabError } from './errors.js';
@@ -94,6 +100,47 @@ function kubectl(state: LabState, argv: readonly string[]): number {
   return r.status ?? 1;
 }
 
+/**
+ * A `--kubelet` lab's own answer to the pod-level commands: through the API server, as on any
+ * cluster (cluster/workloads.ts). Undefined for the commands both kinds of lab run alike.
+ */
+async function runOnCluster(state: LabState, cmd: LabCommand, out: Progress): Promise<number | undefined> {
+  switch (cmd.kind) {
+    case 'ns-create':
+      await clusterNsCreate(state, cmd.namespace, cmd.labels, out);
+      return 0;
+    case 'pod-create':
+      await clusterPodCreate(
+        state,
+        {
+          namespace: cmd.namespace,
+          name: cmd.name,
+          ...(cmd.node ? { node: cmd.node } : {}),
+          labels: cmd.labels,
+          annotations: cmd.annotations,
+          ...(cmd.serviceAccount ? { serviceAccount: cmd.serviceAccount } : {}),
+          ports: cmd.ports,
+        },
+        out,
+      );
+      return 0;
+    case 'pod-delete':
+      await clusterPodDelete(state, cmd.namespace, cmd.name, out);
+      return 0;
+    case 'pod-exec':
+      return kubectl(state, clusterPodExecArgs(cmd.namespace, cmd.name, cmd.argv));
+    case 'connectivity':
+    case 'bench':
+      throw new LabError(
+        'usage',
+        `\`lab ${cmd.kind}\` runs on the lighter lab (without --kubelet); on this cluster use ` +
+          '`pnpm lab kubectl exec` (the httpd image has nc, ping, iperf3, ab) or bench/kubelet',
+      );
+    default:
+      return undefined;
+  }
+}
+
 async function run(args: LabArgs): Promise<number> {
   const cmd = args.command;
   if (cmd.kind === 'help') {
@@ -131,6 +178,10 @@ async function run(args: LabArgs): Promise<number> {
   }
   checkRoot();
   const state = requireState(stateDir, args.name);
+  if (state.plan.cluster) {
+    const handled = await runOnCluster(state, cmd, out);
+    if (handled !== undefined) return handled;
+  }
   if (needsDatastore(cmd) && process.env[INSIDE] !== state.plan.etcdNetns) return reenter(state);
   switch (cmd.kind) {
     case 'status': {

@@ -17,6 +17,7 @@ import {
   NODE_HOST_PATHS,
   SERVICE_CIDR,
 } from './plan.js';
+import { clusterPod } from './workloads.js';
 
 const plan = planLab({ name: 'k1', nodes: 2, mode: 'bgp', stateDir: '/run/x/k1', kubelet: 'manifest' });
 const n1 = plan.nodes[0]!;
@@ -166,5 +167,35 @@ describe('lab up --kubelet: installing the manifest', () => {
       ['n1', 'False'],
       ['n2', 'Unknown'],
     ]);
+  });
+});
+
+describe('lab pod create on a --kubelet lab', () => {
+  it('makes a Pod bound to its node, httpd on each port, named ports kept', () => {
+    const pod = clusterPod({
+      namespace: 'blue',
+      name: 'web',
+      node: 'n2',
+      labels: { app: 'web' },
+      ports: [{ port: 80 }, { port: 8080, name: 'http' }],
+    }) as {
+      metadata: { labels: Record<string, string> };
+      spec: { nodeName: string; containers: { image: string; args: string[]; ports: unknown[] }[] };
+    };
+    expect(pod.spec.nodeName).toBe('n2');
+    expect(pod.metadata.labels).toEqual({ app: 'web' });
+    const c = pod.spec.containers[0]!;
+    expect(c.image).toBe('calico-ts/httpd:v0.1.0');
+    expect(c.args.at(-1)).toContain('for p in 80 8080;');
+    expect(c.ports).toEqual([
+      { containerPort: 80, protocol: 'TCP' },
+      { name: 'http', containerPort: 8080, protocol: 'TCP' },
+    ]);
+    // No --ports: port 80; no --node: the scheduler picks.
+    const plain = clusterPod({ namespace: 'a', name: 'b', labels: {}, ports: [] }) as {
+      spec: { nodeName?: string; containers: { ports: unknown[] }[] };
+    };
+    expect(plain.spec.nodeName).toBeUndefined();
+    expect(plain.spec.containers[0]!.ports).toEqual([{ containerPort: 80, protocol: 'TCP' }]);
   });
 });
