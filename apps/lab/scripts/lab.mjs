@@ -44,4 +44,23 @@ if (missing.length > 0) {
   }
   process.stderr.write('lab: built\n');
 }
+// `lab up --kubelet` imports the images' OCI archives into every node's containerd: the first
+// time, make them (`pnpm images`: a Debian root filesystem once, then the images; a few minutes).
+const argv = process.argv.slice(2);
+if (argv.includes('up') && argv.some((a) => a === '--kubelet')) {
+  const archives = ['node', 'cni', 'kube-controllers', 'ctl', 'pause', 'httpd'].map((i) =>
+    join(root, 'images/out', `${i}.oci.tar`),
+  );
+  const absent = archives.filter((f) => !existsSync(f));
+  if (absent.length > 0 && !argv.includes('--help') && !argv.includes('-h')) {
+    process.stderr.write(
+      `lab: no image archives yet (${absent.map((f) => f.slice(root.length + 1)).join(', ')}); running pnpm images…\n`,
+    );
+    const r = spawnSync('pnpm', ['images'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0 || archives.some((f) => !existsSync(f))) {
+      process.stderr.write('lab: pnpm images failed; run it by hand and look at its errors\n');
+      process.exit(1);
+    }
+  }
+}
 await import(pathToFileURL(join(app, 'dist/main.js')).href);
