@@ -197,11 +197,16 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
   let calicoKv: KVStore | undefined;
   let metrics: MetricsServer | undefined;
   try {
-    kubeKv = await createKVStore({
-      datastoreType: 'kubernetes',
-      etcdEndpoints: [],
-      ...(env.KUBECONFIG ? { kubeconfig: env.KUBECONFIG } : {}),
-    });
+    // On etcd, Calico's data is there: the Kubernetes view is Kubernetes' own objects only, and a
+    // cluster installed from calico-etcd.yaml has no Calico CRDs to read.
+    kubeKv = await createKVStore(
+      {
+        datastoreType: 'kubernetes',
+        etcdEndpoints: [],
+        ...(env.KUBECONFIG ? { kubeconfig: env.KUBECONFIG } : {}),
+      },
+      datastoreType === 'etcdv3' ? { kubernetesOnly: true } : {},
+    );
     const kube = new KVDatastore(kubeKv, { backend: 'kubernetes' });
     let calico: Datastore = kube;
     let calicoStore: KVStore = kubeKv;

@@ -37,6 +37,8 @@ export interface CreateKVStoreOptions {
    * CNI plugin stores the interface name in the endpoint.
    */
   interfacePrefix?: string;
+  /** Kubernetes datastore: read only what Kubernetes serves, never Calico's CRDs (KubeKVStoreOptions). */
+  kubernetesOnly?: boolean;
 }
 
 /**
@@ -94,10 +96,10 @@ async function createKubeKVStore(cfg: ClientConfig, options: CreateKVStoreOption
   } else {
     connection = await conn.loadKubeConnection(cfg);
   }
-  return new KubeKVStore(
-    new KubeHttp(connection),
-    options.interfacePrefix !== undefined ? { interfacePrefix: options.interfacePrefix } : {},
-  );
+  return new KubeKVStore(new KubeHttp(connection), {
+    ...(options.interfacePrefix !== undefined ? { interfacePrefix: options.interfacePrefix } : {}),
+    ...(options.kubernetesOnly ? { kubernetesOnly: true } : {}),
+  });
 }
 
 async function kubeconfigNeedsPlugin(

@@ -276,6 +276,61 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore on a real kube-apiserv
   });
 });
 
+describe.skipIf(missing.length > 0)('Kubernetes datastore without Calico CRDs (kubernetesOnly)', () => {
+  let api: KubeApiServer;
+  beforeAll(async () => {
+    // No CRDs at all: a cluster installed from calico-etcd.yaml.
+    api = await startKubeApiServer();
+  }, 120_000);
+  afterAll(async () => {
+    await api?.stop();
+  });
+
+  it("lists and watches Kubernetes' own objects and what derives from them; the default store refuses", async () => {
+    const ns = uniqueName('np');
+    await kubectl(api, ['create', 'namespace', ns]);
+    await kubectlStdin(
+      api,
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'deny', namespace: ns },
+        spec: { podSelector: {}, policyTypes: ['Ingress'] },
+      }),
+    );
+    const cfg = { datastoreType: 'kubernetes' as const, etcdEndpoints: [], kubeconfig: api.kubeconfigPath };
+    const only = await createKVStore(cfg, { kubernetesOnly: true });
+    const full = await createKVStore(cfg);
+    try {
+      const prefix = `/calico/resources/v3/projectcalico.org/networkpolicies/${ns}/`;
+      const listed = await only.list(prefix);
+      expect(listed.kvs.map((kv) => kv.key)).toEqual([`${prefix}knp.default.deny`]);
+      expect(BigInt(listed.revision)).toBeGreaterThan(0n);
+      expect(BigInt(await only.revision())).toBeGreaterThan(0n);
+      // The default store reads the CRD NetworkPolicies under the same prefix, and says they are missing.
+      await expect(full.list(prefix)).rejects.toThrowError(
+        expect.objectContaining({
+          code: 'config',
+          message: expect.stringMatching(/does not serve networkpolicies\.crd\.projectcalico\.org/),
+        }),
+      );
+      // A watch from the list sees the next change to the Kubernetes policy.
+      const ac = new AbortController();
+      const it = only
+        .watch(prefix, { fromRevision: String(BigInt(listed.revision) + 1n), signal: ac.signal })
+        [Symbol.asyncIterator]();
+      await kubectl(api, ['delete', 'networkpolicy', '-n', ns, 'deny']);
+      const next = await it.next();
+      ac.abort();
+      expect(JSON.stringify(next.value)).toContain('knp.default.deny');
+    } finally {
+      await only.close();
+      await full.close();
+    }
+  });
+});
+
 describe.skipIf(missing.length > 0)('Kubernetes datastore across an API server restart', () => {
   let api: KubeApiServer;
   beforeAll(async () => {

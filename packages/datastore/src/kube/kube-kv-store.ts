@@ -57,9 +57,7 @@ function compareRevisions(a: string, b: string): number {
 
 /** The API server does not serve the collection: its CRD is not installed. */
 function crdMissing(c: Collection, what: string, cause: unknown): DatastoreError {
-  const crd = c.base.startsWith('/apis/crd.projectcalico.org/')
-    ? `${c.plural}.crd.projectcalico.org`
-    : `${c.plural} (${c.base})`;
+  const crd = isCrdCollection(c) ? `${c.plural}.crd.projectcalico.org` : `${c.plural} (${c.base})`;
   return new DatastoreError(
     'config',
     `${what}: the API server does not serve ${crd}; install Calico's CRDs (kubectl apply --server-side -f deploy/crds/calico-crds.yaml)`,
@@ -87,6 +85,19 @@ export interface KubeKVStoreOptions {
    * WorkloadEndpoint gets `interfaceName` = first prefix + 11 hex of SHA-1("<namespace>.<pod>").
    */
   interfacePrefix?: string;
+  /**
+   * Only what Kubernetes itself serves (Nodes, Pods, Namespaces, ServiceAccounts, NetworkPolicies,
+   * Services, EndpointSlices and the Calico resources derived from them); Calico's CRDs are never
+   * read, so lists and watches work on a cluster without them. For a client whose Calico data is
+   * elsewhere: kube-controllers on the etcd datastore reads its Kubernetes view this way, as
+   * upstream's calico-etcd.yaml installs no CRDs. Default false.
+   */
+  kubernetesOnly?: boolean;
+}
+
+/** Whether a collection is one of Calico's CRDs (crd.projectcalico.org). */
+function isCrdCollection(c: Collection): boolean {
+  return c.base.startsWith('/apis/crd.projectcalico.org/');
 }
 
 export class KubeKVStore implements KVStore {
@@ -162,8 +173,14 @@ export class KubeKVStore implements KVStore {
     return { kvs, revision };
   }
 
+  /** The collections under `prefix` this store reads (without the CRDs when `kubernetesOnly`). */
+  #collections(prefix: string): ReturnType<typeof collectionsForPrefix> {
+    const all = collectionsForPrefix(prefix);
+    return this.#opts.kubernetesOnly ? all.filter((t) => !isCrdCollection(t.collection)) : all;
+  }
+
   async list(prefix: string): Promise<KVList> {
-    const targets = collectionsForPrefix(prefix);
+    const targets = this.#collections(prefix);
     if (targets.length === 0) return { kvs: [], revision: await this.revision() };
     const lists = await Promise.all(targets.map((t) => this.#listCollection(t.collection, t.namespace)));
     const seen = new Set<string>();
@@ -427,6 +444,11 @@ export class KubeKVStore implements KVStore {
   }
 
   async revision(): Promise<string> {
+    if (this.#opts.kubernetesOnly)
+      return (
+        (await this.#http.request<KubeList>('GET', '/api/v1/namespaces?limit=1')).metadata?.resourceVersion ??
+        '0'
+      );
     // The cheapest consistent read: an empty page of one collection carries the store revision.
     // IPAM blocks: every Calico client lists them under upstream's RBAC (calico-node, the CNI
     // plugin, kube-controllers); ipamconfigs, say, calico-node may only get and create. Without
@@ -450,7 +472,7 @@ export class KubeKVStore implements KVStore {
   async *#watch(prefix: string, options: KVWatchOptions): AsyncGenerator<KVWatchMessage> {
     const mine = new AbortController();
     const signal = anySignal(options.signal, this.#closing.signal, mine.signal);
-    const targets = collectionsForPrefix(prefix);
+    const targets = this.#collections(prefix);
     // Every collection's watch feeds one queue; events are delivered in arrival order.
     const queue: KVWatchMessage[] = [];
     let wake: (() => void) | undefined;
