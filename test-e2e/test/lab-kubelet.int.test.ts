@@ -30,24 +30,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { imageRef } from '@calico-ts/images/definitions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { httpGet, missingForCluster } from './cluster.js';
 import { ensureImages } from './images.js';
-import { alive, LAB, LabDriver, missingPrerequisites, netnsList, ROOT } from './lab-driver.js';
+import { alive, LAB, LabDriver, netnsList, ROOT } from './lab-driver.js';
 
 const ci = process.env.CI === 'true';
-const CACHE = '/var/cache/calico-ts/bin';
-const VERSION = 'v1.36.3';
 
-function missingForCluster(): string[] {
-  const missing = missingPrerequisites();
-  for (const s of ['kubelet', 'kube-proxy', 'kube-scheduler', 'kube-controller-manager'])
-    if (!existsSync(join(CACHE, `${s}-${VERSION}`))) missing.push(`${s} (scripts/setup.sh builds it)`);
-  for (const p of ['/usr/bin/containerd', '/usr/bin/ctr', '/bin/busybox'])
-    if (!existsSync(p)) missing.push(`${p} (scripts/setup.sh)`);
-  for (const t of ['podman', 'buildah', 'runc'])
-    if (!existsSync(`/usr/bin/${t}`) && !existsSync(`/usr/sbin/${t}`))
-      missing.push(`${t} (scripts/setup.sh)`);
-  return missing;
-}
 const missing = missingForCluster();
 if (missing.length > 0) {
   describe('lab up --kubelet', () => {
@@ -75,19 +63,8 @@ describe.skipIf(missing.length > 0)('lab up --kubelet: a real cluster installs a
   const kubectl = async (...args: string[]) => (await lab.ok('kubectl', ...args)).stdout;
   const json = async <T>(...args: string[]) => JSON.parse(await kubectl(...args, '-o', 'json')) as T;
   const webPods = async () => (await json<{ items: Pod[] }>('get', 'pods', '-l', 'app=web')).items;
-  /** An HTTP GET from the client pod with busybox nc: the body is the answering pod's name. */
-  const get = async (ip: string, timeoutS = 2) => {
-    const r = await lab.run(
-      'kubectl',
-      'exec',
-      'client',
-      '--',
-      'sh',
-      '-c',
-      `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w ${timeoutS} ${ip} 80 | tail -n 1`,
-    );
-    return r.code === 0 ? r.stdout.trim() : '';
-  };
+  /** An HTTP GET from the client pod: the body is the answering pod's name. */
+  const get = (ip: string, timeoutS = 2) => httpGet(lab, 'client', ip, 80, timeoutS);
   async function until<T>(what: string, f: () => Promise<T | undefined>, withinMs = 60_000): Promise<T> {
     const end = Date.now() + withinMs;
     for (;;) {
@@ -227,17 +204,8 @@ describe.skipIf(missing.length > 0)('lab up --kubelet: a real cluster installs a
     const pod = await json<Pod>('get', 'pod', '-n', 'blue', 'solo');
     expect(pod.spec.nodeName).toBe('n2');
     expect(created.stdout).toContain(`pod blue/solo on n2: ${pod.status.podIP}`);
-    // Its named port answers from the client pod on another node or this one.
-    const r = await lab.run(
-      'kubectl',
-      'exec',
-      'client',
-      '--',
-      'sh',
-      '-c',
-      `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 ${pod.status.podIP} 8080 | tail -n 1`,
-    );
-    expect(r.stdout.trim()).toBe('solo');
+    // Its named port answers from the client pod.
+    expect(await httpGet(lab, 'client', pod.status.podIP!, 8080)).toBe('solo');
     expect((await lab.ok('pod', 'exec', 'blue/solo', '--', 'hostname')).stdout.trim()).toBe('solo');
     await lab.ok('pod', 'delete', 'blue/solo');
     const left = await lab.run('kubectl', 'get', 'pod', '-n', 'blue', 'solo');

@@ -64,6 +64,22 @@ export interface PodPort {
   readonly name?: string;
 }
 
+/** A lab pod's metadata: its name, namespace, labels and (when any) annotations. */
+export function podMetadata(pod: {
+  namespace: string;
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  annotations?: Readonly<Record<string, string>>;
+}): KubeObject {
+  const annotations = pod.annotations ?? {};
+  return {
+    name: pod.name,
+    namespace: pod.namespace,
+    labels: { ...pod.labels },
+    ...(Object.keys(annotations).length > 0 ? { annotations: { ...annotations } } : {}),
+  };
+}
+
 /**
  * A Pod as the scheduler leaves it: bound to its node, its service account, one container with the
  * listener's ports: each twice, TCP (named when a name was given) and UDP (never named: a pod's port
@@ -78,16 +94,10 @@ export function kubePod(pod: {
   serviceAccount?: string;
   ports: readonly PodPort[];
 }): KubeObject {
-  const annotations = pod.annotations ?? {};
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: {
-      name: pod.name,
-      namespace: pod.namespace,
-      labels: { ...pod.labels },
-      ...(Object.keys(annotations).length > 0 ? { annotations: { ...annotations } } : {}),
-    },
+    metadata: podMetadata(pod),
     spec: {
       nodeName: pod.node,
       serviceAccountName: pod.serviceAccount ?? DEFAULT_SERVICE_ACCOUNT,

@@ -7,7 +7,7 @@
  */
 import { imageRef } from '@calico-ts/images/definitions';
 import { LabError } from '../errors.js';
-import type { PodPort } from '../k8s-model.js';
+import { type PodPort, podMetadata } from '../k8s-model.js';
 import { runKubectl } from '../kube.js';
 import { kubectlPath } from '../prereqs.js';
 import type { Progress } from '../progress.js';
@@ -24,16 +24,10 @@ export function clusterPod(pod: {
   ports: readonly PodPort[];
 }): Record<string, unknown> {
   const ports = pod.ports.length > 0 ? pod.ports : [{ port: 80 }];
-  const annotations = pod.annotations ?? {};
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: {
-      name: pod.name,
-      namespace: pod.namespace,
-      labels: { ...pod.labels },
-      ...(Object.keys(annotations).length > 0 ? { annotations: { ...annotations } } : {}),
-    },
+    metadata: podMetadata(pod),
     spec: {
       ...(pod.node ? { nodeName: pod.node } : {}),
       ...(pod.serviceAccount ? { serviceAccountName: pod.serviceAccount } : {}),
