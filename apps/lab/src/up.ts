@@ -104,7 +104,7 @@ export function nsenter(netns: string): string[] {
 }
 
 /** `its log ends:` and the log's last lines, or that there is nothing in it. */
-function logTail(file: string | undefined, n = 8): string {
+export function logTail(file: string | undefined, n = 8): string {
   const text = file && existsSync(file) ? readFileSync(file, 'utf8').trimEnd() : '';
   if (text === '') return `nothing in its log${file ? ` ${file}` : ''}`;
   return `its log ends:\n${text.split('\n').slice(-n).map(logLineText).join('\n')}`;

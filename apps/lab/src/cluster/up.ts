@@ -27,7 +27,7 @@ import {
 import { isAlive, runAsync, spawnDetached } from '../processes.js';
 import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
-import { checkNoLab, failedUp, LabBuilder, nsenter } from '../up.js';
+import { checkNoLab, failedUp, LabBuilder, logTail, nsenter } from '../up.js';
 import { daemonSetCounts, labHelmValues, labManifest, nodeReadiness } from './install.js';
 import { makeMntnsDir, makeNodeCgroups, makeNodeMountNamespace, nodeCommand } from './node-host.js';
 import {
@@ -54,16 +54,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function clusterOf(plan: LabPlan): ClusterPlan {
   if (!plan.cluster) throw new LabError('setup', 'internal: a cluster step on a lab without --kubelet');
   return plan.cluster;
-}
-
-/** The last lines of a log, for an error that says why a component stopped. */
-function tail(file: string, n = 10): string {
-  try {
-    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
-    return lines.slice(-n).join('\n');
-  } catch {
-    return '(no log)';
-  }
 }
 
 /** deploy/manifests/calico.yaml with the lab's pool and encapsulation, written at `lab up --kubelet`. */
@@ -173,43 +163,41 @@ export class ClusterBuilder {
       const r = await runAsync([...ctr, 'version'], { timeoutMs: 5000 });
       if (r.status === 0) break;
       if (!isAlive(this.b.state.processes[`containerd/${nodeName}`]))
-        throw new LabError('setup', `containerd on ${nodeName} exited:\n${tail(p.containerdLog)}`);
+        throw new LabError('setup', `containerd on ${nodeName} exited; ${logTail(p.containerdLog)}`);
       if (Date.now() > end)
         throw new LabError(
           'setup',
-          `containerd on ${nodeName} did not answer in 30 s:\n${tail(p.containerdLog)}`,
+          `containerd on ${nodeName} did not answer in 30 s; ${logTail(p.containerdLog)}`,
         );
       await sleep(100);
     }
     for (const image of CLUSTER_IMAGES) {
-      const ref = imageRef(image);
-      const r = await runAsync(
-        [...ctr, 'images', 'import', '--no-unpack=false', this.tools.archives[image]],
-        {
-          timeoutMs: 300_000,
-        },
-      );
+      const r = await runAsync([...ctr, 'images', 'import', this.tools.archives[image]], {
+        timeoutMs: 300_000,
+      });
       if (r.status !== 0)
         throw new LabError(
           'setup',
           `importing ${this.tools.archives[image]} on ${nodeName} failed: ${r.stderr.trim()}`,
         );
-      // The CRI looks names up fully qualified; the archive names the image as it was tagged.
+    }
+    // The CRI looks names up fully qualified; the archives name each image as it was tagged.
+    const names = (await runAsync([...ctr, 'images', 'ls', '-q'], { timeoutMs: 30_000 })).stdout
+      .split('\n')
+      .map((s) => s.trim());
+    for (const image of CLUSTER_IMAGES) {
+      const ref = imageRef(image);
       const want = criImageName(ref);
-      const names = (await runAsync([...ctr, 'images', 'ls', '-q'], { timeoutMs: 30_000 })).stdout
-        .split('\n')
-        .map((s) => s.trim());
-      if (!names.includes(want)) {
-        const have = names.find((n) => n === ref || n.endsWith(`/${ref}`));
-        if (!have)
-          throw new LabError(
-            'setup',
-            `${this.tools.archives[image]} imported on ${nodeName} under no name like ${ref} (${names.join(', ')})`,
-          );
-        const t = await runAsync([...ctr, 'images', 'tag', '--force', have, want], { timeoutMs: 30_000 });
-        if (t.status !== 0)
-          throw new LabError('setup', `ctr images tag ${have} ${want} failed: ${t.stderr.trim()}`);
-      }
+      if (names.includes(want)) continue;
+      const have = names.find((n) => n === ref || n.endsWith(`/${ref}`));
+      if (!have)
+        throw new LabError(
+          'setup',
+          `${this.tools.archives[image]} imported on ${nodeName} under no name like ${ref} (${names.join(', ')})`,
+        );
+      const t = await runAsync([...ctr, 'images', 'tag', '--force', have, want], { timeoutMs: 30_000 });
+      if (t.status !== 0)
+        throw new LabError('setup', `ctr images tag ${have} ${want} failed: ${t.stderr.trim()}`);
     }
     this.b.out.step(
       `${nodeName}: containerd (pid ${this.b.state.processes[`containerd/${nodeName}`]!.pid}), ` +
@@ -286,7 +274,7 @@ export class ClusterBuilder {
             const p = this.paths(n.name);
             const log =
               role === 'kubelet' ? p.kubeletLog : role === 'containerd' ? p.containerdLog : p.kubeProxyLog;
-            throw new LabError('setup', `${role} on ${n.name} exited:\n${tail(log, 15)}`);
+            throw new LabError('setup', `${role} on ${n.name} exited; ${logTail(log, 15)}`);
           }
         }
       }
