@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // Runs the whole check of the workspace and ends with one line CI reads: `N passed, N failed`.
 //
-//   node scripts/run-tests.mjs          build, typecheck, lint, API doc comments (scripts/docs.mjs
-//                                       --check), every test (unit + integration)
+//   node scripts/run-tests.mjs          build, typecheck, lint, the shape rules (the tests of
+//                                       scripts/check-shape.mjs, then the check itself), API doc
+//                                       comments (scripts/docs.mjs --check), every test (unit +
+//                                       integration)
 //   node scripts/run-tests.mjs --unit   the fast loop: unit tests only (no root, etcd or netns)
 //
 // Each package's vitest writes a JSON report (see vitest.shared.ts); this script sums them. A
-// package that produced no report, a failed build, typecheck or lint each count as one failure.
+// package that produced no report, a failed build, typecheck, lint or shape check each count as
+// one failure.
 // Skipped tests never count as passed; under CI=true they count as failed, because there a missing
 // prerequisite must fail the run rather than hide.
 import { spawnSync } from 'node:child_process';
@@ -44,6 +47,13 @@ if (!unit) {
     step('typecheck', 'pnpm', ['exec', 'turbo', 'run', 'typecheck', '--output-logs=errors-only']),
   );
   check('lint', step('lint', 'pnpm', ['exec', 'biome', 'check', '.']));
+  // The check's own tests, then the check: both run, and together they count once.
+  const shapeTests = step('shape tests', 'node', [
+    '--test',
+    '--test-reporter=dot',
+    'scripts/check-shape.test.mjs',
+  ]);
+  check('shape', step('shape', 'node', ['scripts/check-shape.mjs']) && shapeTests);
   check('api docs', step('api docs', 'node', ['scripts/docs.mjs', '--check']));
 }
 
