@@ -10,7 +10,8 @@ import {
   logLineText,
   podmanRunArgs,
 } from './containers.js';
-import { cniConflist, nodeCniBinDir, planLab } from './plan.js';
+import { planLab } from './plan.js';
+import { cniConflist, nodeCniBinDir } from './program-config.js';
 
 const images = labImages((name) => `calico-ts/${name}:v9`);
 const plan = (mode: 'bgp' | 'vxlan', datastore: 'kubernetes' | 'etcdv3' = 'kubernetes') =>

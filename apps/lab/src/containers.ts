@@ -22,17 +22,8 @@
  */
 import { dirname, join } from 'node:path';
 import type { ImageName } from '@calico-ts/images/definitions';
-import {
-  calicoNodeEnv,
-  cniConflist,
-  kubeControllersEnv,
-  type LabImages,
-  type LabPlan,
-  labFamilies,
-  type NodePlan,
-  nodeCniBinDir,
-  usesBird,
-} from './plan.js';
+import { type LabImages, type LabPlan, labFamilies, type NodePlan, usesBird } from './plan.js';
+import { calicoNodeEnv, cniConflist, kubeControllersEnv, nodeCniBinDir } from './program-config.js';
 
 export const LAB_LABEL = 'org.calico-ts.lab';
 export const STATE_DIR_LABEL = 'org.calico-ts.lab.state-dir';

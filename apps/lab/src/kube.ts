@@ -18,10 +18,11 @@ import { Agent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { kubeControllersContainerName, kubeControllersProbeCommand } from './containers.js';
 import { errorMessage, LabError } from './errors.js';
-import { type KubePlan, kubeControllersEnv, kubePlanOf, type LabPlan } from './plan.js';
+import { type KubePlan, kubePlanOf, type LabPlan } from './plan.js';
 import { execInContainer } from './podman.js';
 import type { Artifacts } from './prereqs.js';
 import { runAsync } from './processes.js';
+import { kubeControllersEnv } from './program-config.js';
 
 export { kubeControllersEnv };
 

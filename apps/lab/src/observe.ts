@@ -16,9 +16,10 @@ import {
 } from './bgp-roles.js';
 import { errorMessage } from './errors.js';
 import { kubeControllersProbe, runKubectl } from './kube.js';
-import { kubeControllersEnv, type LabPlan, labFamilies, type NodePlan, usesBird } from './plan.js';
+import { type LabPlan, labFamilies, type NodePlan, usesBird } from './plan.js';
 import { type Artifacts, kubectlPath } from './prereqs.js';
 import { childNamed, isAlive, type ProcRecord, recordFromPidFile, runAsync } from './processes.js';
+import { kubeControllersEnv } from './program-config.js';
 import {
   type ConnectivityReport,
   connectivityReport,

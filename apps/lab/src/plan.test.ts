@@ -1,17 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { kubePlanOf, labFamilies, planLab, podNetns } from './plan.js';
 import {
   calicoctlConfigText,
   calicoNodeEnv,
   cniConflist,
   kubeControllersEnv,
-  kubePlanOf,
-  labFamilies,
   labInterfacePrefix,
-  planLab,
   pluginConfig,
-  podNetns,
   typhaEnv,
-} from './plan.js';
+} from './program-config.js';
 
 describe('lab plan', () => {
   it('default lab: fabric and etcd namespaces, nodes n1…nN on 198.18.0.11…', () => {

@@ -25,53 +25,28 @@
  *
  * Each namespace and process is written to the state file as it is made; when a step fails,
  * everything made so far is removed again (tearDown) and the error is reported.
+ *
+ * The steps are methods of `LabBuilder`, in three files by concern, each class extending the one
+ * before: `NetworkSteps` (up-network.ts: namespaces, fabric, veths, routes), `ControlPlaneSteps`
+ * (up-control-plane.ts: etcd, certificates, kube-apiserver, CRDs and Nodes, kube-controllers,
+ * Typha), and `LabBuilder` here (CNI files, install-cni, calico-node, readiness), with `labUp`,
+ * which runs them in the order above.
  */
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join } from 'node:path';
-import { Netlinux } from '@calico-ts/netlinux';
-import { apiServerClusterArgs } from './cluster/plan.js';
+import { closeSync, existsSync, mkdirSync, openSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Netlinux } from '@calico-ts/netlinux';
 import {
   CNI_CONF_NAME,
   calicoNodeContainer,
   calicoNodeContainerName,
   calicoNodeReadinessProbe,
   installCniContainer,
-  kubeControllersContainer,
   kubeControllersStatusDir,
-  logLineText,
   nodeHostDirs,
 } from './containers.js';
 import { tearDown } from './down.js';
 import { errorMessage, LabError } from './errors.js';
-import { kubeNode } from './k8s-model.js';
-import { kubeControllersEnv, kubeControllersProbe, runKubectl } from './kube.js';
-import {
-  API_SERVER_PORT,
-  BRIDGE,
-  calicoctlConfigText,
-  calicoNodeEnv,
-  cniConflist,
-  ETCD_IP,
-  FABRIC_GATEWAY,
-  FABRIC_GATEWAY6,
-  type FabricSubnet,
-  fabricSubnets,
-  type KubePlan,
-  kubePlanOf,
-  type LabPlan,
-  type NodePlan,
-  nodeCniBinDir,
-  typhaEnv,
-  usesBird,
-} from './plan.js';
+import { FABRIC_GATEWAY, type LabPlan, type NodePlan, usesBird } from './plan.js';
 import {
   checkContainerTools,
   checkImages,
@@ -81,34 +56,23 @@ import {
 } from './podman.js';
 import {
   type Artifacts,
-  CALICO_CRDS,
   checkArtifacts,
   checkKernelIpip,
   checkRoot,
   checkSystemPrograms,
   HOST_LOCAL,
-  type KubeTools,
   kubeTools,
   programPath,
   SYSTEM_PROGRAMS,
 } from './prereqs.js';
 import { isAlive, runAsync, spawnDetached, stopRecorded } from './processes.js';
+import { calicoctlConfigText, calicoNodeEnv, cniConflist, nodeCniBinDir } from './program-config.js';
 import type { Progress } from './progress.js';
-import { type LabState, newState, readState, writeState } from './state.js';
+import { type LabState, readState } from './state.js';
+import { ControlPlaneSteps } from './up-control-plane.js';
+import { logTail, nsenter, PATH, sleep } from './up-network.js';
 
-const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export function nsenter(netns: string): string[] {
-  return ['nsenter', `--net=/run/netns/${netns}`];
-}
-
-/** `its log ends:` and the log's last lines, or that there is nothing in it. */
-export function logTail(file: string | undefined, n = 8): string {
-  const text = file && existsSync(file) ? readFileSync(file, 'utf8').trimEnd() : '';
-  if (text === '') return `nothing in its log${file ? ` ${file}` : ''}`;
-  return `its log ends:\n${text.split('\n').slice(-n).map(logLineText).join('\n')}`;
-}
+export { logTail, nsenter } from './up-network.js';
 
 export async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
   const existing = readState(plan.stateDir);
@@ -139,419 +103,8 @@ export async function checkNoLab(plan: LabPlan, net: Netlinux): Promise<void> {
   }
 }
 
-/** The pieces of `@calico-ts/datastore/testing` the lab's API server is made with. */
-type KubeKit = typeof import('@calico-ts/datastore/testing');
-
-export class LabBuilder {
-  readonly net = new Netlinux();
-  readonly state: LabState;
-
-  constructor(
-    readonly plan: LabPlan,
-    readonly arts: Artifacts,
-    readonly out: Progress,
-    readonly kube?: { readonly tools: KubeTools; readonly kit: KubeKit },
-  ) {
-    this.state = newState(plan);
-  }
-
-  #kube(): { plan: KubePlan; tools: KubeTools; kit: KubeKit } {
-    if (!this.kube) throw new LabError('setup', 'internal: a Kubernetes step without its tools');
-    return { plan: kubePlanOf(this.plan, 'the API server'), ...this.kube };
-  }
-
-  save(): void {
-    writeState(this.state);
-  }
-
-  /** Records the namespace, then makes it (a recorded name that was never made is harmless). */
-  async addNetns(name: string): Promise<void> {
-    this.state.namespaces.push(name);
-    this.save();
-    await this.net.createNetns(name);
-    await this.net.setLinkUp('lo', name);
-  }
-
-  async fabric(): Promise<void> {
-    const { plan, net } = this;
-    await this.addNetns(plan.fabricNetns);
-    const subnets = fabricSubnets(plan.topology);
-    for (const s of subnets) {
-      await net.createBridge({ name: s.bridge }, plan.fabricNetns);
-      await net.addAddr(s.bridge, `${s.gateway}/24`, {}, plan.fabricNetns);
-      // No duplicate address detection: an address is usable (BIRD binds it) at once.
-      if (plan.ipFamily !== undefined && plan.ipFamily !== '4')
-        await net.addAddr(s.bridge, `${FABRIC_GATEWAY6}/64`, { noDad: true }, plan.fabricNetns);
-      await net.setLinkUp(s.bridge, plan.fabricNetns);
-    }
-    // Two subnets: the fabric namespace is the router between them.
-    if (subnets.length > 1) await net.writeSysctl('net.ipv4.ip_forward', 1, plan.fabricNetns);
-    this.out.step(
-      `fabric: namespace ${plan.fabricNetns}, ${subnets.map((s) => `bridge ${s.bridge} ${s.gateway}/24`).join(', ')}` +
-        `${plan.ipFamily !== undefined && plan.ipFamily !== '4' ? ` and ${FABRIC_GATEWAY6}/64` : ''}` +
-        `${subnets.length > 1 ? ' routed between them' : ''} (not connected to the host)`,
-    );
-  }
-
-  /** A veth from the fabric's `subnet` bridge to `netns`'s eth0 at `ip`, with a default route via its gateway. */
-  async attach(
-    netns: string,
-    fabricIf: string,
-    ip: string,
-    defaultRoute: boolean,
-    subnet: FabricSubnet = fabricSubnets()[0]!,
-  ): Promise<void> {
-    const { plan, net } = this;
-    await net.createVethPair({ name: fabricIf, peerName: 'eth0', peerNetns: netns }, plan.fabricNetns);
-    await net.setLink(fabricIf, { master: subnet.bridge, up: true }, plan.fabricNetns);
-    await net.addAddr('eth0', `${ip}/24`, {}, netns);
-    await net.setLinkUp('eth0', netns);
-    if (defaultRoute) await net.addRoute({ dst: 'default', gateway: subnet.gateway, dev: 'eth0' }, netns);
-  }
-
-  async etcd(): Promise<void> {
-    const { plan } = this;
-    await this.addNetns(plan.etcdNetns);
-    // With two subnets, the nodes of the second reach etcd and the API server through the router.
-    await this.attach(plan.etcdNetns, 'etcd', ETCD_IP, fabricSubnets(plan.topology).length > 1);
-    mkdirSync(plan.etcdDataDir, { recursive: true });
-    const peer = 'http://127.0.0.1:2380';
-    this.state.processes.etcd = spawnDetached(
-      [
-        ...nsenter(plan.etcdNetns),
-        programPath('etcd'),
-        `--name=${plan.name}`,
-        `--data-dir=${plan.etcdDataDir}`,
-        `--listen-client-urls=${plan.etcdUrl}`,
-        `--advertise-client-urls=${plan.etcdUrl}`,
-        `--listen-peer-urls=${peer}`,
-        `--initial-advertise-peer-urls=${peer}`,
-        `--initial-cluster=${plan.name}=${peer}`,
-        '--initial-cluster-state=new',
-        '--logger=zap',
-        '--log-level=warn',
-        '--enable-v2=false',
-        // --tls: https, and only clients with a certificate from the lab's CA.
-        ...(plan.etcdTls
-          ? [
-              `--cert-file=${plan.etcdTls.serverCertFile}`,
-              `--key-file=${plan.etcdTls.serverKeyFile}`,
-              `--trusted-ca-file=${plan.etcdTls.caFile}`,
-              '--client-cert-auth',
-            ]
-          : []),
-      ],
-      { env: { PATH }, log: join(plan.stateDir, 'etcd.log') },
-    );
-    this.save();
-    this.out.step(
-      `etcd: namespace ${plan.etcdNetns}, ${plan.etcdUrl} (pid ${this.state.processes.etcd.pid})`,
-    );
-  }
-
-  /** CA, serving and admin certificates, service-account keys and the admin kubeconfig. */
-  async kubeCredentials(): Promise<void> {
-    const { plan: kube, kit } = this.#kube();
-    mkdirSync(kube.dir, { recursive: true, mode: 0o700 });
-    // Valid as long as anyone keeps a lab up; the server also answers for 127.0.0.1 in its namespace.
-    const certs = await kit.makeKubeCertificates(kube.dir, { serverIPs: [ETCD_IP], validDays: 365 });
-    writeFileSync(
-      kube.kubeconfig,
-      kit.adminKubeconfig({ server: kube.apiServerUrl, name: `calico-lab-${this.plan.name}`, ...certs }),
-      { mode: 0o600 },
-    );
-  }
-
-  /** `--tls`: the etcd CA, server and client certificates in the state directory (mode 0700). */
-  async etcdCredentials(): Promise<void> {
-    const tls = this.plan.etcdTls;
-    if (!tls) return;
-    const { kit } = this.#kube();
-    mkdirSync(tls.dir, { recursive: true, mode: 0o700 });
-    await kit.makeEtcdCertificates(tls.dir, { serverIPs: [ETCD_IP], validDays: 365 });
-  }
-
-  /** The etcdctl flags of a client of the lab's etcd. */
-  etcdctlTlsFlags(): string[] {
-    const tls = this.plan.etcdTls;
-    return tls ? [`--cacert=${tls.caFile}`, `--cert=${tls.certFile}`, `--key=${tls.keyFile}`] : [];
-  }
-
-  startApiServer(): void {
-    const { plan: kube, tools, kit } = this.#kube();
-    const args = kit.kubeApiServerArgs({
-      dir: kube.dir,
-      etcdServers: this.plan.etcdUrl,
-      address: ETCD_IP,
-      port: API_SERVER_PORT,
-      // --kubelet: a controller-manager makes the `default` ServiceAccounts, so pods get tokens.
-      serviceAccountAdmission: this.plan.cluster !== undefined,
-      extraArgs: [
-        ...(this.plan.cluster ? apiServerClusterArgs(kube.dir) : []),
-        `--etcd-prefix=${kube.etcdPrefix}`,
-        ...(this.plan.etcdTls
-          ? [
-              `--etcd-cafile=${this.plan.etcdTls.caFile}`,
-              `--etcd-certfile=${this.plan.etcdTls.certFile}`,
-              `--etcd-keyfile=${this.plan.etcdTls.keyFile}`,
-            ]
-          : []),
-      ],
-    });
-    this.state.processes['kube-apiserver'] = spawnDetached(
-      [...nsenter(this.plan.etcdNetns), tools.kubeApiServer, ...args],
-      { env: { PATH }, log: kube.log },
-    );
-    this.save();
-    this.out.step(
-      `kube-apiserver: namespace ${this.plan.etcdNetns}, ${kube.apiServerUrl} on etcd ` +
-        `(pid ${this.state.processes['kube-apiserver'].pid}), kubeconfig ${kube.kubeconfig}`,
-    );
-  }
-
-  /**
-   * Until `path` answers ok: `/livez` once it serves (the admin, in system:masters, needs no RBAC
-   * roles), `/readyz` once storage, RBAC bootstrap and every post-start hook are done.
-   */
-  async waitApiServer(path: '/livez' | '/readyz', timeoutMs = 90_000): Promise<void> {
-    const { plan: kube, tools } = this.#kube();
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const r = await runKubectl(this.plan, tools.kubectl, ['get', `--raw=${path}`], { timeoutMs: 5000 });
-      if (r.status === 0 && r.stdout.trim() === 'ok') break;
-      this.#checkApiServer(kube);
-      if (Date.now() > end) {
-        throw new LabError(
-          'setup',
-          `kube-apiserver did not answer ${path} ok in ${timeoutMs / 1000} s (${(r.stderr || r.stdout).trim()}); ` +
-            `${logTail(kube.log)}`,
-        );
-      }
-      await sleep(250);
-    }
-    this.out.step(`kube-apiserver: ${path === '/livez' ? 'serving' : 'ready'}`);
-  }
-
-  #checkApiServer(kube: KubePlan): void {
-    if (!isAlive(this.state.processes['kube-apiserver'])) {
-      throw new LabError('setup', `kube-apiserver exited; ${logTail(kube.log)}`);
-    }
-  }
-
-  /**
-   * A v1 Node per lab node (kubelet's part) and the Calico CRDs, then the CRDs established. Applied
-   * as soon as the server serves; a server still starting up refuses some requests for a moment,
-   * so the (idempotent) apply is repeated until it succeeds. On etcd the CRDs hold nothing of
-   * Calico's, but kube-controllers' view of Kubernetes lists the Calico kinds it derives (the
-   * policy controller's `knp.*` read as CRD NetworkPolicies) and fails where they are not served.
-   */
-  async kubeObjects(timeoutMs = 90_000): Promise<void> {
-    const { plan: kube, tools } = this.#kube();
-    const nodes = {
-      apiVersion: 'v1',
-      kind: 'List',
-      items: this.plan.nodes.map((n) => kubeNode(n.name, n.podCidr)),
-    };
-    const kubectl = (args: string[], input?: string) =>
-      runKubectl(this.plan, tools.kubectl, args, {
-        ...(input !== undefined ? { input } : {}),
-        timeoutMs: 90_000,
-      });
-    const end = Date.now() + timeoutMs;
-    const apply = ['apply', '--server-side', '--field-manager=calico-lab', '-f', CALICO_CRDS, '-f', '-'];
-    for (;;) {
-      const r = await kubectl(apply, JSON.stringify(nodes));
-      if (r.status === 0) break;
-      this.#checkApiServer(kube);
-      if (Date.now() > end)
-        throw new LabError('setup', `kubectl ${apply.join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
-      await sleep(250);
-    }
-    for (;;) {
-      // One list instead of `kubectl wait`, which takes seconds over 22 CRDs.
-      const r = await kubectl(['get', 'crd', '-o', 'json']);
-      const items =
-        r.status === 0
-          ? (
-              JSON.parse(r.stdout) as {
-                items: { status?: { conditions?: { type: string; status: string }[] } }[];
-              }
-            ).items
-          : [];
-      const established = items.filter((c) =>
-        c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True'),
-      ).length;
-      if (items.length > 0 && established === items.length) break;
-      this.#checkApiServer(kube);
-      if (Date.now() > end) {
-        throw new LabError(
-          'setup',
-          `the Calico CRDs were not established in ${timeoutMs / 1000} s (${established}/${items.length}): ` +
-            (r.stderr || '').trim(),
-        );
-      }
-      await sleep(100);
-    }
-    this.out.step(
-      `kubernetes: Calico CRDs established, Nodes ${this.plan.nodes.map((n) => n.name).join(', ')} created`,
-    );
-  }
-
-  /** Records a container's name before it is started, so `lab down` removes it whatever happens. */
-  recordContainer(name: string): void {
-    (this.state as { containers?: string[] }).containers ??= [];
-    this.state.containers!.push(name);
-    this.save();
-  }
-
-  /** calico-kube-controllers in the etcd namespace, its Deployment's environment pointed at the lab. */
-  async startKubeControllers(): Promise<void> {
-    const { plan: kube } = this.#kube();
-    mkdirSync(dirname(kube.controllersStatusFile), { recursive: true });
-    if (this.plan.images) {
-      const spec = kubeControllersContainer(this.plan);
-      this.recordContainer(spec.name);
-      this.state.processes['kube-controllers'] = await startContainer(spec);
-      this.save();
-      this.out.step(
-        `calico-kube-controllers: container ${spec.name} (${spec.image}) in namespace ${this.plan.etcdNetns} ` +
-          `(pid ${this.state.processes['kube-controllers'].pid}), log ${kube.controllersLog} or \`podman logs ${spec.name}\``,
-      );
-      return;
-    }
-    const rec = spawnDetached(
-      [...nsenter(this.plan.etcdNetns), process.execPath, this.arts.kubeControllers],
-      {
-        env: kubeControllersEnv(this.plan, PATH),
-        log: kube.controllersLog,
-      },
-    );
-    this.state.processes['kube-controllers'] = rec;
-    this.save();
-    this.out.step(
-      `calico-kube-controllers: namespace ${this.plan.etcdNetns} (pid ${rec.pid}), ` +
-        `controllers ${kubeControllersEnv(this.plan, PATH).ENABLED_CONTROLLERS}, log ${kube.controllersLog}`,
-    );
-  }
-
-  /** `--typha`: calico-typha in the etcd namespace, on the lab's datastore. */
-  startTypha(): void {
-    const typha = this.plan.typha;
-    if (!typha) return;
-    const rec = spawnDetached([...nsenter(this.plan.etcdNetns), process.execPath, this.arts.typha], {
-      env: typhaEnv(this.plan, typha, PATH),
-      log: typha.log,
-    });
-    this.state.processes.typha = rec;
-    this.save();
-    this.out.step(
-      `calico-typha: ${typha.addr} in namespace ${this.plan.etcdNetns} (pid ${rec.pid}), ` +
-        `metrics on port ${typha.metricsPort}, log ${typha.log}`,
-    );
-  }
-
-  /** Until Typha has listed every source once (its log says so), so nodes start from a full view. */
-  async waitTypha(timeoutMs = 60_000): Promise<void> {
-    const typha = this.plan.typha;
-    if (!typha) return;
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const text = existsSync(typha.log) ? readFileSync(typha.log, 'utf8') : '';
-      if (text.includes('"in sync with the datastore"')) break;
-      if (!isAlive(this.state.processes.typha))
-        throw new LabError('setup', `calico-typha exited; ${logTail(typha.log)}`);
-      if (Date.now() > end)
-        throw new LabError(
-          'setup',
-          `calico-typha not in sync with the datastore in ${timeoutMs / 1000} s; ${logTail(typha.log)}`,
-        );
-      await sleep(100);
-    }
-    this.out.step('calico-typha: in sync with the datastore');
-  }
-
-  /** Until kube-controllers' own readiness probe (`-r`, its status file) passes. */
-  async waitKubeControllers(timeoutMs = 90_000): Promise<void> {
-    const { plan: kube } = this.#kube();
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const r = await kubeControllersProbe(this.plan, this.arts, '-r');
-      if (r.ok) break;
-      if (!isAlive(this.state.processes['kube-controllers']))
-        throw new LabError('setup', `calico-kube-controllers exited; ${logTail(kube.controllersLog)}`);
-      if (Date.now() > end)
-        throw new LabError(
-          'setup',
-          `calico-kube-controllers not ready in ${timeoutMs / 1000} s (${r.message}); ${logTail(kube.controllersLog)}`,
-        );
-      await sleep(250);
-    }
-    this.out.step('calico-kube-controllers: ready');
-  }
-
-  async node(node: NodePlan): Promise<void> {
-    await this.addNetns(node.netns);
-    await this.attach(node.netns, node.fabricIf, node.ip, true, node.subnet);
-    // A Kubernetes host forwards; pods' traffic crosses this namespace.
-    await this.net.writeSysctl('net.ipv4.ip_forward', 1, node.netns);
-    if (node.ip6 !== undefined) {
-      await this.net.writeSysctls(
-        [
-          ['net.ipv6.conf.all.disable_ipv6', 0],
-          ['net.ipv6.conf.all.forwarding', 1],
-        ],
-        node.netns,
-      );
-      await this.net.addAddr('eth0', `${node.ip6}/64`, { noDad: true }, node.netns);
-      await this.net.addRoute({ dst: 'default', gateway: FABRIC_GATEWAY6, dev: 'eth0' }, node.netns);
-    }
-  }
-
-  /**
-   * policy-only: what a cloud's network does for a routed pod network: the fabric (the VPC's
-   * router) forwards, and routes each node's pod range to that node. No redirects: the nodes are
-   * to keep sending pod traffic to their gateway.
-   */
-  async cloudRoutes(): Promise<void> {
-    const { plan, net } = this;
-    const routed = plan.nodes.filter((n) => n.podCidr !== undefined);
-    if (routed.length === 0) return;
-    await net.writeSysctl('net.ipv4.ip_forward', 1, plan.fabricNetns);
-    await net.writeSysctl('net.ipv4.conf.all.send_redirects', 0, plan.fabricNetns);
-    await net.writeSysctl(`net.ipv4.conf.${BRIDGE}.send_redirects`, 0, plan.fabricNetns);
-    for (const n of routed)
-      await net.addRoute({ dst: n.podCidr!, gateway: n.ip, dev: BRIDGE }, plan.fabricNetns);
-    this.out.step(
-      `cloud routes in ${plan.fabricNetns}: ${routed.map((n) => `${n.podCidr} via ${n.ip}`).join(', ')}`,
-    );
-  }
-
-  async waitEtcd(timeoutMs = 30_000): Promise<void> {
-    const { plan } = this;
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const r = await runAsync(
-        [
-          ...nsenter(plan.etcdNetns),
-          programPath('etcdctl'),
-          `--endpoints=${plan.etcdUrl}`,
-          ...this.etcdctlTlsFlags(),
-          'endpoint',
-          'health',
-        ],
-        { env: { PATH, ETCDCTL_API: '3' }, timeoutMs: 5000 },
-      );
-      if (r.status === 0) break;
-      if (!isAlive(this.state.processes.etcd)) {
-        throw new LabError('setup', `etcd exited; ${logTail(join(plan.stateDir, 'etcd.log'))}`);
-      }
-      if (Date.now() > end)
-        throw new LabError('setup', `etcd did not become healthy in ${timeoutMs / 1000} s`);
-      await sleep(200);
-    }
-    this.out.step('etcd: healthy');
-  }
-
+/** The whole lab: the network and control plane steps, then the CNI files and calico-node. */
+export class LabBuilder extends ControlPlaneSteps {
   files(): void {
     const { plan, arts } = this;
     if (plan.images) {

@@ -35,18 +35,16 @@ import {
   type PodPort,
 } from './k8s-model.js';
 import { type KubeApi, KubeApiError, withKubeApi } from './kube.js';
+import { type LabPlan, type NodePlan, podNetns } from './plan.js';
+import type { Artifacts } from './prereqs.js';
+import { isAlive, type ProcRecord, run, spawnDetached, stopRecorded } from './processes.js';
 import {
   cniConflist,
   etcdTlsClientConfig,
-  type LabPlan,
   labInterfacePrefix,
-  type NodePlan,
   nodeCniBinDir,
   pluginConfig,
-  podNetns,
-} from './plan.js';
-import type { Artifacts } from './prereqs.js';
-import { isAlive, type ProcRecord, run, spawnDetached, stopRecorded } from './processes.js';
+} from './program-config.js';
 import type { Progress } from './progress.js';
 import { type LabState, type PodRecord, writeState } from './state.js';
 import { nsenter } from './up.js';

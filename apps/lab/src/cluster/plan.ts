@@ -18,16 +18,9 @@
  */
 import { join } from 'node:path';
 import type { LabPlan, NodePlan } from '../plan.js';
+import type { ClusterPlan } from './cluster-plan.js';
 
-/** How Calico gets onto the cluster (`--install`). */
-export type ClusterInstall = 'manifest' | 'etcd' | 'policy-only' | 'helm' | 'none';
-export const CLUSTER_INSTALLS: readonly ClusterInstall[] = [
-  'manifest',
-  'etcd',
-  'policy-only',
-  'helm',
-  'none',
-];
+export { CLUSTER_INSTALLS, type ClusterInstall, type ClusterPlan, planCluster } from './cluster-plan.js';
 
 /** The services' range (kube-apiserver's, see @calico-ts/datastore/testing) and the `kubernetes` Service. */
 export const SERVICE_CIDR = '198.18.128.0/24';
@@ -58,15 +51,6 @@ export const NODE_HOST_PATHS = [
   '/run/netns',
 ] as const;
 
-/** `--kubelet`: what the cluster runs and where it keeps it. */
-export interface ClusterPlan {
-  readonly install: ClusterInstall;
-  /** kube-controller-manager and kube-scheduler: kubeconfigs, logs. */
-  readonly dir: string;
-  /** A private bind mount holding each node's mount-namespace file. */
-  readonly mntnsDir: string;
-}
-
 /** Where one node's cluster pieces live. */
 export interface ClusterNodePaths {
   readonly dir: string;
@@ -87,10 +71,6 @@ export interface ClusterNodePaths {
   readonly kubeProxyConfig: string;
   readonly kubeProxyKubeconfig: string;
   readonly kubeProxyLog: string;
-}
-
-export function planCluster(stateDir: string, install: ClusterInstall): ClusterPlan {
-  return { install, dir: join(stateDir, 'cluster'), mntnsDir: join(stateDir, 'mntns') };
 }
 
 export function clusterNodePaths(plan: LabPlan, cluster: ClusterPlan, node: NodePlan): ClusterNodePaths {

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { imageRef } from '@calico-ts/images/definitions';
 import { LabError } from '../errors.js';
 import { runKubectl } from '../kube.js';
-import { calicoctlConfigText, type LabPlan } from '../plan.js';
+import type { LabPlan } from '../plan.js';
 import {
   type Artifacts,
   checkRoot,
@@ -25,6 +25,7 @@ import {
   SYSTEM_PROGRAMS,
 } from '../prereqs.js';
 import { isAlive, runAsync, spawnDetached } from '../processes.js';
+import { calicoctlConfigText } from '../program-config.js';
 import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
 import { checkNoLab, failedUp, LabBuilder, logTail, nsenter } from '../up.js';
