@@ -13,7 +13,7 @@
 //   function  no function, method, accessor, constructor or arrow over 150 lines, unless its
 //             whole body is one data literal (an object, array or string returned as is)
 //   file      no file over 600 lines, unless it is generated (`@generated`, `Code generated` or
-//             `DO NOT EDIT` in its header comment)
+//             `DO NOT EDIT` in its header comment; its functions and imports are still checked)
 //   circle    no import circle: between files of one package (relative imports, `import type`,
 //             `export … from` and `import()` alike), and between workspace packages (a package's
 //             source importing `@calico-ts/<other>`)
@@ -337,8 +337,8 @@ export function measure(root) {
     packageGraph.set(pkg.name, deps);
     for (const file of pkg.files) {
       const m = measureFile(file);
-      if (m.generated) continue;
-      if (m.lines > LIMITS.fileLines) files.push({ file: rel(file), lines: m.lines });
+      // A generated file may be long; its functions and imports are held to the rules all the same.
+      if (m.lines > LIMITS.fileLines && !m.generated) files.push({ file: rel(file), lines: m.lines });
       for (const f of m.longFunctions) functions.push({ file: rel(file), ...f });
       const edges = new Set();
       fileGraph.set(rel(file), edges);

@@ -139,6 +139,18 @@ describe('check-shape: files', () => {
     );
   });
 
+  it('still checks the functions and imports of a generated file', () => {
+    const problems = check({
+      'packages/a/package.json': manifest('@calico-ts/a'),
+      'packages/a/src/gen.ts': `// @generated\nimport './other.js';\n${longFunction('generatedLong', 200)}`,
+      'packages/a/src/other.ts': "import './gen.js';\n",
+    });
+    assert.deepEqual(problems, [
+      'function generatedLong (packages/a/src/gen.ts:3): 200 lines, over the limit of 150 and not in the budget',
+      'import circle packages/a/src/gen.ts -> packages/a/src/other.ts: not in the budget',
+    ]);
+  });
+
   it('does not take a mention of "generated" in prose for the marker', () => {
     const problems = check({
       'packages/a/package.json': manifest('@calico-ts/a'),
