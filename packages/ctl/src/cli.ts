@@ -81,6 +81,7 @@ function addCommands(program: Command, wanted: CtlCommand | undefined, full: boo
   }
 }
 
+/** The whole command line: `argv` (without the program name) in, the exit code out; never throws. */
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<number> {
   const { io } = deps;
   const args = [...argv];

@@ -8,14 +8,18 @@ import type { Logger } from '../log.js';
 import type { NodeHost } from '../node/node-host.js';
 import type { SystemHost } from '../node/system-host.js';
 
+/** Where `-c/--config` looks when not given. */
 export const DEFAULT_CONFIG_PATH = '/etc/calico/calicoctl.cfg';
 
+/** A connected datastore, as `CliDeps.connect` returns it; the session closes it after the command. */
 export interface Connection {
+  /** The typed client every datastore command works on. */
   datastore: Datastore;
   /** Raw keys, for datastore migration; absent where the backend has none. */
   kv?: KVStore;
   /** The kubeconfig the configuration names, if any (`cluster diags` hands it to kubectl). */
   kubeconfig?: string;
+  /** Close the connection (called once, when the command is done). */
   close(): Promise<void>;
 }
 
@@ -25,7 +29,9 @@ export interface ConnectOptions {
   context?: string;
 }
 
+/** What `runCli` needs from its host. */
 export interface CliDeps {
+  /** The streams, files and environment commands read and write. */
   io: CommandIO;
   /** Load the client configuration (`-c` file, else env) and connect. */
   connect(configFile: string, log: Logger, options?: ConnectOptions): Promise<Connection>;
