@@ -12,12 +12,12 @@ export {
   importCommand,
   lockCommand,
   type MigrateStore,
-  parseExport,
   unlockCommand,
 } from './commands/datastore.js';
 export { type GetArgs, getCommand } from './commands/get.js';
 export { type LabelArgs, labelCommand } from './commands/label.js';
 export type { FileArgs } from './commands/load.js';
+export { parseExport } from './commands/migration-file.js';
 export { nodeStatusCommand } from './commands/node.js';
 export { type PatchArgs, patchCommand } from './commands/patch.js';
 export { validateCommand } from './commands/validate.js';

@@ -6,7 +6,10 @@ import { CtlError } from '../errors.js';
 import { kindNames } from '../kinds.js';
 import type { CommandContext } from './context.js';
 
-/** Subcommand → its flags. Kept beside the commander definitions in cli.ts (tested for agreement). */
+/**
+ * Subcommand → its flags, as the completion scripts offer them. Kept in step with the options each
+ * command declares in cli/*.ts (cli.test.ts checks every flag here is one its command takes).
+ */
 export const COMMAND_FLAGS: Record<string, readonly string[]> = {
   create: [
     '-f',

@@ -14,17 +14,9 @@
  * source key by key; import refuses a datastore that holds anything under /calico/. Into the
  * Kubernetes datastore (upstream's migration), import-kdd.ts writes what Kubernetes can hold and
  * says what it leaves out. Either import checks every document before writing and reports
- * progress on stderr.
+ * progress on stderr. The file's parts and their parsing are migration-file.ts's.
  */
-import {
-  API_VERSION,
-  ApiError,
-  decodeDocuments,
-  KINDS,
-  type Kind,
-  type Resource,
-  validateResource,
-} from '@calico-ts/api';
+import { API_VERSION, KINDS, type Kind, type Resource, validateResource } from '@calico-ts/api';
 import { type Datastore, isDatastoreError, type KVStore } from '@calico-ts/datastore';
 import { ensureInitialized } from '../cluster.js';
 import { CtlError } from '../errors.js';
@@ -34,6 +26,7 @@ import { listObject } from '../output/tables.js';
 import { describeError } from '../resources/operations.js';
 import type { CommandContext } from './context.js';
 import { importIntoKubernetes } from './import-kdd.js';
+import { parseExport, SEPARATOR } from './migration-file.js';
 
 export interface MigrateStore {
   datastore: Datastore;
@@ -69,7 +62,6 @@ const BUILT_IN_PROFILE = 'projectcalico-default-allow';
 const RESOURCE_PREFIX = '/calico/resources/v3/';
 /** Felix status keys live under a lease and are rewritten every 30 s: not data to migrate. */
 const EPHEMERAL_PREFIX = '/calico/felix/';
-const SEPARATOR = '===\n';
 
 async function clusterInfo(ds: Datastore, what: string): Promise<Obj> {
   try {
@@ -187,46 +179,6 @@ export async function exportCommand(store: MigrateStore, ctx: CommandContext): P
 
 export interface ImportArgs {
   filename: string;
-}
-
-export interface ParsedExport {
-  resources: Obj[];
-  clusterInfo: Obj;
-  kvs: { key: string; value: string }[];
-}
-
-/** Split and decode an export file (pure). */
-export function parseExport(text: string, source: string): ParsedExport {
-  const parts = text.split(SEPARATOR);
-  if (parts.length !== 3) {
-    throw new CtlError(
-      'invalid-input',
-      `Imported file: ${source} is improperly formatted. Try recreating with 'calicoctl datastore migrate export'`,
-    );
-  }
-  const resources: Obj[] = [];
-  try {
-    resources.push(...(decodeDocuments(parts[0]!, source) as Obj[]));
-  } catch (e) {
-    if (!(e instanceof ApiError)) throw e;
-    throw new CtlError('invalid-input', `${source}: cannot decode the resource section: ${e.message}`);
-  }
-  let clusterInfo: Obj;
-  let kvs: { key: string; value: string }[];
-  try {
-    clusterInfo = JSON.parse(parts[1]!) as Obj;
-    const raw = JSON.parse(parts[2]!) as { kvs?: unknown };
-    if (!Array.isArray(raw.kvs)) throw new Error('missing "kvs"');
-    kvs = raw.kvs.map((kv: unknown, i: number) => {
-      const o = kv as Obj;
-      if (typeof o?.key !== 'string' || typeof o.value !== 'string')
-        throw new Error(`kvs[${i}] needs key and value strings`);
-      return { key: o.key, value: o.value };
-    });
-  } catch (e) {
-    throw new CtlError('invalid-input', `${source}: cannot decode: ${(e as Error).message}`);
-  }
-  return { resources, clusterInfo, kvs };
 }
 
 async function existingData(store: MigrateStore): Promise<string | undefined> {

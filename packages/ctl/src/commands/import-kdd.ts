@@ -25,7 +25,7 @@ import { CtlError } from '../errors.js';
 import type { Obj } from '../output/columns.js';
 import { describeError } from '../resources/operations.js';
 import type { CommandContext } from './context.js';
-import type { ParsedExport } from './datastore.js';
+import type { ParsedExport } from './migration-file.js';
 
 const IPAM_PREFIX = '/calico/ipam/v2/';
 const KNP_PREFIX = 'knp.default.';

@@ -13,7 +13,7 @@
  *
  * The report file keeps upstream's JSON shape, so `ipam release --from-report` reads either.
  */
-import { cidrContains, formatIP, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
+import { type Cidr, cidrContains, formatIP, parseCidrOrIP, parseIP } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
 import type { CheckReport } from '@calico-ts/ipam';
 import { allocationsOf, hostOfAffinity, WINDOWS_RESERVED_HANDLE } from '@calico-ts/ipam/internal';
@@ -115,42 +115,85 @@ function attrString(handle: string | null, attrs: Record<string, string>): strin
   return `Main:${handle ?? '<none>'} Extra:${kvs.join(',')}`;
 }
 
-export function runCheck(input: CheckInput): CheckResult {
-  const lines: CheckLine[] = [];
-  const progress = (text: string) => lines.push({ stream: 'progress', text });
-  const result = (text: string) => lines.push({ stream: 'result', text });
-  const { showAllIPs } = input;
-  const showProblemIPs = input.showAllIPs || input.showProblemIPs;
+/** An allocation while the scan runs: the report's fields and the attributes as printed. */
+type ScannedAllocation = ReportAllocation & { attrText: string };
 
-  const allocations = new Map<string, (ReportAllocation & { attrText: string })[]>();
-  const byNode = new Map<string, number>();
-  const inUseIPs = new Map<string, Owner[]>();
-  const inUseHandles = new Set<string>();
+/**
+ * What the scan has seen so far, and the lines it has printed. Each stage below reads the input,
+ * adds to these maps and prints its lines, in upstream's order; only `recordInUse` touches an
+ * allocation recorded by an earlier stage.
+ */
+class CheckScan {
+  readonly lines: CheckLine[] = [];
+  readonly showAllIPs: boolean;
+  readonly showProblemIPs: boolean;
+  /** IP → its allocations (more than one when blocks overlap). */
+  readonly allocations = new Map<string, ScannedAllocation[]>();
+  /** Node → how many allocations name it. */
+  readonly byNode = new Map<string, number>();
+  /** IP → what uses it (workloads, node tunnels, Windows' reservation). */
+  readonly inUseIPs = new Map<string, Owner[]>();
+  /** Handles that some allocation refers to. */
+  readonly inUseHandles = new Set<string>();
 
-  const recordInUse = (ip: string, name: string) => {
-    if (showAllIPs) result(`  ${ip} belongs to ${name}`);
-    const owners = inUseIPs.get(ip) ?? [];
+  constructor(readonly input: CheckInput) {
+    this.showAllIPs = input.showAllIPs;
+    this.showProblemIPs = input.showAllIPs || input.showProblemIPs;
+  }
+
+  progress(text: string): void {
+    this.lines.push({ stream: 'progress', text });
+  }
+
+  result(text: string): void {
+    this.lines.push({ stream: 'result', text });
+  }
+
+  recordInUse(ip: string, name: string): void {
+    if (this.showAllIPs) this.result(`  ${ip} belongs to ${name}`);
+    const owners = this.inUseIPs.get(ip) ?? [];
     owners.push({ name });
-    inUseIPs.set(ip, owners);
-    for (const a of allocations.get(ip) ?? []) {
+    this.inUseIPs.set(ip, owners);
+    for (const a of this.allocations.get(ip) ?? []) {
       a.inUse = true;
       a.owners = [...(a.owners ?? []), name];
     }
-  };
+  }
+}
 
-  progress('Checking IPAM for inconsistencies...');
-  progress('');
+export function runCheck(input: CheckInput): CheckResult {
+  const scan = new CheckScan(input);
+  scan.progress('Checking IPAM for inconsistencies...');
+  scan.progress('');
+  loadBlocks(scan);
+  const activePools = loadPools(scan);
+  loadNodes(scan);
+  loadWorkloadEndpoints(scan);
+  printTopNodes(scan);
 
-  progress('Loading all IPAM blocks...');
-  progress(`Found ${input.blocks.length} IPAM blocks.`);
+  // Each scan prints its lines as it runs: in this order.
+  let problems = leakedIPs(scan);
+  problems += unallocatedIPs(scan, activePools);
+  const leakedHandles = handlesWithoutIPs(scan);
+  problems += leakedHandles.length;
+  problems += missingHandles(scan);
+  problems += recordProblems(scan);
+  scan.result(`Check complete; found ${problems} problems.`);
+  return { lines: scan.lines, problems, report: reportOf(input, scan.allocations, leakedHandles) };
+}
+
+function loadBlocks(scan: CheckScan): void {
+  const { blocks } = scan.input;
+  scan.progress('Loading all IPAM blocks...');
+  scan.progress(`Found ${blocks.length} IPAM blocks.`);
   let numAllocs = 0;
-  for (const b of input.blocks) {
-    progress(` IPAM block ${b.cidr} affinity=${b.affinity ?? '<none>'}:`);
+  for (const b of blocks) {
+    scan.progress(` IPAM block ${b.cidr} affinity=${b.affinity ?? '<none>'}:`);
     const blockHost = hostOfAffinity(b.affinity) ?? '';
     for (const a of allocationsOf(b)) {
       numAllocs++;
       const ip = formatIP(a.ip);
-      const alloc: ReportAllocation & { attrText: string } = {
+      const alloc: ScannedAllocation = {
         ip,
         inUse: false,
         owners: null,
@@ -161,7 +204,7 @@ export function runCheck(input: CheckInput): CheckResult {
         if (a.handleId.toLowerCase() === WINDOWS_RESERVED_HANDLE) windows = true;
         else {
           alloc.handle = a.handleId;
-          inUseHandles.add(a.handleId);
+          scan.inUseHandles.add(a.handleId);
         }
       }
       alloc.sequenceNumber = a.sequenceNumber;
@@ -172,155 +215,189 @@ export function runCheck(input: CheckInput): CheckResult {
       if (a.attrs.type) alloc.type = a.attrs.type;
       if (a.attrs.timestamp) alloc.creationTimestamp = a.attrs.timestamp;
       if (node !== blockHost) alloc.borrowed = true;
-      const list = allocations.get(ip) ?? [];
+      const list = scan.allocations.get(ip) ?? [];
       list.push(alloc);
-      allocations.set(ip, list);
-      byNode.set(node, (byNode.get(node) ?? 0) + 1);
-      if (showAllIPs) result(`  ${ip} allocated; attrs ${alloc.attrText}`);
-      if (windows) recordInUse(ip, 'Reserved for Windows');
+      scan.allocations.set(ip, list);
+      scan.byNode.set(node, (scan.byNode.get(node) ?? 0) + 1);
+      if (scan.showAllIPs) scan.result(`  ${ip} allocated; attrs ${alloc.attrText}`);
+      if (windows) scan.recordInUse(ip, 'Reserved for Windows');
     }
   }
-  progress(`IPAM blocks record ${numAllocs} allocations.`);
-  progress('');
+  scan.progress(`IPAM blocks record ${numAllocs} allocations.`);
+  scan.progress('');
+}
 
-  progress('Loading all IPAM pools...');
-  const activePools = [];
-  for (const p of input.pools) {
+/** The enabled pools' CIDRs. */
+function loadPools(scan: CheckScan): Cidr[] {
+  scan.progress('Loading all IPAM pools...');
+  const activePools: Cidr[] = [];
+  for (const p of scan.input.pools) {
     if (p.disabled) continue;
-    progress(`  ${p.cidr}`);
+    scan.progress(`  ${p.cidr}`);
     const c = parseCidrOrIP(p.cidr);
     if (!c) throw new CtlError('failed', `failed to parse IP pool CIDR: ${p.cidr}`);
     activePools.push(c);
   }
-  progress(`Found ${activePools.length} active IP pools.`);
-  progress('');
+  scan.progress(`Found ${activePools.length} active IP pools.`);
+  scan.progress('');
+  return activePools;
+}
 
-  progress('Loading all nodes.');
+function loadNodes(scan: CheckScan): void {
+  scan.progress('Loading all nodes.');
   let numNodeIPs = 0;
-  for (const n of input.nodes) {
+  for (const n of scan.input.nodes) {
     for (const ip of nodeIPs(n)) {
-      recordInUse(ip, `Node(${n.metadata.name})`);
+      scan.recordInUse(ip, `Node(${n.metadata.name})`);
       numNodeIPs++;
     }
   }
-  progress(`Found ${numNodeIPs} node tunnel IPs.`);
-  progress('');
+  scan.progress(`Found ${numNodeIPs} node tunnel IPs.`);
+  scan.progress('');
+}
 
-  progress('Loading all workload endpoints.');
+function loadWorkloadEndpoints(scan: CheckScan): void {
+  scan.progress('Loading all workload endpoints.');
   let numWepIPs = 0;
-  for (const w of input.workloadEndpoints) {
+  for (const w of scan.input.workloadEndpoints) {
     const ns = w.metadata.namespace ?? '';
     const nets = ((w.spec ?? {}) as Obj).ipNetworks;
     for (const net of Array.isArray(nets) ? nets : []) {
       const ip = normaliseIP(String(net), `workload ${ns}/${w.metadata.name}`);
-      recordInUse(ip, `Workload(${ns}/${w.metadata.name})`);
+      scan.recordInUse(ip, `Workload(${ns}/${w.metadata.name})`);
       numWepIPs++;
     }
   }
-  progress(`Found ${numWepIPs} workload IPs.`);
-  progress(`Workloads and nodes are using ${inUseIPs.size} IPs.`);
-  progress('');
+  scan.progress(`Found ${numWepIPs} workload IPs.`);
+  scan.progress(`Workloads and nodes are using ${scan.inUseIPs.size} IPs.`);
+  scan.progress('');
+}
 
-  progress('Loading all handles');
-  const NODES_TO_PRINT = 20;
-  progress(`Looking for top (up to ${NODES_TO_PRINT}) nodes by allocations...`);
+const NODES_TO_PRINT = 20;
+
+function printTopNodes(scan: CheckScan): void {
+  const { byNode } = scan;
+  scan.progress('Loading all handles');
+  scan.progress(`Looking for top (up to ${NODES_TO_PRINT}) nodes by allocations...`);
   const nodes = [...byNode.keys()].sort((a, b) => byNode.get(b)! - byNode.get(a)!);
-  for (const n of nodes.slice(0, NODES_TO_PRINT)) result(`  ${n} has ${byNode.get(n)} allocations`);
+  for (const n of nodes.slice(0, NODES_TO_PRINT)) scan.result(`  ${n} has ${byNode.get(n)} allocations`);
   if (nodes.length > 0) {
     const max = byNode.get(nodes[0]!)!;
     const median = byNode.get(nodes[nodes.length >> 1]!)!;
-    result(`Node with most allocations has ${max}; median is ${median}`);
+    scan.result(`Node with most allocations has ${max}; median is ${median}`);
   }
-  result('');
+  scan.result('');
+}
 
-  let problems = 0;
-  progress('Scanning for IPs that are allocated but not actually in use...');
+/** Allocated IPs nothing uses; returns how many. */
+function leakedIPs(scan: CheckScan): number {
+  scan.progress('Scanning for IPs that are allocated but not actually in use...');
   let leaked = 0;
-  for (const [ip, allocs] of allocations) {
-    if (inUseIPs.has(ip)) continue;
-    if (showProblemIPs) for (const a of allocs) result(`  ${ip} leaked; attrs ${a.attrText}`);
+  for (const [ip, allocs] of scan.allocations) {
+    if (scan.inUseIPs.has(ip)) continue;
+    if (scan.showProblemIPs) for (const a of allocs) scan.result(`  ${ip} leaked; attrs ${a.attrText}`);
     leaked++;
   }
-  problems += leaked;
-  result(`Found ${leaked} IPs that are allocated in IPAM but not actually in use.`);
+  scan.result(`Found ${leaked} IPs that are allocated in IPAM but not actually in use.`);
+  return leaked;
+}
 
-  progress('Scanning for IPs that are in use by a workload or node but not allocated in IPAM...');
+/** In-use IPs without an allocation, outside every active pool or inside one; returns how many. */
+function unallocatedIPs(scan: CheckScan, activePools: readonly Cidr[]): number {
+  const { showProblemIPs } = scan;
+  scan.progress('Scanning for IPs that are in use by a workload or node but not allocated in IPAM...');
   let notAllocated = 0;
   let nonCalico = 0;
-  for (const [ip, owners] of inUseIPs) {
-    if (showProblemIPs && owners.length > 1) result(`  ${ip} has multiple owners.`);
-    if (allocations.has(ip)) continue;
+  for (const [ip, owners] of scan.inUseIPs) {
+    if (showProblemIPs && owners.length > 1) scan.result(`  ${ip} has multiple owners.`);
+    if (scan.allocations.has(ip)) continue;
     const addr = parseIP(ip)!;
     const inPool = activePools.some((c) => cidrContains(c, addr));
     if (!inPool) {
       if (showProblemIPs)
-        for (const o of owners) result(`  ${ip} in use by ${o.name} is not in any active IP pool.`);
+        for (const o of owners) scan.result(`  ${ip} in use by ${o.name} is not in any active IP pool.`);
       nonCalico++;
       continue;
     }
     if (showProblemIPs) {
       for (const o of owners)
-        result(`  ${ip} in use by ${o.name} and in active IPAM pool but has no IPAM allocation.`);
+        scan.result(`  ${ip} in use by ${o.name} and in active IPAM pool but has no IPAM allocation.`);
     }
     notAllocated++;
   }
-  problems += nonCalico + notAllocated;
-  result(`Found ${nonCalico} in-use IPs that are not in active IP pools.`);
-  result(
+  scan.result(`Found ${nonCalico} in-use IPs that are not in active IP pools.`);
+  scan.result(
     `Found ${notAllocated} in-use IPs that are in active IP pools but have no corresponding IPAM allocation.`,
   );
-  result('');
+  scan.result('');
+  return nonCalico + notAllocated;
+}
 
-  progress('Scanning for IPAM handles with no matching IPs...');
+/** Handle records no allocation refers to (the report's leakedHandles). */
+function handlesWithoutIPs(scan: CheckScan): ReportHandle[] {
+  scan.progress('Scanning for IPAM handles with no matching IPs...');
   const leakedHandles: ReportHandle[] = [];
   let goodHandles = 0;
-  for (const [id, revision] of input.handles) {
-    if (inUseHandles.has(id)) {
+  for (const [id, revision] of scan.input.handles) {
+    if (scan.inUseHandles.has(id)) {
       goodHandles++;
       continue;
     }
-    if (showAllIPs) result(`  ${id} doesn't have any active IPs.`);
+    if (scan.showAllIPs) scan.result(`  ${id} doesn't have any active IPs.`);
     leakedHandles.push({ ID: id, UID: null, Revision: revision });
   }
-  problems += leakedHandles.length;
-  result(
+  scan.result(
     `Found ${leakedHandles.length} handles with no matching IPs (and ${goodHandles} handles with matches).`,
   );
+  return leakedHandles;
+}
 
-  progress('Scanning for IPs with missing handle...');
-  let missingHandles = 0;
-  for (const id of inUseHandles) {
-    if (input.handles.has(id)) continue;
-    if (showProblemIPs) result(`  ${id} is in use in a block but doesn't exist.`);
-    missingHandles++;
+/** Handles allocations refer to that have no record; returns how many. */
+function missingHandles(scan: CheckScan): number {
+  scan.progress('Scanning for IPs with missing handle...');
+  let missing = 0;
+  for (const id of scan.inUseHandles) {
+    if (scan.input.handles.has(id)) continue;
+    if (scan.showProblemIPs) scan.result(`  ${id} is in use in a block but doesn't exist.`);
+    missing++;
   }
-  problems += missingHandles;
-  result(`Found ${missingHandles} handles mentioned in blocks with no matching handle resource.`);
+  scan.result(`Found ${missing} handles mentioned in blocks with no matching handle resource.`);
+  return missing;
+}
 
-  progress('Scanning for handle counts that disagree with the blocks...');
-  const mismatches = input.records.handleCountMismatches;
+const DANGLING_WHY = {
+  'node-missing': 'its node does not exist',
+  'block-missing': 'its block does not exist',
+  'block-affine-elsewhere': 'its block belongs to another host',
+} as const;
+
+/** `IpamClient.check()`'s findings: handle counts, dangling affinities; returns how many. */
+function recordProblems(scan: CheckScan): number {
+  const { showProblemIPs } = scan;
+  scan.progress('Scanning for handle counts that disagree with the blocks...');
+  const mismatches = scan.input.records.handleCountMismatches;
   if (showProblemIPs) {
     for (const m of mismatches)
-      result(`  ${m.handleId} counts ${m.recorded} in block ${m.block}, which holds ${m.actual}.`);
+      scan.result(`  ${m.handleId} counts ${m.recorded} in block ${m.block}, which holds ${m.actual}.`);
   }
-  problems += mismatches.length;
-  result(`Found ${mismatches.length} handle counts that disagree with the blocks.`);
+  scan.result(`Found ${mismatches.length} handle counts that disagree with the blocks.`);
 
-  progress('Scanning for block affinities of missing nodes or blocks...');
-  const dangling = input.records.danglingAffinities;
-  const danglingWhy = {
-    'node-missing': 'its node does not exist',
-    'block-missing': 'its block does not exist',
-    'block-affine-elsewhere': 'its block belongs to another host',
-  } as const;
+  scan.progress('Scanning for block affinities of missing nodes or blocks...');
+  const dangling = scan.input.records.danglingAffinities;
   if (showProblemIPs) {
-    for (const d of dangling) result(`  affinity of ${d.host} for ${d.cidr}: ${danglingWhy[d.reason]}.`);
+    for (const d of dangling)
+      scan.result(`  affinity of ${d.host} for ${d.cidr}: ${DANGLING_WHY[d.reason]}.`);
   }
-  problems += dangling.length;
-  result(`Found ${dangling.length} block affinities whose node or block is missing.`);
+  scan.result(`Found ${dangling.length} block affinities whose node or block is missing.`);
+  return mismatches.length + dangling.length;
+}
 
-  result(`Check complete; found ${problems} problems.`);
-
+/** The report: allocations by IP in sorted order, upstream's field order. */
+function reportOf(
+  input: CheckInput,
+  allocations: ReadonlyMap<string, readonly ScannedAllocation[]>,
+  leakedHandles: ReportHandle[],
+): IpamReport {
   const reportAllocs: Record<string, ReportAllocation[]> = {};
   for (const ip of [...allocations.keys()].sort()) {
     reportAllocs[ip] = allocations.get(ip)!.map((a) => ({
@@ -338,7 +415,7 @@ export function runCheck(input: CheckInput): CheckResult {
     }));
   }
   const ci = input.clusterInfo;
-  const report: IpamReport = {
+  return {
     version: input.version,
     clusterGUID: ci?.guid ?? '',
     datastoreLocked: ci?.locked ?? false,
@@ -347,7 +424,6 @@ export function runCheck(input: CheckInput): CheckResult {
     allocations: reportAllocs,
     ...(leakedHandles.length > 0 ? { leakedHandles } : {}),
   };
-  return { lines, problems, report };
 }
 
 /** The report as upstream writes it: Go's indented JSON, 64-bit sequence numbers exact. */
