@@ -13,18 +13,18 @@
  *   blocks              the newest version of each block this store has read by key (`getBlock`,
  *                       `getBlocks`) or written (create, update, `writeHandleAndBlock`).
  *
- *      watch events ─┐                                       ┌─► readAssignEnv / assignEnv
- *      own writes ───┼─► KVReadMirror ─► version n ─► decode + derive once
- *      (affinity,    │
- *       config)      └────────────────────────────────────────
- *      block reads / writes ─► newest version per CIDR ──────► first try at a host's block
+ *   watch events ───────┐
+ *   own affinity and    ├─► KVReadMirror ─► version n ─► decoded + derived once ─► readAssignEnv,
+ *   config writes ──────┘    (per host)                                            readAssignEnvDerived
+ *   block reads and writes ─► newest version per CIDR ─► an affine block's first try (block-search.ts)
  *
- * Invalidation rule, the same for both: an entry is replaced by any newer version of its records
- * that this process reads, writes or hears of from a watch; it is dropped when its record is
- * deleted through this store or a write of it fails (its stored version is then unknown). A host
- * environment is not served while any of its watches is down, nor after its mirror is closed: reads
- * then go to the datastore. Nothing expires by time, and a derivation is redone only when the
- * version it was made from has moved.
+ * Invalidation rule, the same for both: an entry is replaced by its record as this process last
+ * read or wrote it, or (host entries) heard of from a watch, where a change older than the one
+ * held for that key is ignored; it is dropped when its record is deleted through this store, a read
+ * finds it gone, or a write of it fails (its stored version is then unknown). A host environment
+ * is not served while any of its watches is down, nor after its mirror is closed: reads then go to
+ * the datastore. Nothing expires by time, and a derivation is redone only when the version it was
+ * made from has moved.
  *
  * Why that is enough: every entry is a starting point, never a proof. Each write that relies on
  * one is a compare-and-swap on the revision the entry carries, so an entry made stale by another

@@ -1,8 +1,8 @@
 /**
- * IpamStore against records as upstream writes them, one test body for every backend (memory in
- * store/ipam-store.test.ts; etcd over both clients and Kubernetes in store/ipam-store.int.test.ts). `writeRaw`
- * and `readRaw` go around the store (with etcd: the real etcdctl), so the bytes are the ones an
- * upstream component would have written or would read.
+ * IpamStore against records as upstream writes them, one test body for every backend: memory in
+ * store/ipam-store.test.ts, etcd over both clients and Kubernetes in store/ipam-store.int.test.ts.
+ * `writeRaw` and `readRaw` go around the store (with etcd: the real etcdctl), so the bytes are the
+ * ones an upstream component would have written or would read.
  */
 import { isDatastoreError, type KVStore } from '@calico-ts/datastore';
 import { upstreamBlockJson } from '@calico-ts/datastore/testing';
