@@ -57,6 +57,7 @@ import {
 } from './assign-env.js';
 import { IpamCache } from './ipam-cache.js';
 
+/** The IPAM records over one KVStore, with compare-and-swap, and the IPAM cache they feed. */
 export class IpamStore {
   /** What this store has read and written, kept for the allocator (ipam-cache.ts). */
   readonly cache = new IpamCache();
@@ -65,6 +66,7 @@ export class IpamStore {
 
   // Blocks
 
+  /** The block at `cidr`, or undefined when there is none. */
   async getBlock(cidr: string): Promise<Versioned<AllocationBlock> | undefined> {
     const kv = await this.store.get(blockKey(cidr));
     const b = kv ? { value: decodeBlock(kv), revision: kv.modRevision } : undefined;
@@ -106,6 +108,7 @@ export class IpamStore {
     return read;
   }
 
+  /** Creates a block; fails `already-exists` if one is there. */
   async createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>> {
     const kv = await this.store
       .create(blockKey(block.cidr), encodeBlock(block))
@@ -128,6 +131,7 @@ export class IpamStore {
     return b;
   }
 
+  /** Deletes a block (compare-and-swap on `revision` when given). */
   async deleteBlock(cidr: string, revision?: string): Promise<void> {
     this.cache.forgetBlock(cidr);
     await this.store.delete(blockKey(cidr), revision).catch(named(`block ${cidr}`));
@@ -135,6 +139,7 @@ export class IpamStore {
 
   // Affinities
 
+  /** One host's (or virtual owner's) affinity for a block, or undefined. */
   async getAffinity(
     host: string,
     cidr: string,
@@ -177,6 +182,7 @@ export class IpamStore {
     }
   }
 
+  /** Creates an affinity; fails `already-exists` if one is there. */
   async createAffinity(affinity: AffinityInput): Promise<Versioned<BlockAffinity>> {
     const key = affinityKey(affinity.host, affinity.cidr, affinity.type);
     const kv = await this.store
@@ -186,6 +192,7 @@ export class IpamStore {
     return { value: decodeAffinity(kv), revision: kv.modRevision };
   }
 
+  /** Replaces an affinity by compare-and-swap on `revision`. */
   async updateAffinity(affinity: AffinityInput, revision: string): Promise<Versioned<BlockAffinity>> {
     const key = affinityKey(affinity.host, affinity.cidr, affinity.type);
     const kv = await this.store
@@ -195,6 +202,7 @@ export class IpamStore {
     return { value: decodeAffinity(kv), revision: kv.modRevision };
   }
 
+  /** Deletes an affinity (compare-and-swap on `revision` when given). */
   async deleteAffinity(
     host: string,
     cidr: string,
@@ -208,11 +216,13 @@ export class IpamStore {
 
   // Handles
 
+  /** The handle `handleId`, or undefined. */
   async getHandle(handleId: string): Promise<Versioned<IPAMHandle> | undefined> {
     const kv = await this.store.get(handleKey(handleId));
     return kv ? { value: decodeHandle(kv), revision: kv.modRevision } : undefined;
   }
 
+  /** Every handle; entries that do not decode are left out. */
   async listHandles(): Promise<VersionedList<IPAMHandle>> {
     const res = await this.store.list(IPAM_HANDLE_ROOT);
     const items = decodeAll(
@@ -222,6 +232,7 @@ export class IpamStore {
     return { items, revision: res.revision };
   }
 
+  /** Creates a handle; fails `already-exists` if one is there. */
   async createHandle(handle: IPAMHandle): Promise<Versioned<IPAMHandle>> {
     const kv = await this.store
       .create(handleKey(handle.handleId), encodeHandle(handle))
@@ -229,6 +240,7 @@ export class IpamStore {
     return { value: decodeHandle(kv), revision: kv.modRevision };
   }
 
+  /** Replaces a handle by compare-and-swap on `revision`. */
   async updateHandle(handle: IPAMHandle, revision: string): Promise<Versioned<IPAMHandle>> {
     const kv = await this.store
       .update(handleKey(handle.handleId), encodeHandle(handle), revision)
@@ -265,6 +277,7 @@ export class IpamStore {
     return { handle: { value: decodeHandle(h!), revision: h!.modRevision }, block: written };
   }
 
+  /** Deletes a handle (compare-and-swap on `revision` when given). */
   async deleteHandle(handleId: string, revision?: string): Promise<void> {
     await this.store.delete(handleKey(handleId), revision).catch(named(`handle ${handleId}`));
   }
@@ -313,6 +326,7 @@ export class IpamStore {
 
   // Config
 
+  /** The IPAM config, or undefined when none is stored (the defaults apply). */
   async getConfig(): Promise<Versioned<IPAMConfig> | undefined> {
     const kv = await this.store.get(IPAM_CONFIG_KEY);
     return kv ? { value: decodeConfig(kv), revision: kv.modRevision } : undefined;
@@ -329,6 +343,7 @@ export class IpamStore {
     return { value: decodeConfig(kv), revision: kv.modRevision };
   }
 
+  /** Deletes the IPAM config (compare-and-swap on `revision` when given). */
   async deleteConfig(revision?: string): Promise<void> {
     await this.store.delete(IPAM_CONFIG_KEY, revision).catch(named('IPAM config'));
   }
