@@ -88,7 +88,8 @@ if (args.seed) {
   process.exit(0);
 }
 if (args.count) {
-  const { createKVStore, IpamStore, KVDatastore } = await import('@calico-ts/datastore');
+  const { createKVStore, KVDatastore } = await import('@calico-ts/datastore');
+  const { IpamStore } = await import('@calico-ts/ipam');
   const cfg = internalConfig();
   const kv = await createKVStore(cfg);
   try {

@@ -14,9 +14,9 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createKVStore, IpamStore, isDatastoreError, KVDatastore } from '@calico-ts/datastore';
+import { createKVStore, isDatastoreError, KVDatastore } from '@calico-ts/datastore';
 import { startEtcd } from '@calico-ts/datastore/testing';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { Etcd3 } from 'etcd3';
 
 const { values: args } = parseArgs({

@@ -6,16 +6,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import {
-  configFromEnv,
-  createKVStore,
-  IpamStore,
-  KVDatastore,
-  mergeClientConfig,
-} from '@calico-ts/datastore';
+import { configFromEnv, createKVStore, KVDatastore, mergeClientConfig } from '@calico-ts/datastore';
 import { KubeHttp, loadKubeConnection } from '@calico-ts/datastore/kube';
 import { parseIni, resolveWith } from '@calico-ts/felix';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { Netlinux } from '@calico-ts/netlinux';
 import { NftContext } from '@calico-ts/nftables';
 import pino from 'pino';

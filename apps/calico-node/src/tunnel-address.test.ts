@@ -1,6 +1,6 @@
 import type { IPPool, Node } from '@calico-ts/api';
-import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
-import { IpamClient } from '@calico-ts/ipam';
+import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { reconcileTunnelAddresses } from './tunnel-address.js';
 

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { createKVStore, type Datastore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import {
   type EtcdServer,
@@ -33,7 +33,7 @@ import {
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);

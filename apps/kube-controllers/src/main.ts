@@ -14,12 +14,11 @@ import type { Datastore, KVStore } from '@calico-ts/datastore';
 import {
   configFromEnv,
   createKVStore,
-  IpamStore,
   isDatastoreError,
   KVDatastore,
   mergeClientConfig,
 } from '@calico-ts/datastore';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import {
   type ControllerName,
   defaultControllers,

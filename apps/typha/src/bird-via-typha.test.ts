@@ -6,7 +6,8 @@
  */
 import type { Resource } from '@calico-ts/api';
 import { BirdBridge, type BirdConfigTarget, nodeAffinitySource } from '@calico-ts/bird-bridge';
-import { IpamStore, KVDatastore, MemoryKVStore, type SyncerOptions } from '@calico-ts/datastore';
+import { KVDatastore, MemoryKVStore, type SyncerOptions } from '@calico-ts/datastore';
+import { IpamStore } from '@calico-ts/ipam';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentSyncer } from './agent-syncer.js';
 import { TyphaServer } from './server.js';

@@ -2,7 +2,9 @@
  * BirdBridge on the in-memory datastore with a fake BIRD target: what reaches BIRD after each
  * datastore change.
  */
-import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+
+import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import { IpamStore } from '@calico-ts/ipam';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ApplyOutcome } from './bird/bird-supervisor.js';
 import { BirdBridge, type BirdConfigTarget, nodeAffinitySource } from './bridge.js';

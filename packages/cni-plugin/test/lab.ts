@@ -26,7 +26,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { createKVStore, type Datastore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { connectionFromKubeconfig, KubeHttp } from '@calico-ts/datastore/kube';
 import {
   clusterSeed,
@@ -36,6 +36,7 @@ import {
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
+import { IpamStore } from '@calico-ts/ipam';
 import { Netlinux } from '@calico-ts/netlinux';
 
 /** The Calico CRDs a Kubernetes-datastore cluster has installed. */

@@ -7,9 +7,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { calicoctlExecutable } from './testing-internal/executable.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Resource } from '@calico-ts/api';
-import { createKVStore, IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { createKVStore, KVDatastore } from '@calico-ts/datastore';
 import {
   type EtcdServer,
   type KubeApiServer,
@@ -13,7 +13,7 @@ import {
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { calicoctlExecutable } from './testing-internal/executable.js';

@@ -2,8 +2,9 @@
  * `@calico-ts/datastore`: a typed client for the Calico datastore. `createDatastore` opens etcd v3,
  * the Kubernetes API or memory from a client configuration (environment, `calicoctl.cfg` or CNI
  * network config); a `Datastore` gets, lists, creates, updates, deletes and watches resources
- * with revisions and compare-and-swap; `IpamStore` holds the IPAM records; `Syncer` turns watches
- * into one ordered update stream. The etcd3 client is in `@calico-ts/datastore/etcd3`, Kubernetes
+ * with revisions and compare-and-swap; the IPAM record types (blocks, affinities, handles, config)
+ * are here, the store of them is `IpamStore` in `@calico-ts/ipam`; `Syncer` turns watches into one
+ * ordered update stream. The etcd3 client is in `@calico-ts/datastore/etcd3`, Kubernetes
  * mappings in `@calico-ts/datastore/kube`, test servers in `@calico-ts/datastore/testing`.
  */
 export { type ParsedConfig, parseCalicoctlConfig } from './config/calicoctl-config.js';
@@ -44,14 +45,12 @@ export {
   type AffinityType,
   type AllocationAttribute,
   type AllocationBlock,
-  type AssignEnvRecords,
   type BlockAffinity,
   type IPAMConfig,
   type IPAMHandle,
-  IpamStore,
   type Versioned,
   type VersionedList,
-} from './ipam-store.js';
+} from './ipam-records.js';
 export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 export type { EtcdKVStoreOptions } from './kv/etcd-options.js';
 export type {

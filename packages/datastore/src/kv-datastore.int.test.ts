@@ -5,7 +5,7 @@
  */
 import { decodeDocuments, type IPPool, ValidationError } from '@calico-ts/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IpamStore } from './ipam-store.js';
+import { IPAM_CONFIG_KEY } from './ipam-records.js';
 import { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 import { EtcdKVStore } from './kv/etcd-kv-store.js';
 import { KVDatastore } from './kv-datastore.js';
@@ -19,7 +19,6 @@ import {
   take,
   uniqueName,
 } from './testing-internal/datastore-contract.js';
-import { ipamContract } from './testing-internal/ipam-contract.js';
 
 /** Every key and value under a prefix, read with the real etcdctl. */
 async function etcdDump(etcd: EtcdServer, prefix: string): Promise<{ key: string; value: string }[]> {
@@ -37,7 +36,7 @@ async function etcdRevision(etcd: EtcdServer): Promise<number> {
   return (JSON.parse(r.stdout) as { header: { revision: number } }).header.revision;
 }
 
-describe.skipIf(!etcdAvailable())('KVDatastore and IpamStore on a real etcd', () => {
+describe.skipIf(!etcdAvailable())('KVDatastore on a real etcd', () => {
   let etcd: EtcdServer;
   let kv: EtcdKVStore;
   let ds: KVDatastore;
@@ -57,15 +56,6 @@ describe.skipIf(!etcdAvailable())('KVDatastore and IpamStore on a real etcd', ()
       new KVDatastore(new EtcdKVStore({ endpoints: etcd.endpoints }), { backend: 'etcdv3' }),
     kv: () => kv,
     compact: (r) => etcd.compact(r),
-  });
-
-  ipamContract('IpamStore over EtcdKVStore, raw access through etcdctl', {
-    store: () => kv,
-    writeRaw: async (key, value) => {
-      const r = await etcd.etcdctl(['put', key, value]);
-      expect(r.code, r.stderr).toBe(0);
-    },
-    readRaw: async (key) => (await etcdDump(etcd, key)).find((x) => x.key === key)?.value,
   });
 
   it('an IPPool lands at upstream’s key with upstream’s JSON, as etcdctl shows it', async () => {
@@ -244,7 +234,7 @@ describe.skipIf(!etcdAvailable())('KVDatastore over TLS', () => {
       expect(['unauthorized', 'unavailable']).toContain(e.code);
       expect(e.code).toBe('unauthorized');
       const ipamKv = new EtcdKVStore({ endpoints: etcd.endpoints, tls: { ca, cert, key } });
-      expect(await new IpamStore(ipamKv).getConfig()).toBeUndefined();
+      expect(await ipamKv.get(IPAM_CONFIG_KEY)).toBeUndefined();
       await ipamKv.close();
     } finally {
       await good.close();

@@ -1,7 +1,7 @@
 /** The shared Syncer over the memory store: list, watch, resync, in-sync once, decoded KV sources. */
 import type { GlobalNetworkSet } from '@calico-ts/api';
 import { describe, expect, it } from 'vitest';
-import { blockKey, decodeBlock, encodeBlock } from './ipam-store.js';
+import { blockKey, decodeBlock, encodeBlock } from './ipam-records.js';
 import { MemoryKVStore } from './kv/memory-kv-store.js';
 import { KVDatastore } from './kv-datastore.js';
 import { kvSource, resourceSource, Syncer, type SyncerUpdate } from './syncer.js';

@@ -1,8 +1,23 @@
 /**
- * `@calico-ts/ipam`: Calico's block-affinity IP address management on a `@calico-ts/datastore`
- * `IpamStore`: assign and release addresses by handle, claim and release block affinities, garbage
- * collection and the consistency check behind `calicoctl ipam check`.
+ * `@calico-ts/ipam`: Calico's block-affinity IP address management over a `@calico-ts/datastore`
+ * KVStore: `IpamStore` (the IPAM records with compare-and-swap, and the one IPAM cache) and
+ * `IpamClient` (assign and release addresses by handle, claim and release block affinities,
+ * garbage collection and the consistency check behind `calicoctl ipam check`). The record types
+ * are the datastore's, re-exported here.
  */
+
+export type {
+  AffinityInput,
+  AffinityState,
+  AffinityType,
+  AllocationAttribute,
+  AllocationBlock,
+  BlockAffinity,
+  IPAMConfig,
+  IPAMHandle,
+  Versioned,
+  VersionedList,
+} from '@calico-ts/datastore';
 export {
   type AffinityRecord,
   buildCheckReport,
@@ -27,4 +42,9 @@ export {
   type ReleaseIPsResult,
   type ReleaseSpec,
 } from './ipam-client.js';
-export { DEFAULT_IPAM_CONFIG, type IpamConfigValue } from './store/ipam-records.js';
+export {
+  type AssignEnvRecords,
+  DEFAULT_IPAM_CONFIG,
+  type IpamConfigValue,
+} from './store/assign-env.js';
+export { IpamStore } from './store/ipam-store.js';

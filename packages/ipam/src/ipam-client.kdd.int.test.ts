@@ -10,7 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { type ClientConfig, createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { type ClientConfig, createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { parseJsonExact } from '@calico-ts/datastore/internal';
 import {
   type EtcdServer,
@@ -22,6 +22,7 @@ import {
 } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AssignedIP, IpamClient } from './ipam-client.js';
+import { IpamStore } from './store/ipam-store.js';
 
 const REPO = join(import.meta.dirname, '../../..');
 const CRDS = join(REPO, 'deploy/crds/calico-crds.yaml');

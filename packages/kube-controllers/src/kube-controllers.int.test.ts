@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { createKVStore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import {
   type EtcdServer,
@@ -18,7 +18,7 @@ import {
   startEtcd,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllers } from './kube-controllers.js';
 import { serveMetrics } from './metrics-server.js';

@@ -8,9 +8,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IpamStore, KVDatastore } from '@calico-ts/datastore';
+import { KVDatastore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
+import { IpamStore } from '@calico-ts/ipam';
 import { BirdControlClient } from '../bird/bird-control-client.js';
 import { type BirdLogger, BirdSupervisor } from '../bird/bird-supervisor.js';
 import { BirdBridge, nodeAffinitySource } from '../bridge.js';

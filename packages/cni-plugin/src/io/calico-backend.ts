@@ -17,14 +17,13 @@ import {
   type ClientConfig,
   createKVStore,
   type Datastore,
-  IpamStore,
   isDatastoreError,
   KVDatastore,
   type KVStore,
   loadCniClientConfig,
 } from '@calico-ts/datastore';
 import { handleKey } from '@calico-ts/datastore/internal';
-import { IpamClient, isIpamError } from '@calico-ts/ipam';
+import { IpamClient, IpamStore, isIpamError } from '@calico-ts/ipam';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
 import type { Env } from '../spec/env.js';
 import type { NetConf } from '../spec/netconf.js';

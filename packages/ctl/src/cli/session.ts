@@ -106,10 +106,7 @@ export class CliSession {
 
   async ipamOf(ds: Datastore, conn: Connection): Promise<IpamDeps> {
     if (!conn.kv) throw new CtlError('unsupported', 'IPAM is not available on this datastore');
-    const [{ IpamStore }, { IpamClient }] = await Promise.all([
-      import('@calico-ts/datastore'),
-      import('@calico-ts/ipam'),
-    ]);
+    const { IpamClient, IpamStore } = await import('@calico-ts/ipam');
     const store = new IpamStore(conn.kv);
     return { datastore: ds, store, ipam: new IpamClient(ds, store) };
   }

@@ -1,5 +1,4 @@
-import { IpamStore } from '@calico-ts/datastore';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { describe, expect, test } from 'vitest';
 import { type Harness, harness } from '../testing-internal/harness.js';
 

@@ -10,9 +10,9 @@
  */
 
 import { formatIP, parseIP } from '@calico-ts/api/net';
-import { type Datastore, type IPAMConfig, type IpamStore, isDatastoreError } from '@calico-ts/datastore';
+import { type Datastore, type IPAMConfig, isDatastoreError } from '@calico-ts/datastore';
 import { parseJsonExact } from '@calico-ts/datastore/internal';
-import { type IpamClient, isIpamError, type ReleaseSpec } from '@calico-ts/ipam';
+import { type IpamClient, type IpamStore, isIpamError, type ReleaseSpec } from '@calico-ts/ipam';
 import { CtlError } from '../errors.js';
 import { formatReport, type IpamReport, type ReportHandle, runCheck } from '../ipam/ipam-check.js';
 import { type PoolLike, splitPools } from '../ipam/ipam-split.js';

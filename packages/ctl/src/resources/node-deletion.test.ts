@@ -1,6 +1,6 @@
 import type { Kind } from '@calico-ts/api';
-import { type Datastore, DatastoreError, IpamStore } from '@calico-ts/datastore';
-import { IpamClient } from '@calico-ts/ipam';
+import { type Datastore, DatastoreError } from '@calico-ts/datastore';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { describe, expect, test } from 'vitest';
 import { CtlError } from '../errors.js';
 import type { Obj } from '../output/columns.js';

@@ -1,6 +1,7 @@
 /**
- * The typed client and IPAM on the Kubernetes datastore, against a real kube-apiserver with the
- * CRDs from deploy/crds installed: the same contract suites etcd and memory pass, what kubectl
+ * The typed client on the Kubernetes datastore, against a real kube-apiserver with the CRDs from
+ * deploy/crds installed: the same contract suite etcd and memory pass (IpamStore's contract on
+ * this backend: packages/ipam/src/store/ipam-store.int.test.ts), what kubectl
  * shows of what we wrote (upstream's stored shape), a watch across an API server restart, and a
  * 410 Gone turned into a resync. Racing IPAM allocations on this backend: packages/ipam.
  */
@@ -29,7 +30,6 @@ import {
   take,
   uniqueName,
 } from '../testing-internal/datastore-contract.js';
-import { ipamContract } from '../testing-internal/ipam-contract.js';
 import { locateKey, restPath } from './kv-mapping.js';
 import { ENDPOINT_SLICES_PREFIX, SERVICES_PREFIX } from './object-keys.js';
 
@@ -155,30 +155,6 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore on a real kube-apiserv
     },
     { increments: 20 },
   );
-
-  ipamContract('IpamStore over KubeKVStore, raw access through the API', {
-    store: () => kv,
-    // Raw records go to the API server as objects through the key mapping; one the mapping
-    // refuses is written as it stands (its spec the raw value), as a broken client could.
-    writeRaw: async (key, value) => {
-      try {
-        await kv.put(key, value);
-      } catch {
-        const loc = locateKey(key);
-        // The fields the CRD requires, then whatever the raw value says.
-        const required = { allocations: [], unallocated: [], attributes: [], strictAffinity: false };
-        const doc = {
-          apiVersion: 'crd.projectcalico.org/v1',
-          kind: loc.collection.kind,
-          metadata: { name: loc.name },
-          spec: { ...(loc.collection.kind === 'IPAMBlock' ? required : {}), ...JSON.parse(value) },
-        };
-        await kubectlStdin(api, ['create', '-f', '-'], JSON.stringify(doc));
-      }
-    },
-    readRaw: async (key) => (await kv.get(key))?.value,
-    unknownFields: 'pruned',
-  });
 
   it('stores an IPPool as upstream does: kubectl shows crd.projectcalico.org/v1 with the v3 spec', async () => {
     const name = uniqueName('pool');

@@ -1,7 +1,7 @@
 /** Calico keys and values ⇄ Kubernetes objects, in upstream's stored shape. */
 import { describe, expect, it } from 'vitest';
 import { goJson, parseJsonExact } from '../go-json.js';
-import { upstreamBlockJson } from '../testing-internal/ipam-contract.js';
+import { upstreamBlockJson } from '../testing/upstream-records.js';
 import { cidrToName, collectionsForPrefix, locateKey, METADATA_ANNOTATION, restPath } from './kv-mapping.js';
 
 /** A mapped record as the etcd text it stands for. */

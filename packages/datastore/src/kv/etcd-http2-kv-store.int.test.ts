@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KVDatastore } from '../kv-datastore.js';
 import { type EtcdServer, etcdAvailable, startEtcd } from '../testing/index.js';
 import { datastoreContract } from '../testing-internal/datastore-contract.js';
-import { ipamContract } from '../testing-internal/ipam-contract.js';
 import {
   codeOf,
   collect,
@@ -42,20 +41,6 @@ describe.skipIf(!etcdAvailable())('EtcdHttp2KVStore against a real etcd', () => 
       new KVDatastore(new EtcdHttp2KVStore({ endpoints: etcd.endpoints }), { backend: 'etcdv3' }),
     kv: () => store,
     compact: (r) => etcd.compact(r),
-  });
-
-  ipamContract('IpamStore over EtcdHttp2KVStore, raw access through etcdctl', {
-    store: () => store,
-    writeRaw: async (key, value) => {
-      const r = await etcd.etcdctl(['put', key, value]);
-      expect(r.code, r.stderr).toBe(0);
-    },
-    readRaw: async (key) => {
-      const r = await etcd.etcdctl(['get', key, '-w', 'json']);
-      expect(r.code, r.stderr).toBe(0);
-      const kv = (JSON.parse(r.stdout) as { kvs?: { value?: string }[] }).kvs?.[0];
-      return kv ? Buffer.from(kv.value ?? '', 'base64').toString() : undefined;
-    },
   });
 
   it('writes exactly the bytes given, readable by etcdctl, and reads what etcdctl wrote', async () => {

@@ -25,3 +25,4 @@ export {
   type StartKubeApiServerOptions,
   startKubeApiServer,
 } from './kube-apiserver.js';
+export { upstreamBlockJson } from './upstream-records.js';

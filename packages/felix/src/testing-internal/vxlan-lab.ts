@@ -20,9 +20,9 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
-import { createKVStore, type Datastore, IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { createKVStore, type Datastore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { collectLines, logFile, runCapture, vethToFabric } from './felix-lab.js';
 
 const V3 = 'projectcalico.org/v3';

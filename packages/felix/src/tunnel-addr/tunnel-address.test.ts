@@ -3,9 +3,9 @@
  * Node resource and in the IPAM records (handle, allocation attributes) is asserted as stored.
  */
 import type { IPPoolSpec } from '@calico-ts/api';
-import { IpamStore, KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
+import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { parseJsonExact } from '@calico-ts/datastore/internal';
-import { IpamClient } from '@calico-ts/ipam';
+import { IpamClient, IpamStore } from '@calico-ts/ipam';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   ensureIpipTunnelAddress,

@@ -5,14 +5,17 @@
  */
 
 /**
- * A block and its attribute entries are the datastore's records (`@calico-ts/datastore` IpamStore),
- * used here unchanged: `allocations`, `unallocated`, `attributes` (`handle_id`, `secondary`),
+ * A block and its attribute entries are the datastore's record model (`@calico-ts/datastore`'s
+ * ipam-records.ts, stored by store/ipam-store.ts), used here unchanged: `allocations`, `unallocated`, `attributes` (`handle_id`, `secondary`),
  * `sequenceNumber`, `sequenceNumberForAllocation`, `affinity`, `affinity_claim_time`, `deleted`,
  * and `extra` for fields a newer writer added.
  */
 export type { AllocationAttribute, AllocationBlock } from '@calico-ts/datastore';
 
-/** `/calico/ipam/v2/handle/<id>`: how many addresses the handle holds in each block. */
+/**
+ * `/calico/ipam/v2/handle/<id>`: how many addresses the handle holds in each block. The stored
+ * record (`IPAMHandle`) is this plus its `handleId`.
+ */
 export interface IpamHandle {
   /** Block CIDR text → count. */
   block: Record<string, number>;

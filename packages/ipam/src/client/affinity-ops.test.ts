@@ -1,9 +1,9 @@
-import { IpamStore, MemoryKVStore } from '@calico-ts/datastore';
+import { MemoryKVStore } from '@calico-ts/datastore';
 import { describe, expect, it } from 'vitest';
 import { affinityForHost, autoAssignInBlock, newBlock } from '../block/allocation-block.js';
 import { parseStrictCidr } from '../block/ip-math.js';
 import { ReservedAddresses } from '../block/reservations.js';
-import { adaptIpamStore } from '../store/ipam-store-adapter.js';
+import { IpamStore } from '../store/ipam-store.js';
 import {
   type AffinityContext,
   AffinityMissing,
@@ -22,8 +22,8 @@ const cidr = parseStrictCidr(CIDR)!;
 
 function setup() {
   const kv = new MemoryKVStore();
-  const records = adaptIpamStore(new IpamStore(kv));
-  const ctx: AffinityContext = { records, nowNs: () => 1000n, nowText: () => '2026-01-02T03:04:05Z' };
+  const records = new IpamStore(kv);
+  const ctx: AffinityContext = { store: records, nowNs: () => 1000n, nowText: () => '2026-01-02T03:04:05Z' };
   const affKey = (host: string) => `/calico/ipam/v2/host/${host}/ipv4/block/198.19.0.0-26`;
   return { kv, records, ctx, affKey };
 }
@@ -72,16 +72,14 @@ describe('claiming', () => {
       newBlock(cidr, { affinity: affinityForHost('node-1'), sequenceNumber: 5n }),
     );
     // Crashed after creating the block: affinity still pending.
-    const pa = await records.createAffinity('node-1', CIDR, { state: 'pending', deleted: false });
+    const pa = await records.createAffinity({ host: 'node-1', cidr: CIDR, state: 'pending', deleted: false });
     const b = await getBlockFromAffinity(ctx, 'node-1', cidr, pa);
     expect(b.revision).toBe(created.revision);
     expect((await records.getAffinity('node-1', CIDR))?.value.state).toBe('confirmed');
     // A release stopped after marking pendingDeletion: the block is rewritten and the affinity confirmed.
     const cur = (await records.getAffinity('node-1', CIDR))!;
     const pd = await records.updateAffinity(
-      'node-1',
-      CIDR,
-      { state: 'pendingDeletion', deleted: false },
+      { host: 'node-1', cidr: CIDR, state: 'pendingDeletion', deleted: false },
       cur.revision,
     );
     const back = await getBlockFromAffinity(ctx, 'node-1', cidr, pd);
@@ -91,7 +89,12 @@ describe('claiming', () => {
 
   it('re-creates a block whose confirmed affinity outlived it', async () => {
     const { records, ctx } = setup();
-    const aff = await records.createAffinity('node-1', CIDR, { state: 'confirmed', deleted: false });
+    const aff = await records.createAffinity({
+      host: 'node-1',
+      cidr: CIDR,
+      state: 'confirmed',
+      deleted: false,
+    });
     const b = await getBlockFromAffinity(ctx, 'node-1', cidr, aff);
     expect(b.value.affinity).toBe('host:node-1');
     expect((await records.getAffinity('node-1', CIDR))?.value.state).toBe('confirmed');
@@ -140,7 +143,7 @@ describe('releaseBlockAffinity', () => {
   it('reports a missing affinity, and removes a stale one pointing at another host’s block', async () => {
     const { records, ctx, kv, affKey } = await claimed();
     await expect(releaseBlockAffinity(ctx, 'node-2', CIDR)).rejects.toBeInstanceOf(AffinityMissing);
-    await records.createAffinity('node-2', CIDR, { state: 'confirmed', deleted: false });
+    await records.createAffinity({ host: 'node-2', cidr: CIDR, state: 'confirmed', deleted: false });
     await expect(releaseBlockAffinity(ctx, 'node-2', CIDR)).rejects.toBeInstanceOf(BlockClaimConflict);
     expect(await kv.get(affKey('node-2'))).toBeUndefined();
     expect((await records.getBlock(CIDR))?.value.affinity).toBe('host:node-1');

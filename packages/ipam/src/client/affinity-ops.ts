@@ -11,10 +11,11 @@
  * claim or release of that block repairs.
  */
 import { formatCidr } from '@calico-ts/api/net';
+import type { BlockAffinity, Versioned } from '@calico-ts/datastore';
 import { affinityForHost, isBlockEmpty, newBlock } from '../block/allocation-block.js';
 import type { Cidr } from '../block/ip-math.js';
 import type { AllocationBlock } from '../block/types.js';
-import type { AffinityValue, IpamRecords, Versioned } from '../store/ipam-records.js';
+import type { IpamStore } from '../store/ipam-store.js';
 import { isAlreadyExists, isNotFound, raceLost } from './retry.js';
 
 /** Another host owns the block; look elsewhere. */
@@ -55,44 +56,43 @@ export class AffinityMissing extends Error {
 }
 
 export interface AffinityContext {
-  records: IpamRecords;
+  store: IpamStore;
   /** Creation time of a new block, in ns (its first sequence number). */
   nowNs: () => bigint;
   /** RFC 3339 time for `affinityClaimTime`. */
   nowText: () => string;
 }
 
-const pending: AffinityValue = { state: 'pending', deleted: false };
-const confirmed: AffinityValue = { state: 'confirmed', deleted: false };
+const confirmed = { state: 'confirmed', deleted: false } as const;
 
 /** Step 1: a pending affinity for host/cidr, or the existing one if already confirmed. */
 export async function getPendingAffinity(
   ctx: AffinityContext,
   host: string,
   cidr: string,
-): Promise<Versioned<AffinityValue>> {
+): Promise<Versioned<BlockAffinity>> {
   try {
-    return await ctx.records.createAffinity(host, cidr, pending);
+    return await ctx.store.createAffinity({ host, cidr, state: 'pending', deleted: false });
   } catch (e) {
     if (!isAlreadyExists(e)) throw e;
   }
-  const existing = await ctx.records.getAffinity(host, cidr);
+  const existing = await ctx.store.getAffinity(host, cidr);
   if (!existing) throw raceLost(`affinity ${host}/${cidr}`);
   // Writing an unchanged state would only invalidate what concurrent claimers have read.
   if (existing.value.state === 'confirmed' || existing.value.state === 'pending') return existing;
-  return ctx.records.updateAffinity(host, cidr, { ...existing.value, state: 'pending' }, existing.revision);
+  return ctx.store.updateAffinity({ ...existing.value, state: 'pending' }, existing.revision);
 }
 
 async function confirmAffinity(
   ctx: AffinityContext,
   host: string,
   cidr: string,
-  aff: Versioned<AffinityValue>,
-): Promise<Versioned<AffinityValue>> {
+  aff: Versioned<BlockAffinity>,
+): Promise<Versioned<BlockAffinity>> {
   try {
-    return await ctx.records.updateAffinity(host, cidr, { ...aff.value, ...confirmed }, aff.revision);
+    return await ctx.store.updateAffinity({ ...aff.value, host, cidr, ...confirmed }, aff.revision);
   } catch (e) {
-    const now = await ctx.records.getAffinity(host, cidr);
+    const now = await ctx.store.getAffinity(host, cidr);
     if (now?.value.state === 'confirmed') return now;
     throw e;
   }
@@ -103,7 +103,7 @@ export async function claimAffineBlock(
   ctx: AffinityContext,
   host: string,
   cidr: Cidr,
-  aff: Versioned<AffinityValue>,
+  aff: Versioned<BlockAffinity>,
 ): Promise<Versioned<AllocationBlock>> {
   const text = formatCidr(cidr);
   const mine = affinityForHost(host);
@@ -114,17 +114,17 @@ export async function claimAffineBlock(
   });
   let created: Versioned<AllocationBlock>;
   try {
-    created = await ctx.records.createBlock(block);
+    created = await ctx.store.createBlock(block);
   } catch (e) {
     if (!isAlreadyExists(e)) throw e;
-    const existing = await ctx.records.getBlock(text);
+    const existing = await ctx.store.getBlock(text);
     if (!existing) throw raceLost(`block ${text}`);
     if (existing.value.affinity === mine) {
       // Another request of this host claimed it first.
       await confirmAffinity(ctx, host, text, aff);
       return existing;
     }
-    await ctx.records.deleteAffinity(host, text, aff.revision).catch(() => undefined);
+    await ctx.store.deleteAffinity(host, text, aff.revision).catch(() => undefined);
     throw new BlockClaimConflict(text);
   }
   await confirmAffinity(ctx, host, text, aff);
@@ -139,19 +139,19 @@ export async function getBlockFromAffinity(
   ctx: AffinityContext,
   host: string,
   cidr: Cidr,
-  aff: Versioned<AffinityValue>,
+  aff: Versioned<BlockAffinity>,
 ): Promise<Versioned<AllocationBlock>> {
   const text = formatCidr(cidr);
-  const block = await ctx.records.getBlock(text);
+  const block = await ctx.store.getBlock(text);
   if (!block) {
     const p =
       aff.value.state === 'pending'
         ? aff
-        : await ctx.records.updateAffinity(host, text, { ...aff.value, state: 'pending' }, aff.revision);
+        : await ctx.store.updateAffinity({ ...aff.value, host, cidr: text, state: 'pending' }, aff.revision);
     return claimAffineBlock(ctx, host, cidr, p);
   }
   if (block.value.affinity !== affinityForHost(host)) {
-    await ctx.records.deleteAffinity(host, text, aff.revision);
+    await ctx.store.deleteAffinity(host, text, aff.revision);
     throw new StaleAffinity(text);
   }
   if (aff.value.state === 'pending') {
@@ -162,12 +162,15 @@ export async function getBlockFromAffinity(
   if (aff.value.state !== 'confirmed') {
     // pendingDeletion (or unknown): a release may be half done. Re-mark pending and rewrite the block
     // so the releaser's remaining compare-and-swaps fail, then confirm (upstream's sequence).
-    const p = await ctx.records.updateAffinity(host, text, { ...aff.value, state: 'pending' }, aff.revision);
-    const rewritten = await ctx.records.updateBlock(
+    const p = await ctx.store.updateAffinity(
+      { ...aff.value, host, cidr: text, state: 'pending' },
+      aff.revision,
+    );
+    const rewritten = await ctx.store.updateBlock(
       { ...block.value, sequenceNumber: block.value.sequenceNumber + 1n },
       block.revision,
     );
-    await ctx.records.updateAffinity(host, text, { ...p.value, ...confirmed }, p.revision);
+    await ctx.store.updateAffinity({ ...p.value, ...confirmed }, p.revision);
     return rewritten;
   }
   return block;
@@ -191,11 +194,11 @@ export async function releaseBlockAffinity(
   cidr: string,
   opts: ReleaseAffinityOptions = {},
 ): Promise<void> {
-  const aff = await ctx.records.getAffinity(host, cidr);
-  const block = await ctx.records.getBlock(cidr);
+  const aff = await ctx.store.getAffinity(host, cidr);
+  const block = await ctx.store.getBlock(cidr);
   if (!aff) throw new AffinityMissing(host, cidr);
   if (!block) {
-    await ignoreNotFound(ctx.records.deleteAffinity(host, cidr, aff.revision));
+    await ignoreNotFound(ctx.store.deleteAffinity(host, cidr, aff.revision));
     return;
   }
   if (
@@ -205,27 +208,22 @@ export async function releaseBlockAffinity(
     throw new BlockChanged(cidr);
   }
   if (block.value.affinity !== affinityForHost(host)) {
-    await ctx.records.deleteAffinity(host, cidr, aff.revision).catch(() => undefined);
+    await ctx.store.deleteAffinity(host, cidr, aff.revision).catch(() => undefined);
     throw new BlockClaimConflict(cidr);
   }
   const empty = isBlockEmpty(block.value);
   if (opts.requireEmpty && !empty) throw new BlockNotEmpty(cidr);
-  const marked = await ctx.records.updateAffinity(
-    host,
-    cidr,
-    { ...aff.value, state: 'pendingDeletion' },
-    aff.revision,
-  );
+  const marked = await ctx.store.updateAffinity({ ...aff.value, state: 'pendingDeletion' }, aff.revision);
   if (empty) {
-    await ignoreNotFound(ctx.records.deleteBlock(cidr, block.revision));
+    await ignoreNotFound(ctx.store.deleteBlock(cidr, block.revision));
   } else {
     const { affinity_claim_time: _dropped, ...rest } = block.value;
-    await ctx.records.updateBlock(
+    await ctx.store.updateBlock(
       { ...rest, affinity: null, sequenceNumber: block.value.sequenceNumber + 1n },
       block.revision,
     );
   }
-  await ignoreNotFound(ctx.records.deleteAffinity(host, cidr, marked.revision));
+  await ignoreNotFound(ctx.store.deleteAffinity(host, cidr, marked.revision));
 }
 
 async function ignoreNotFound(p: Promise<void>): Promise<void> {

@@ -3,9 +3,10 @@
  * create Nodes, pools and reservations and to read IPAM records as the raw JSON in the store.
  */
 import type { IPPoolSpec } from '@calico-ts/api';
-import { IpamStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
+import { KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { parseJsonExact } from '@calico-ts/datastore/internal';
 import { IpamClient, type IpamClientOptions } from '../ipam-client.js';
+import { IpamStore } from '../store/ipam-store.js';
 
 export interface IpamFixture {
   kv: KVStore;

@@ -1,8 +1,13 @@
+import {
+  type KV,
+  type KVStore,
+  type KVWatchMessage,
+  type KVWatchOptions,
+  MemoryKVStore,
+} from '@calico-ts/datastore';
+import { PushStream } from '@calico-ts/datastore/internal';
 import { describe, expect, it, vi } from 'vitest';
-import type { KV, KVStore, KVWatchMessage, KVWatchOptions } from './kv-store.js';
-import { MemoryKVStore } from './memory-kv-store.js';
-import { PushStream } from './push-stream.js';
-import { KVReadMirror } from './read-mirror.js';
+import { KVReadMirror } from './kv-read-mirror.js';
 
 const kv = (key: string, value: string, rev: number): KV => ({
   key,

@@ -1,6 +1,7 @@
 /**
- * The answer of one `KVStore.readAll`, kept current in memory: read once, then followed by a watch
- * per read from the revision after. A long-lived process that would otherwise repeat the same read
+ * The feed of the IPAM cache's host entries (ipam-cache.ts, where the cache's invalidation rule is
+ * written): the answer of one `KVStore.readAll`, kept current in memory: read once, then followed
+ * by a watch per read from the revision after. A long-lived process that would otherwise repeat the same read
  * before every operation (IPAM's assignment environment, in the CNI plugin service) asks the mirror
  * instead, and reads the store only while a watch is down.
  *
@@ -12,7 +13,7 @@
  * Consistency: each read is current as of its own watch; the reads are not taken at one revision
  * as one `readAll` is. Ends with `close()` (or when the store closes: the mirror then stays down).
  */
-import type { KV, KVRead, KVStore, KVWatchMessage } from './kv-store.js';
+import type { KV, KVRead, KVStore, KVWatchMessage } from '@calico-ts/datastore';
 
 export class KVReadMirror {
   readonly #reads: readonly KVRead[];

@@ -1,45 +1,38 @@
 /**
- * Typed IPAM records in etcd, with compare-and-swap, in upstream's key layout and value JSON
+ * The IPAM records' model: upstream's etcd key layout and value JSON
  * (`libcalico-go/lib/backend/model/block.go`, `block_affinity.go`, `ipam_handle.go`,
- * `ipam_config.go`):
+ * `ipam_config.go`), as types, keys and codecs:
  *
  *   /calico/ipam/v2/assignment/ipv4/block/10.0.0.0-26   AllocationBlock
  *   /calico/ipam/v2/host/<node>/ipv4/block/10.0.0.0-26  BlockAffinity (`virtual` instead of `host` for virtual owners)
  *   /calico/ipam/v2/handle/<handleID>                   IPAMHandle
  *   /calico/ipam/v2/config                              IPAMConfig
  *
- * API: reads return `{ value, revision }` (undefined when absent); writes take the revision they
- * read and fail `conflict` if the record changed since, `not-found` if it is gone; creates fail
- * `already-exists`. Allocation logic lives in @calico-ts/ipam; this is storage only.
+ * Why here and not in @calico-ts/ipam: the model is the datastore's vocabulary, as upstream's
+ * `backend/model` is. Components that only watch IPAM records (Felix's routes, BIRD's blocks,
+ * Typha's fan-out) decode them with these codecs and need no IPAM logic. The store that reads and
+ * writes them with compare-and-swap, and every cache of them, is `IpamStore` in
+ * `@calico-ts/ipam` (docs/redesign/ipam.md).
+ *
  * Design: fields this version does not know are kept in `extra` and written back unchanged, so a
  * read-modify-write never drops what a newer upstream wrote. Sequence numbers are uint64 in Go and
- * nanosecond timestamps in practice, so they are `bigint` here.
- * Thread-safety: stateless over the store.
+ * nanosecond timestamps in practice, so they are `bigint` here. Pure: no I/O.
  */
 
-import type { Resource } from '@calico-ts/api';
 import { formatCidr, parseCidr } from '@calico-ts/api/net';
 import { DatastoreError } from './errors.js';
 import { goJson } from './go-json.js';
-import type { KV, KVRead, KVStore } from './kv/kv-store.js';
+import type { KV } from './kv/kv-store.js';
 import { kvJsonExact } from './kv/parsed-kv.js';
-import { KVReadMirror } from './kv/read-mirror.js';
-import { decodeResource } from './resource-codec.js';
-import { parseResourceKey, resourceKey, resourcePrefix } from './resource-keys.js';
 
 export const IPAM_ROOT = '/calico/ipam/v2/';
-const BLOCK_ROOT = `${IPAM_ROOT}assignment/`;
-const HANDLE_ROOT = `${IPAM_ROOT}handle/`;
-const CONFIG_KEY = `${IPAM_ROOT}config`;
-
-/** `IpamStore.readAssignEnv`'s records. */
-export interface AssignEnvRecords {
-  node?: Resource;
-  pools: Resource[];
-  reservations: Resource[];
-  config?: Versioned<IPAMConfig>;
-  affinities: Versioned<BlockAffinity>[];
-}
+/** Where the blocks of both families are. */
+export const IPAM_BLOCK_ROOT = `${IPAM_ROOT}assignment/`;
+/** Where the handles are: `<root><handleID>`. */
+export const IPAM_HANDLE_ROOT = `${IPAM_ROOT}handle/`;
+export const IPAM_CONFIG_KEY = `${IPAM_ROOT}config`;
+const BLOCK_ROOT = IPAM_BLOCK_ROOT;
+const HANDLE_ROOT = IPAM_HANDLE_ROOT;
 
 export interface Versioned<T> {
   value: T;
@@ -142,6 +135,45 @@ export function handleKey(handleId: string): string {
 
 const BLOCK_KEY_RE = /^\/calico\/ipam\/v2\/assignment\/ipv([46])\/block\/([^/]+)$/;
 const AFFINITY_KEY_RE = /^\/calico\/ipam\/v2\/(host|virtual)\/([^/]+)\/ipv([46])\/block\/([^/]+)$/;
+
+/** The prefix of every block (`family` undefined) or of one family's blocks. */
+export function blockPrefix(family?: 4 | 6): string {
+  if (family !== undefined && family !== 4 && family !== 6)
+    throw new DatastoreError('invalid', 'family must be 4 or 6');
+  return family ? `${BLOCK_ROOT}ipv${family}/block/` : BLOCK_ROOT;
+}
+
+/** Whether `key` is a block's key (and not something else stored under the blocks' prefix). */
+export function isBlockKey(key: string): boolean {
+  return BLOCK_KEY_RE.test(key);
+}
+
+/** The canonical CIDR a block key names, or undefined when it names none. */
+export function cidrOfBlockKey(key: string): string | undefined {
+  const m = BLOCK_KEY_RE.exec(key);
+  return m ? cidrFromKeySegment(m[2]!) : undefined;
+}
+
+/** The prefix of one host's affinities (or every host's), for one affinity type. */
+export function affinityPrefix(host?: string, type: AffinityType = 'host'): string {
+  if (host !== undefined) checkSegment('host', host);
+  return host === undefined ? `${IPAM_ROOT}${type}/` : `${IPAM_ROOT}${type}/${host}/`;
+}
+
+/** Whether `key` is a block affinity's key. */
+export function isAffinityKey(key: string): boolean {
+  return AFFINITY_KEY_RE.test(key);
+}
+
+/** Whether `key` is a handle's key (one segment below the handles' root). */
+export function isHandleKey(key: string): boolean {
+  return key.startsWith(HANDLE_ROOT) && !key.slice(HANDLE_ROOT.length).includes('/');
+}
+
+/** Throws `invalid` unless `value` can be one segment of a key (a host name, a handle ID). */
+export function checkKeySegment(what: string, value: string): void {
+  checkSegment(what, value);
+}
 
 function cidrFromKeySegment(seg: string): string | undefined {
   const c = parseCidr(seg.replace('-', '/'));
@@ -417,370 +449,6 @@ export function encodeConfig(c: IPAMConfig): string {
   return goJson({ ...out, ...c.extra });
 }
 
-// ---- the store --------------------------------------------------------------------------------
-
-export class IpamStore {
-  /** `mirrorAssignEnv`'s mirrors, per host, with their last decoding. */
-  readonly #mirrors = new Map<
-    string,
-    { mirror: KVReadMirror; decoded?: { version: number; records: AssignEnvRecords } }
-  >();
-  readonly #mirrorsOpening = new Map<string, Promise<KVReadMirror>>();
-
-  constructor(private readonly store: KVStore) {}
-
-  // Blocks
-
-  async getBlock(cidr: string): Promise<Versioned<AllocationBlock> | undefined> {
-    const kv = await this.store.get(blockKey(cidr));
-    return kv ? { value: decodeBlock(kv), revision: kv.modRevision } : undefined;
-  }
-
-  /** Every block, or the blocks of one IP family. As upstream, entries that do not decode are left out. */
-  async listBlocks(family?: 4 | 6): Promise<VersionedList<AllocationBlock>> {
-    if (family !== undefined && family !== 4 && family !== 6)
-      throw new DatastoreError('invalid', 'family must be 4 or 6');
-    const res = await this.store.list(family ? `${BLOCK_ROOT}ipv${family}/block/` : BLOCK_ROOT);
-    const items = decodeAll(
-      res.kvs.filter((kv) => BLOCK_KEY_RE.test(kv.key)),
-      decodeBlock,
-    );
-    return { items, revision: res.revision };
-  }
-
-  /**
-   * The CIDRs of every block (or of one family's), from the keys alone: no values are sent or
-   * decoded. Canonical text, sorted as the keys are; keys that name no CIDR are left out.
-   */
-  async listBlockCidrs(family?: 4 | 6): Promise<string[]> {
-    if (family !== undefined && family !== 4 && family !== 6)
-      throw new DatastoreError('invalid', 'family must be 4 or 6');
-    const prefix = family ? `${BLOCK_ROOT}ipv${family}/block/` : BLOCK_ROOT;
-    const { results } = await this.store.readAll([{ key: prefix, prefix: true, keysOnly: true }]);
-    const out: string[] = [];
-    for (const kv of results[0] ?? []) {
-      const m = BLOCK_KEY_RE.exec(kv.key);
-      const c = m ? parseCidr(m[2]!.replace('-', '/')) : undefined;
-      if (c) out.push(formatCidr(c));
-    }
-    return out;
-  }
-
-  /** The blocks of these CIDRs that exist, in one request; ones that do not decode are left out. */
-  async getBlocks(cidrs: readonly string[]): Promise<Versioned<AllocationBlock>[]> {
-    if (cidrs.length === 0) return [];
-    const { results } = await this.store.readAll(cidrs.map((c) => ({ key: blockKey(c) })));
-    return decodeAll(results.flat(), decodeBlock);
-  }
-
-  async createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>> {
-    const kv = await this.store
-      .create(blockKey(block.cidr), encodeBlock(block))
-      .catch(named(`block ${block.cidr}`));
-    return { value: decodeBlock(kv), revision: kv.modRevision };
-  }
-
-  /** Resolves the block as written (not decoded again: decoding a block costs more than its write). */
-  async updateBlock(block: AllocationBlock, revision: string): Promise<Versioned<AllocationBlock>> {
-    const kv = await this.store
-      .update(blockKey(block.cidr), encodeBlock(block), revision)
-      .catch(named(`block ${block.cidr}`));
-    return { value: block, revision: kv.modRevision };
-  }
-
-  async deleteBlock(cidr: string, revision?: string): Promise<void> {
-    await this.store.delete(blockKey(cidr), revision).catch(named(`block ${cidr}`));
-  }
-
-  // Affinities
-
-  async getAffinity(
-    host: string,
-    cidr: string,
-    type: AffinityType = 'host',
-  ): Promise<Versioned<BlockAffinity> | undefined> {
-    const kv = await this.store.get(affinityKey(host, cidr, type));
-    return kv ? { value: decodeAffinity(kv), revision: kv.modRevision } : undefined;
-  }
-
-  /** Every affinity of one host (or of all hosts), for one affinity type. */
-  async listAffinities(host?: string, type: AffinityType = 'host'): Promise<VersionedList<BlockAffinity>> {
-    if (host !== undefined) checkSegment('host', host);
-    const res = await this.store.list(
-      host === undefined ? `${IPAM_ROOT}${type}/` : `${IPAM_ROOT}${type}/${host}/`,
-    );
-    const items = decodeAll(
-      res.kvs.filter((kv) => AFFINITY_KEY_RE.test(kv.key)),
-      decodeAffinity,
-    );
-    return { items, revision: res.revision };
-  }
-
-  /**
-   * The revisions at which one host's affinities (or every host's) changed, from `fromRevision`
-   * (inclusive; default: from now). A consumer re-lists on each: the events say only that
-   * something changed. A compacted start revision yields a change too, at the store's revision.
-   * Ends when `signal` aborts.
-   */
-  async *watchAffinityChanges(
-    host?: string,
-    options: { fromRevision?: string; signal?: AbortSignal; type?: AffinityType } = {},
-  ): AsyncIterable<string> {
-    if (host !== undefined) checkSegment('host', host);
-    const type = options.type ?? 'host';
-    const prefix = host === undefined ? `${IPAM_ROOT}${type}/` : `${IPAM_ROOT}${type}/${host}/`;
-    for await (const m of this.store.watch(prefix, {
-      ...(options.fromRevision !== undefined ? { fromRevision: options.fromRevision } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    })) {
-      if (
-        m.kind === 'events' &&
-        m.events.some((e) => AFFINITY_KEY_RE.test(e.kind === 'put' ? e.kv.key : e.key))
-      ) {
-        yield m.revision;
-      } else if (m.kind === 'resync') {
-        yield m.list.revision;
-      }
-    }
-  }
-
-  async createAffinity(affinity: AffinityInput): Promise<Versioned<BlockAffinity>> {
-    const key = affinityKey(affinity.host, affinity.cidr, affinity.type);
-    const kv = await this.store
-      .create(key, encodeAffinity(affinity))
-      .catch(named(`affinity of ${affinity.host} for ${affinity.cidr}`));
-    this.#notePut(kv);
-    return { value: decodeAffinity(kv), revision: kv.modRevision };
-  }
-
-  async updateAffinity(affinity: AffinityInput, revision: string): Promise<Versioned<BlockAffinity>> {
-    const key = affinityKey(affinity.host, affinity.cidr, affinity.type);
-    const kv = await this.store
-      .update(key, encodeAffinity(affinity), revision)
-      .catch(named(`affinity of ${affinity.host} for ${affinity.cidr}`));
-    this.#notePut(kv);
-    return { value: decodeAffinity(kv), revision: kv.modRevision };
-  }
-
-  async deleteAffinity(
-    host: string,
-    cidr: string,
-    revision?: string,
-    type: AffinityType = 'host',
-  ): Promise<void> {
-    const key = affinityKey(host, cidr, type);
-    const prev = await this.store.delete(key, revision).catch(named(`affinity of ${host} for ${cidr}`));
-    for (const m of this.#mirrors.values()) m.mirror.noteDelete(key, prev.modRevision);
-  }
-
-  // Handles
-
-  async getHandle(handleId: string): Promise<Versioned<IPAMHandle> | undefined> {
-    const kv = await this.store.get(handleKey(handleId));
-    return kv ? { value: decodeHandle(kv), revision: kv.modRevision } : undefined;
-  }
-
-  async listHandles(): Promise<VersionedList<IPAMHandle>> {
-    const res = await this.store.list(HANDLE_ROOT);
-    const items = decodeAll(
-      res.kvs.filter((kv) => !kv.key.slice(HANDLE_ROOT.length).includes('/')),
-      decodeHandle,
-    );
-    return { items, revision: res.revision };
-  }
-
-  async createHandle(handle: IPAMHandle): Promise<Versioned<IPAMHandle>> {
-    const kv = await this.store
-      .create(handleKey(handle.handleId), encodeHandle(handle))
-      .catch(named(`handle ${handle.handleId}`));
-    return { value: decodeHandle(kv), revision: kv.modRevision };
-  }
-
-  async updateHandle(handle: IPAMHandle, revision: string): Promise<Versioned<IPAMHandle>> {
-    const kv = await this.store
-      .update(handleKey(handle.handleId), encodeHandle(handle), revision)
-      .catch(named(`handle ${handle.handleId}`));
-    return { value: decodeHandle(kv), revision: kv.modRevision };
-  }
-
-  /**
-   * An allocation's two records in one transaction: the handle (created when `handleRevision` is
-   * undefined, else compare-and-swapped) and the block (compare-and-swapped). Both or neither; a
-   * lost race fails `conflict` or `already-exists` naming the record, as the single writes do.
-   */
-  async writeHandleAndBlock(
-    handle: IPAMHandle,
-    handleRevision: string | undefined,
-    block: AllocationBlock,
-    blockRevision: string,
-  ): Promise<{ handle: Versioned<IPAMHandle>; block: Versioned<AllocationBlock> }> {
-    const [h, b] = await this.store
-      .writeAll([
-        {
-          key: handleKey(handle.handleId),
-          value: encodeHandle(handle),
-          ...(handleRevision !== undefined ? { modRevision: handleRevision } : {}),
-        },
-        { key: blockKey(block.cidr), value: encodeBlock(block), modRevision: blockRevision },
-      ])
-      .catch(named(`handle ${handle.handleId} and block ${block.cidr}`));
-    return {
-      handle: { value: decodeHandle(h!), revision: h!.modRevision },
-      block: { value: block, revision: b!.modRevision },
-    };
-  }
-
-  async deleteHandle(handleId: string, revision?: string): Promise<void> {
-    await this.store.delete(handleKey(handleId), revision).catch(named(`handle ${handleId}`));
-  }
-
-  // Config
-
-  /**
-   * What an address assignment for `host` starts from, read in one request at one revision: the
-   * host's Node (undefined when there is none), every IPPool and IPReservation (entries that do not
-   * decode are left out, as lists do), the IPAM config and the host's block affinities. From
-   * memory while `mirrorAssignEnv(host)` is on and its watches are up (the same records until
-   * something changes: callers must not modify them).
-   */
-  async readAssignEnv(host: string): Promise<AssignEnvRecords> {
-    checkSegment('host', host);
-    const mirrored = this.#mirrors.get(host);
-    const results = mirrored?.mirror.results();
-    if (mirrored && results) {
-      if (mirrored.decoded?.version !== mirrored.mirror.version)
-        mirrored.decoded = { version: mirrored.mirror.version, records: decodeAssignEnv(results) };
-      return mirrored.decoded.records;
-    }
-    return decodeAssignEnv((await this.store.readAll(assignEnvReads(host))).results);
-  }
-
-  /**
-   * Keeps what `readAssignEnv(host)` reads in memory, followed by watches, for a long-lived caller
-   * that assigns addresses on `host` again and again (the CNI plugin service): an assignment then
-   * starts without a request. While a watch is down `readAssignEnv` reads the store as before.
-   * Affinity and config writes made through this store are applied as they resolve, so a read never
-   * misses this store's own last write. Resolves once the first read is in (rejects as that read
-   * does); the result's `close()` stops the mirror. One mirror per host: a second call shares it,
-   * and either `close()` stops it.
-   */
-  async mirrorAssignEnv(host: string): Promise<{ close(): void }> {
-    checkSegment('host', host);
-    let opening = this.#mirrorsOpening.get(host);
-    if (!opening) {
-      opening = KVReadMirror.open(this.store, assignEnvReads(host)).then((mirror) => {
-        this.#mirrors.set(host, { mirror });
-        return mirror;
-      });
-      this.#mirrorsOpening.set(host, opening);
-      opening.catch(() => this.#mirrorsOpening.delete(host));
-    }
-    const mirror = await opening;
-    return {
-      close: () => {
-        mirror.close();
-        if (this.#mirrors.get(host)?.mirror === mirror) {
-          this.#mirrors.delete(host);
-          this.#mirrorsOpening.delete(host);
-        }
-      },
-    };
-  }
-
-  #notePut(kv: KV): void {
-    for (const m of this.#mirrors.values()) m.mirror.notePut(kv);
-  }
-
-  async getConfig(): Promise<Versioned<IPAMConfig> | undefined> {
-    const kv = await this.store.get(CONFIG_KEY);
-    return kv ? { value: decodeConfig(kv), revision: kv.modRevision } : undefined;
-  }
-
-  /** Create the config (no revision: fails `already-exists` if there is one) or replace it by CAS. */
-  async setConfig(config: IPAMConfig, revision?: string): Promise<Versioned<IPAMConfig>> {
-    const text = encodeConfig(config);
-    const kv = await (revision === undefined
-      ? this.store.create(CONFIG_KEY, text)
-      : this.store.update(CONFIG_KEY, text, revision)
-    ).catch(named('IPAM config'));
-    this.#notePut(kv);
-    return { value: decodeConfig(kv), revision: kv.modRevision };
-  }
-
-  async deleteConfig(revision?: string): Promise<void> {
-    await this.store.delete(CONFIG_KEY, revision).catch(named('IPAM config'));
-  }
-}
-
-/** What `readAssignEnv(host)` reads, in one request. */
-function assignEnvReads(host: string): KVRead[] {
-  return [
-    { key: resourceKey('Node', host) },
-    { key: resourcePrefix('IPPool'), prefix: true },
-    { key: resourcePrefix('IPReservation'), prefix: true },
-    { key: CONFIG_KEY },
-    { key: `${IPAM_ROOT}host/${host}/`, prefix: true },
-  ];
-}
-
-/** `assignEnvReads`' results as records; pools and reservations that do not decode are left out. */
-function decodeAssignEnv(results: KV[][]): AssignEnvRecords {
-  const [nodes, pools, reservations, configs, affinities] = results as [KV[], KV[], KV[], KV[], KV[]];
-  const resources = (kvs: KV[], kind: string): Resource[] => {
-    const out: Resource[] = [];
-    for (const kv of kvs) {
-      const parts = parseResourceKey(kv.key);
-      if (!parts || parts.kind !== kind) continue;
-      try {
-        out.push(decodeResource(kv, parts));
-      } catch {
-        // left out, as a list leaves it out
-      }
-    }
-    return out;
-  };
-  const node = nodes[0];
-  const config = configs[0];
-  return {
-    ...(node ? { node: decodeResource(node, parseResourceKey(node.key)!) } : {}),
-    pools: resources(pools, 'IPPool'),
-    reservations: resources(reservations, 'IPReservation'),
-    ...(config ? { config: { value: decodeConfig(config), revision: config.modRevision } } : {}),
-    affinities: decodeAll(
-      affinities.filter((kv) => AFFINITY_KEY_RE.test(kv.key)),
-      decodeAffinity,
-    ),
-  };
-}
-
-function decodeAll<T>(kvs: KV[], decode: (kv: KV) => T): Versioned<T>[] {
-  const out: Versioned<T>[] = [];
-  for (const kv of kvs) {
-    try {
-      out.push({ value: decode(kv), revision: kv.modRevision });
-    } catch {
-      // Skipped, as upstream's list does; a get of the same record reports the problem.
-    }
-  }
-  return out;
-}
-
 export type AffinityInput = Pick<BlockAffinity, 'host' | 'cidr' | 'state' | 'deleted' | 'extra'> & {
   type?: AffinityType;
 };
-
-/** Name the record in store errors; other errors pass through. */
-function named(what: string): (e: unknown) => never {
-  return (e: unknown) => {
-    if (e instanceof DatastoreError) {
-      const msg: Partial<Record<string, string>> = {
-        'already-exists': `${what} already exists`,
-        'not-found': `${what} not found`,
-        conflict: `${what} was changed since it was read`,
-      };
-      const m = msg[e.code];
-      if (m) throw new DatastoreError(e.code, m, { cause: e });
-    }
-    throw e;
-  };
-}

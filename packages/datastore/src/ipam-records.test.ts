@@ -1,16 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { affinityKey, blockKey, encodeBlock, handleKey, IpamStore } from './ipam-store.js';
-import { MemoryKVStore } from './kv/memory-kv-store.js';
-import { ipamContract } from './testing-internal/ipam-contract.js';
-
-const store = new MemoryKVStore();
-ipamContract('IpamStore over MemoryKVStore', {
-  store: () => store,
-  writeRaw: async (k, v) => {
-    await store.put(k, v);
-  },
-  readRaw: async (k) => (await store.get(k))?.value,
-});
+import { affinityKey, blockKey, encodeBlock, handleKey } from './ipam-records.js';
 
 describe('IPAM keys', () => {
   it('lays out blocks, affinities and handles as upstream does', () => {
@@ -23,19 +12,6 @@ describe('IPAM keys', () => {
     expect(handleKey('k8s-pod-network.abc')).toBe('/calico/ipam/v2/handle/k8s-pod-network.abc');
     expect(() => blockKey('10.0.0.0')).toThrow(expect.objectContaining({ code: 'invalid' }));
     expect(() => affinityKey('a/b', '10.0.0.0/26')).toThrow(expect.objectContaining({ code: 'invalid' }));
-  });
-
-  it('lists only well-formed records of the requested family', async () => {
-    const s = new MemoryKVStore();
-    const ipam = new IpamStore(s);
-    await s.put(
-      '/calico/ipam/v2/assignment/ipv6/block/fd00::-122',
-      '{"cidr":"fd00::/122","affinity":null,"allocations":[],"unallocated":[],"attributes":[],"sequenceNumber":0,"sequenceNumberForAllocation":null,"deleted":false}',
-    );
-    await s.put('/calico/ipam/v2/assignment/ipv4/block/10.0.0.0-26/stray', 'x');
-    expect((await ipam.listBlocks()).items.map((i) => i.value.cidr)).toEqual(['fd00::/122']);
-    expect((await ipam.listBlocks(4)).items).toEqual([]);
-    await expect(ipam.listBlocks(5 as never)).rejects.toMatchObject({ code: 'invalid' });
   });
 });
 

@@ -1,12 +1,21 @@
 /**
- * IpamStore against records as upstream writes them, one test body for every backend. `writeRaw`
- * and `readRaw` go around the store (with etcd: the real etcdctl), so the bytes are the ones an
- * upstream component would have written or would read.
+ * IpamStore against records as upstream writes them, one test body for every backend: memory in
+ * store/ipam-store.test.ts, etcd over both clients and Kubernetes in store/ipam-store.int.test.ts.
+ * `writeRaw` and `readRaw` go around the store (with etcd: the real etcdctl), so the bytes are the
+ * ones an upstream component would have written or would read.
  */
+import { isDatastoreError, type KVStore } from '@calico-ts/datastore';
+import { upstreamBlockJson } from '@calico-ts/datastore/testing';
 import { describe, expect, it } from 'vitest';
-import { IpamStore } from '../ipam-store.js';
-import type { KVStore } from '../kv/kv-store.js';
-import { codeOf } from './kv-store-contract.js';
+import { IpamStore } from '../store/ipam-store.js';
+
+/** The error code a promise rejects with, or `resolved`. */
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  return p.then(
+    () => 'resolved',
+    (e: unknown) => (isDatastoreError(e) ? e.code : `non-datastore error: ${String(e)}`),
+  );
+}
 
 export interface IpamContractEnv {
   store(): KVStore;
@@ -31,27 +40,6 @@ function freshBlockCidr(): string {
   blockCounter++;
   const base = (process.pid % 64) * 4 * 256 + blockCounter * 64;
   return `198.19.${Math.floor(base / 256) % 256}.${base % 256}/26`;
-}
-
-/** A block as upstream writes one: two allocations, a nanosecond sequence number beyond 2^53. */
-export function upstreamBlockJson(cidr: string, node: string): string {
-  return (
-    `{"cidr":"${cidr}","affinity":"host:${node}","affinity_claim_time":"2026-01-02T03:04:05Z",` +
-    '"allocations":[0,null,1' +
-    ',null'.repeat(61) +
-    '],"unallocated":[' +
-    Array.from({ length: 62 }, (_, i) => (i === 0 ? 1 : i + 2)).join(',') +
-    '],"attributes":[{"handle_id":"k8s-pod-network.abc","secondary":{"namespace":"default","node":"' +
-    node +
-    '","pod":"web-1","timestamp":"2026-01-02 03:04:05.123 +0000 UTC"}},' +
-    '{"handle_id":"vxlan-tunnel-addr-' +
-    node +
-    '","secondary":{"node":"' +
-    node +
-    '","type":"vxlanTunnelAddress"}}],' +
-    '"sequenceNumber":1767323045123456789,"sequenceNumberForAllocation":{"0":1767323045123456789,"2":1767323045123456790},' +
-    '"deleted":false}'
-  );
 }
 
 export function ipamContract(name: string, env: IpamContractEnv): void {
