@@ -40,6 +40,7 @@ import type {
   NftMetaExpr,
   NftMetaKey,
   NftNatFlag,
+  NftNotrackStmt,
   NftObjectRef,
   NftPayloadExpr,
   NftPrefixExpr,
@@ -47,6 +48,7 @@ import type {
   NftSet,
   NftSetElem,
   NftSetFlag,
+  NftSnatStmt,
   NftStatement,
   NftTable,
   NftVerdict,
@@ -256,6 +258,10 @@ export function anonSet(values: (NftExpr | [NftExpr, NftExpr])[]): NftAnonSetExp
 export function concat(...exprs: NftExpr[]): NftExpr {
   return { concat: exprs };
 }
+/** One value as itself, several as an anonymous set: `80` or `{ 80, 443 }`. */
+export function oneOrSet(values: readonly NftExpr[]): NftExpr {
+  return values.length === 1 ? values[0]! : anonSet([...values]);
+}
 /** A reference to the named set or map: `@name`. */
 export function setRef(name: string): string {
   return `@${name}`;
@@ -293,6 +299,14 @@ export function l4proto(proto: string | number): NftMatchStmt {
 /** `meta mark & mask == value`, or `meta mark == value` without a mask. */
 export function markMatch(value: number, mask?: number): NftMatchStmt {
   return mask === undefined ? eq(meta('mark'), value) : eq(bitAnd(meta('mark'), mask), value);
+}
+/** `meta mark & bits == 0`: none of the bits is set. */
+export function markBitsClear(bits: number): NftMatchStmt {
+  return eq(bitAnd(meta('mark'), bits >>> 0), 0);
+}
+/** `meta mark & bits == bits`: every one of the bits is set. */
+export function markBitsSet(bits: number): NftMatchStmt {
+  return eq(bitAnd(meta('mark'), bits >>> 0), bits >>> 0);
 }
 /** `ct state established,related`: true when the connection is in any of the states. */
 export function ctState(...states: string[]): NftMatchStmt {
@@ -369,6 +383,20 @@ export function setMark(value: number, mask?: number): NftMangleStmt {
   return mangle(meta('mark'), bitOr(bitAnd(meta('mark'), keep), v));
 }
 
+/** `meta mark set meta mark | bits`: sets the bits, keeps the others. */
+export function setMarkBits(bits: number): NftMangleStmt {
+  return mangle(meta('mark'), bitOr(meta('mark'), bits >>> 0));
+}
+/** `meta mark set meta mark & ~bits`: clears the bits, keeps the others. */
+export function clearMarkBits(bits: number): NftMangleStmt {
+  return mangle(meta('mark'), bitAnd(meta('mark'), ~bits >>> 0));
+}
+
+/** `notrack`: the packet bypasses conntrack (valid before conntrack runs: raw priority). */
+export function notrack(): NftNotrackStmt {
+  return { notrack: null };
+}
+
 function flagValue<F extends string>(flags: F[] | undefined): F | F[] | undefined {
   if (!flags || flags.length === 0) return undefined;
   return flags.length === 1 ? flags[0] : [...flags];
@@ -379,6 +407,18 @@ export function masquerade(opts: { flags?: NftNatFlag[]; port?: NftExpr } = {}):
   if (flags === undefined && opts.port === undefined) return { masquerade: null };
   return {
     masquerade: {
+      ...(opts.port === undefined ? {} : { port: opts.port }),
+      ...(flags === undefined ? {} : { flags }),
+    },
+  };
+}
+
+/** `snat to addr[:port]`: the source address (and ports) to translate to. */
+export function snat(addr: NftExpr, opts: { port?: NftExpr; flags?: NftNatFlag[] } = {}): NftSnatStmt {
+  const flags = flagValue(opts.flags);
+  return {
+    snat: {
+      addr,
       ...(opts.port === undefined ? {} : { port: opts.port }),
       ...(flags === undefined ? {} : { flags }),
     },

@@ -286,6 +286,11 @@ export type NftCommand =
         | { tables: { family?: NftFamily } | null };
     };
 
+/** The document handed to `nft -j -f -` / `nft_run_cmd_from_buffer`. */
+export interface NftDocument {
+  readonly nftables: readonly (NftCommand | { readonly metainfo: { readonly json_schema_version: 1 } })[];
+}
+
 export type NftCommandVerb = 'add' | 'create' | 'insert' | 'replace' | 'delete' | 'flush' | 'list';
 
 /** What one `nft_run_cmd_from_buffer` gives back. */
