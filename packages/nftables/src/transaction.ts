@@ -24,7 +24,8 @@
  * Design
  *   Commands are kept by reference, not copied: a full sync holds tens of thousands of them, and
  *   the objects come from builders or a renderer that does not change them afterwards. The
- *   document starts with the schema metainfo, as `nft -j list` prints it.
+ *   document starts with the schema metainfo, as `nft -j list` prints it, and is made once (until
+ *   the next command), so a client wrapper that logs it costs no second serialisation.
  *
  * Thread-safety: a plain value; build it on one thread and hand it to `run`.
  */
@@ -63,6 +64,8 @@ const FAMILIES: ReadonlySet<string> = new Set(NFT_FAMILIES);
 export class Transaction {
   readonly #commands: NftCommand[] = [];
   #error: NftablesError | undefined;
+  /** The document, once made, until the next command (a wrapper and the client may both ask). */
+  #text: string | undefined;
 
   /** A transaction of commands already built (in order), each checked as `command` does. */
   static of(commands: Iterable<NftCommand>): Transaction {
@@ -125,7 +128,8 @@ export class Transaction {
 
   /** The JSON document libnftables reads; throws the first mistake made while building. */
   document(): string {
-    return JSON.stringify(nftDocument(this.commands()));
+    this.#text ??= JSON.stringify(nftDocument(this.commands()));
+    return this.#text;
   }
 
   #push(verb: Verb, object: unknown, c: NftCommand): this {
@@ -133,6 +137,7 @@ export class Transaction {
     const problem = objectProblem(verb, object);
     if (problem !== undefined) return this.#fail(`${verb}: ${problem}`);
     this.#commands.push(c);
+    this.#text = undefined;
     return this;
   }
 

@@ -43,6 +43,35 @@
  */
 
 import {
+  accept,
+  anonSet,
+  cidr as cidrExpr,
+  clearMarkBits,
+  concat,
+  ctState,
+  drop,
+  eq,
+  fibType,
+  goto,
+  jump,
+  markBitsClear,
+  markBitsSet,
+  masquerade,
+  meta,
+  type NftChainType,
+  type NftExpr,
+  type NftHook,
+  type NftStatement,
+  type NftVerdict,
+  ne,
+  range as nftRange,
+  payload,
+  returnVerdict,
+  setRef,
+  snat,
+  vmap,
+} from '@calico-ts/nftables';
+import {
   IPSET_ID_ALL_HOSTS,
   IPSET_ID_ALL_POOLS,
   IPSET_ID_ALL_VXLAN_SOURCES,
@@ -60,24 +89,6 @@ import type {
 import { allocateMarks, type MarkBits, type ProtoPort, type RulesConfig } from './config.js';
 import { renderEndpointChain } from './endpoint-renderer.js';
 import {
-  accept,
-  cidrExpr,
-  clearMarkBits,
-  ctState,
-  drop,
-  fromLocalAddress,
-  goto,
-  jump,
-  l4protoExpr,
-  markClear,
-  markSet,
-  match,
-  meta,
-  payload,
-  ret,
-  toLocalAddress,
-} from './expr.js';
-import {
   ALL_INTERFACES,
   CHAIN,
   endpointChainName,
@@ -85,6 +96,7 @@ import {
   FROM_HOST_ENDPOINT_FORWARD_PREFIX,
   FROM_HOST_ENDPOINT_PREFIX,
   FROM_WORKLOAD_PREFIX,
+  type IpFamily,
   ipSetName,
   MANGLE,
   NAT,
@@ -100,16 +112,8 @@ import {
   TO_HOST_ENDPOINT_PREFIX,
   TO_WORKLOAD_PREFIX,
 } from './names.js';
-import type {
-  NftChainType,
-  NftExpression,
-  NftFamily,
-  NftHook,
-  NftNatPort,
-  NftStatement,
-  NftVerdict,
-} from './nft-json.js';
 import { renderPolicyRules, withoutContained } from './policy-renderer.js';
+import { l4protoExpr } from './protocols.js';
 import type {
   NftChainDesired,
   NftDesired,
@@ -121,8 +125,8 @@ import type {
 
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-function sortedUniqueElements(elems: readonly NftExpression[]): NftExpression[] {
-  const byJson = new Map<string, NftExpression>();
+function sortedUniqueElements(elems: readonly NftExpr[]): NftExpr[] {
+  const byJson = new Map<string, NftExpr>();
   for (const e of elems) byJson.set(JSON.stringify(e), e);
   return [...byJson.keys()].sort(byString).map((k) => byJson.get(k)!);
 }
@@ -131,7 +135,7 @@ function sortedUniqueElements(elems: readonly NftExpression[]): NftExpression[] 
 const PRIORITY_RAW = -300;
 const PRIORITY_MANGLE = -150;
 
-function familyOfAddr(a: string): NftFamily {
+function familyOfAddr(a: string): IpFamily {
   return a.includes(':') ? 'ip6' : 'ip';
 }
 
@@ -140,7 +144,7 @@ export class TableBuilder {
   readonly sets: Record<string, NftSetDesired> = {};
   readonly maps: Record<string, NftMapDesired> = {};
 
-  constructor(readonly family: NftFamily) {}
+  constructor(readonly family: IpFamily) {}
 
   chain(name: string, rules: NftRuleDesired[], base?: NftChainDesired['base']): void {
     this.chains[name] = base ? { name, base, rules } : { name, rules };
@@ -159,13 +163,13 @@ export class TableBuilder {
 
   ipPortSet(name: string, members: readonly string[]): void {
     const fam = this.family;
-    const elems: NftExpression[] = [];
+    const elems: NftExpr[] = [];
     for (const m of members) {
       const comma = m.lastIndexOf(',');
       const addr = m.slice(0, comma);
       if (familyOfAddr(addr) !== fam) continue;
       const [proto, port] = m.slice(comma + 1).split(':') as [string, string];
-      elems.push({ concat: [addr, proto, Number(port)] });
+      elems.push(concat(addr, proto, Number(port)));
     }
     this.sets[name] = {
       name,
@@ -186,7 +190,7 @@ export class TableBuilder {
 }
 
 function failsafeRules(
-  family: NftFamily,
+  family: IpFamily,
   ports: readonly ProtoPort[],
   netField: 'saddr' | 'daddr',
   portField: 'dport' | 'sport' = 'dport',
@@ -194,14 +198,14 @@ function failsafeRules(
   const out: NftRuleDesired[] = [];
   for (const p of ports) {
     const expr: NftStatement[] = [
-      match(meta('l4proto'), p.protocol),
-      match(payload(p.protocol, portField), p.port),
+      eq(meta('l4proto'), p.protocol),
+      eq(payload(p.protocol, portField), p.port),
     ];
     if (p.net) {
       if (familyOfAddr(p.net) !== family) continue;
-      expr.push(match(payload(family, netField), cidrExpr(p.net)));
+      expr.push(eq(payload(family, netField), cidrExpr(p.net)));
     }
-    out.push({ expr: [...expr, accept] });
+    out.push({ expr: [...expr, accept()] });
   }
   return out;
 }
@@ -247,7 +251,7 @@ export interface TunnelRules {
  * `IncrementalRenderer`); `renderRuleset` renders all of them at once.
  */
 export interface TableEnv {
-  readonly family: NftFamily;
+  readonly family: IpFamily;
   readonly config: RulesConfig;
   readonly tunnels: TunnelRules;
   readonly marks: MarkBits;
@@ -473,7 +477,8 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   const allIfacesPreDNAT = allIfacesHep !== undefined && allIfacesHep.preDNATTiers.length > 0;
   if (allIfacesPreDNAT) {
     // A named host endpoint wins over the all-interfaces one even without pre-DNAT policy of its own.
-    for (const iface of namedHeps.keys()) if (!fromHepMangle.has(iface)) fromHepMangle.set(iface, ret);
+    for (const iface of namedHeps.keys())
+      if (!fromHepMangle.has(iface)) fromHepMangle.set(iface, returnVerdict());
   }
   t.verdictMap(RAW + CHAIN.toHostEndpoint, toHepRaw);
   t.verdictMap(RAW + CHAIN.fromHostEndpoint, fromHepRaw);
@@ -482,16 +487,13 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   // Dispatch chains: look the interface up in its map; an unknown workload interface is dropped.
   const iif = meta('iifname');
   const oif = meta('oifname');
-  const vmap = (key: NftExpression, mapName: string): NftStatement => ({
-    vmap: { key, data: `@${mapName}` },
-  });
   t.chain(FILTER + CHAIN.fromWlDispatch, [
-    { expr: [vmap(iif, FILTER + CHAIN.fromWlDispatch)] },
-    { expr: [drop], comment: 'Unknown interface' },
+    { expr: [vmap(iif, setRef(FILTER + CHAIN.fromWlDispatch))] },
+    { expr: [drop()], comment: 'Unknown interface' },
   ]);
   t.chain(FILTER + CHAIN.toWlDispatch, [
-    { expr: [vmap(oif, FILTER + CHAIN.toWlDispatch)] },
-    { expr: [drop], comment: 'Unknown interface' },
+    { expr: [vmap(oif, setRef(FILTER + CHAIN.toWlDispatch))] },
+    { expr: [drop()], comment: 'Unknown interface' },
   ]);
   // Host endpoint dispatch: a miss in the map falls through; with an all-interfaces host endpoint,
   // a non-workload interface then goes to its chain.
@@ -499,15 +501,15 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   const hepDispatch = (
     layer: string,
     chain: string,
-    key: NftExpression,
+    key: NftExpr,
     prefix: string,
     toAllIfaces: boolean,
   ): void => {
-    const rules: NftRuleDesired[] = [{ expr: [vmap(key, layer + chain)] }];
+    const rules: NftRuleDesired[] = [{ expr: [vmap(key, setRef(layer + chain))] }];
     if (toAllIfaces) {
       for (const w of wildcards) {
         rules.push({
-          expr: [match(key, w), ret],
+          expr: [eq(key, w), returnVerdict()],
           comment: 'Workload interfaces skip the all-interfaces host endpoint',
         });
       }
@@ -549,24 +551,24 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
     // Neighbour discovery and MLD must reach the host for IPv6 to work at all.
     wlToHost.push({
       expr: [
-        match(meta('l4proto'), 'ipv6-icmp'),
-        match(payload('icmpv6', 'type'), { set: [130, 131, 132, 133, 135, 136] }),
-        accept,
+        eq(meta('l4proto'), 'ipv6-icmp'),
+        eq(payload('icmpv6', 'type'), anonSet([130, 131, 132, 133, 135, 136])),
+        accept(),
       ],
     });
   }
   wlToHost.push({ expr: [jump(FILTER + CHAIN.fromWlDispatch)] });
   const toHostVerdict =
     config.defaultEndpointToHostAction === 'Accept'
-      ? accept
+      ? accept()
       : config.defaultEndpointToHostAction === 'Return'
-        ? ret
-        : drop;
+        ? returnVerdict()
+        : drop();
   wlToHost.push({ expr: [toHostVerdict], comment: 'Configured DefaultEndpointToHostAction' });
   t.chain(FILTER + CHAIN.wlToHost, wlToHost);
 
   const alreadyAccepted: NftRuleDesired = {
-    expr: [markSet(marks.accept), accept],
+    expr: [markBitsSet(marks.accept), accept()],
     comment: 'Accepted by untracked or pre-DNAT policy',
   };
   // Tunnel packets to the host come from known hosts only (upstream's first rules of cali-INPUT),
@@ -578,16 +580,16 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   if (allHosts !== undefined && family === 'ip') t.netSet(ipSetName(family, IPSET_ID_ALL_HOSTS), allHosts);
   if (tunnels.ipipSources !== undefined && family === 'ip') {
     const hosts = `@${ipSetName(family, IPSET_ID_ALL_HOSTS)}`;
-    const ipip = match(meta('l4proto'), l4protoExpr(4));
+    const ipip = eq(meta('l4proto'), l4protoExpr(4));
     tunnelInput.push(
       {
-        expr: [ipip, match(payload(family, 'saddr'), hosts), toLocalAddress, accept],
+        expr: [ipip, eq(payload(family, 'saddr'), hosts), fibType(['daddr'], 'local'), accept()],
         comment: 'Allow IPIP packets from Calico hosts',
       },
-      { expr: [ipip, drop], comment: 'Drop IPIP packets from non-Calico hosts' },
+      { expr: [ipip, drop()], comment: 'Drop IPIP packets from non-Calico hosts' },
     );
     tunnelOutput.push({
-      expr: [ipip, match(payload(family, 'daddr'), hosts), fromLocalAddress, accept],
+      expr: [ipip, eq(payload(family, 'daddr'), hosts), fibType(['saddr'], 'local'), accept()],
       comment: 'Allow IPIP packets to other Calico hosts',
     });
   }
@@ -596,43 +598,46 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
     const v = family === 'ip' ? 'IPv4' : 'IPv6';
     const sources = `@${ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES)}`;
     t.netSet(ipSetName(family, IPSET_ID_ALL_VXLAN_SOURCES), vxlanSources);
-    const vxlan = [match(meta('l4proto'), 'udp'), match(payload('udp', 'dport'), config.vxlanPort)];
+    const vxlan = [eq(meta('l4proto'), 'udp'), eq(payload('udp', 'dport'), config.vxlanPort)];
     tunnelInput.push(
       {
-        expr: [...vxlan, toLocalAddress, match(payload(family, 'saddr'), sources), accept],
+        expr: [...vxlan, fibType(['daddr'], 'local'), eq(payload(family, 'saddr'), sources), accept()],
         comment: `Allow ${v} VXLAN packets from allowed hosts`,
       },
-      { expr: [...vxlan, toLocalAddress, drop], comment: `Drop ${v} VXLAN packets from non-allowed hosts` },
+      {
+        expr: [...vxlan, fibType(['daddr'], 'local'), drop()],
+        comment: `Drop ${v} VXLAN packets from non-allowed hosts`,
+      },
     );
     tunnelOutput.push({
-      expr: [...vxlan, fromLocalAddress, match(payload(family, 'daddr'), sources), accept],
+      expr: [...vxlan, fibType(['saddr'], 'local'), eq(payload(family, 'daddr'), sources), accept()],
       comment: `Allow ${v} VXLAN packets to other allowed hosts`,
     });
   }
   t.chain(FILTER + CHAIN.input, [
     ...tunnelInput,
-    ...wildcards.map((w) => ({ expr: [match(iif, w), goto(FILTER + CHAIN.wlToHost)] })),
+    ...wildcards.map((w) => ({ expr: [eq(iif, w), goto(FILTER + CHAIN.wlToHost)] })),
     alreadyAccepted,
     { expr: [clearMarkBits(policyMarks)] },
     { expr: [jump(FILTER + CHAIN.fromHostEndpoint)] },
-    { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Host endpoint policy accepted packet.' },
   ]);
   t.chain(FILTER + CHAIN.forward, [
     // The accept bit stays: it carries the verdict of untracked and pre-DNAT policy.
     { expr: [clearMarkBits(policyMarks & ~marks.accept)] },
-    { expr: [markClear(marks.accept), jump(FILTER + CHAIN.fromHepForward)] },
-    ...wildcards.map((w) => ({ expr: [match(iif, w), jump(FILTER + CHAIN.fromWlDispatch)] })),
-    ...wildcards.map((w) => ({ expr: [match(oif, w), jump(FILTER + CHAIN.toWlDispatch)] })),
+    { expr: [markBitsClear(marks.accept), jump(FILTER + CHAIN.fromHepForward)] },
+    ...wildcards.map((w) => ({ expr: [eq(iif, w), jump(FILTER + CHAIN.fromWlDispatch)] })),
+    ...wildcards.map((w) => ({ expr: [eq(oif, w), jump(FILTER + CHAIN.toWlDispatch)] })),
     { expr: [jump(FILTER + CHAIN.toHepForward)] },
-    { expr: [markSet(marks.accept), accept], comment: 'Policy explicitly accepted packet.' },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Policy explicitly accepted packet.' },
   ]);
   t.chain(FILTER + CHAIN.output, [
     alreadyAccepted,
-    ...wildcards.map((w) => ({ expr: [match(oif, w), ret] })),
+    ...wildcards.map((w) => ({ expr: [eq(oif, w), returnVerdict()] })),
     ...tunnelOutput,
     { expr: [clearMarkBits(policyMarks)] },
     { expr: [jump(FILTER + CHAIN.toHostEndpoint)] },
-    { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Host endpoint policy accepted packet.' },
   ]);
 
   // NAT outgoing (upstream's cali-nat-outgoing): traffic from a NAT pool to anywhere outside all
@@ -642,14 +647,14 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   const natRules: NftRuleDesired[] = [];
   if (masqPools.length > 0) {
     const natMatch = (protocol?: 'tcp' | 'udp'): NftStatement[] => [
-      match(payload(family, 'saddr'), `@${ipSetName(family, IPSET_ID_MASQ_POOLS)}`),
-      match(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_POOLS)}`, '!='),
+      eq(payload(family, 'saddr'), `@${ipSetName(family, IPSET_ID_MASQ_POOLS)}`),
+      ne(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_POOLS)}`),
       ...(config.natOutgoingExclusions === 'IPPoolsAndHostIPs' && allHosts !== undefined && family === 'ip'
-        ? [match(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_HOSTS)}`, '!=')]
+        ? [ne(payload(family, 'daddr'), `@${ipSetName(family, IPSET_ID_ALL_HOSTS)}`)]
         : []),
-      ...(protocol ? [match(meta('l4proto'), protocol)] : []),
+      ...(protocol ? [eq(meta('l4proto'), protocol)] : []),
       ...(config.natOutgoingInterfaceFilter
-        ? [match(meta('oifname'), config.natOutgoingInterfaceFilter.replace(/\+$/, '*'))]
+        ? [eq(meta('oifname'), config.natOutgoingInterfaceFilter.replace(/\+$/, '*'))]
         : []),
     ];
     const snatAddr =
@@ -657,21 +662,21 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
         ? config.natOutgoingAddress
         : undefined;
     const translate = (range?: { min: number; max: number }): NftStatement => {
-      const port: NftNatPort | undefined =
+      const port =
         range === undefined
           ? undefined
           : range.min === range.max
             ? range.min
-            : { range: [range.min, range.max] };
-      if (snatAddr) return { snat: { addr: snatAddr, ...(port !== undefined ? { port } : {}) } };
-      return { masquerade: port !== undefined ? { port } : null };
+            : nftRange(range.min, range.max);
+      if (snatAddr) return snat(snatAddr, port === undefined ? {} : { port });
+      return masquerade(port === undefined ? {} : { port });
     };
     const range = config.natPortRange;
     if (range) {
       for (const protocol of ['tcp', 'udp'] as const) {
         natRules.push(
           { expr: [...natMatch(protocol), translate(range)] },
-          { expr: [...natMatch(protocol), ret] },
+          { expr: [...natMatch(protocol), returnVerdict()] },
         );
       }
     }
@@ -683,20 +688,20 @@ export function renderGlobalSection(t: TableBuilder, env: TableEnv, input: Globa
   // Untracked and pre-DNAT stages.
   t.chain(RAW + CHAIN.prerouting, [
     { expr: [clearMarkBits(policyMarks)] },
-    ...wildcards.map((w) => ({ expr: [match(iif, w), ret] })),
+    ...wildcards.map((w) => ({ expr: [eq(iif, w), returnVerdict()] })),
     { expr: [jump(RAW + CHAIN.fromHostEndpoint)] },
-    { expr: [markSet(marks.accept), accept], comment: 'Untracked policy accepted packet.' },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Untracked policy accepted packet.' },
   ]);
   t.chain(RAW + CHAIN.output, [
     { expr: [clearMarkBits(policyMarks)] },
     { expr: [jump(RAW + CHAIN.toHostEndpoint)] },
-    { expr: [markSet(marks.accept), accept], comment: 'Untracked policy accepted packet.' },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Untracked policy accepted packet.' },
   ]);
   t.chain(MANGLE + CHAIN.prerouting, [
-    { expr: [ctState('established', 'related'), accept] },
-    { expr: [markSet(marks.accept), accept], comment: 'Accepted by untracked policy' },
+    { expr: [ctState('established', 'related'), accept()] },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Accepted by untracked policy' },
     { expr: [jump(MANGLE + CHAIN.fromHostEndpoint)] },
-    { expr: [markSet(marks.accept), accept], comment: 'Host endpoint policy accepted packet.' },
+    { expr: [markBitsSet(marks.accept), accept()], comment: 'Host endpoint policy accepted packet.' },
   ]);
 
   // Base chains hooked into netfilter. Every hook costs each packet that passes it, and a VXLAN
@@ -729,7 +734,7 @@ function renderTable(
   config: RulesConfig,
   tunnels: TunnelRules,
   marks: MarkBits,
-  family: NftFamily,
+  family: IpFamily,
 ): NftTableDesired {
   const t = new TableBuilder(family);
   const env: TableEnv = { family, config, tunnels, marks };
@@ -762,6 +767,6 @@ export function renderRuleset(
   tunnels: TunnelRules = {},
 ): NftDesired {
   const marks = allocateMarks(config.markMask);
-  const families: NftFamily[] = config.ipv6Support ? ['ip', 'ip6'] : ['ip'];
+  const families: IpFamily[] = config.ipv6Support ? ['ip', 'ip6'] : ['ip'];
   return { tables: families.map((f) => renderTable(state, config, tunnels, marks, f)) };
 }

@@ -204,12 +204,22 @@ export function map(
   return { map: m };
 }
 
-/** A set or map by name, for `delete` and `flush`. */
-export function setByName(t: NftTableRef, name: string): { set: NftSet } {
-  return { set: { family: t.family, table: t.name, name } };
+/** A set or map by name, for `delete` and `flush`; the type may be named too (nft ignores it). */
+export function setByName(t: NftTableRef, name: string, type?: string | string[]): { set: NftSet } {
+  const s: NftSet = { family: t.family, table: t.name, name };
+  if (type !== undefined) s.type = type;
+  return { set: s };
 }
-export function mapByName(t: NftTableRef, name: string): { map: NftMap } {
-  return { map: { family: t.family, table: t.name, name } };
+export function mapByName(
+  t: NftTableRef,
+  name: string,
+  type?: string | string[],
+  valueType?: string,
+): { map: NftMap } {
+  const m: NftMap = { family: t.family, table: t.name, name };
+  if (type !== undefined) m.type = type;
+  if (valueType !== undefined) m.map = valueType;
+  return { map: m };
 }
 
 /** Elements of the set or map `setName`: values, or `[key, value]` pairs for a map. */
