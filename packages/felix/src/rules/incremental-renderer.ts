@@ -54,11 +54,9 @@ import {
   renderProfileSection,
   renderWorkloadDispatchMaps,
   renderWorkloadSection,
-  TableBuilder,
-  type TableEnv,
-  type TunnelRules,
   type WorkloadDispatch,
 } from './ruleset-renderer.js';
+import { TableBuilder, type TableEnv, type TunnelRules } from './table-builder.js';
 
 /** The objects of one table that may have changed (put, replaced or removed). */
 export interface TableChange {
