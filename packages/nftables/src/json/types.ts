@@ -288,7 +288,17 @@ export type NftCommand =
 
 /** The document handed to `nft -j -f -` / `nft_run_cmd_from_buffer`. */
 export interface NftDocument {
-  readonly nftables: readonly (NftCommand | { readonly metainfo: { readonly json_schema_version: 1 } })[];
+  /** The schema metainfo (optional, first), then the commands in order. */
+  readonly nftables: readonly (
+    | NftCommand
+    | {
+        /** Which version of the JSON schema the commands are written in. */
+        readonly metainfo: {
+          /** 1: the only version libnftables knows. */
+          readonly json_schema_version: 1;
+        };
+      }
+  )[];
 }
 
 export type NftCommandVerb = 'add' | 'create' | 'insert' | 'replace' | 'delete' | 'flush' | 'list';
