@@ -12,8 +12,8 @@
  * Design
  *   The rules of the state machine (handles, add/create/insert/replace/delete/flush, references,
  *   loops) are in fake-ruleset.ts with what it does not model; nft's parser checks are in
- *   fake-shape.ts. It reads JSON only: a string that
- *   is not a JSON document fails as nft's parser would fail on text it cannot read.
+ *   fake-shape.ts. It reads JSON only: a string that is not a JSON document fails as nft's
+ *   parser would fail on text it cannot read.
  */
 import { NftablesError, nftErrorFromText } from '../errors.js';
 import {
