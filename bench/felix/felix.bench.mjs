@@ -43,7 +43,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CalcGraph, DEFAULT_RULES_CONFIG, IncrementalRenderer, NftablesDataplane } from '@calico-ts/felix';
-import { NftContext } from '@calico-ts/nftables';
+import { NftContext, Transaction } from '@calico-ts/nftables';
 
 const { values: args } = parseArgs({
   options: {
@@ -241,7 +241,13 @@ class Recording {
     this.libMs = 0;
   }
   run(commands, opts) {
-    this.lastText = typeof commands === 'string' ? commands : JSON.stringify({ nftables: commands });
+    // A Transaction makes its document once; the client sends the same text.
+    this.lastText =
+      typeof commands === 'string'
+        ? commands
+        : commands instanceof Transaction
+          ? commands.document()
+          : JSON.stringify({ nftables: commands });
     const t0 = performance.now();
     return this.inner
       .run(commands, opts)

@@ -43,7 +43,7 @@ import { scanRules } from './calc/rule-scanner.js';
 import { gnp, hep, np, profile, tier, wep } from './calc/testing-internal/resources.js';
 import type { CalcResource } from './calc/types.js';
 import { allocateMarks, DEFAULT_RULES_CONFIG } from './rules/config.js';
-import type { NftFamily } from './rules/nft-json.js';
+import type { IpFamily } from './rules/names.js';
 import { renderPolicyRules } from './rules/policy-renderer.js';
 import { renderRuleset } from './rules/ruleset-renderer.js';
 
@@ -82,12 +82,12 @@ describe('every schema field has an enforcement decision', () => {
 // ---- rule-level fields: rendered through the rule scanner and the policy renderer -------------
 
 const marks = allocateMarks(DEFAULT_RULES_CONFIG.markMask);
-const FAMILIES: NftFamily[] = ['ip', 'ip6'];
+const FAMILIES: IpFamily[] = ['ip', 'ip6'];
 
 /** The nft rules one ingress rule of a NetworkPolicy in namespace `app` renders to, per family. */
-function render(rule: Rule): Record<NftFamily, string[][]> {
+function render(rule: Rule): Record<IpFamily, string[][]> {
   const scanned = scanRules([rule], [], 'app');
-  const out = {} as Record<NftFamily, string[][]>;
+  const out = {} as Record<IpFamily, string[][]>;
   for (const family of FAMILIES) {
     out[family] = renderPolicyRules(scanned.inbound, { family, marks, logPrefix: 'calico-packet' }).map((r) =>
       r.expr.map((e) => JSON.stringify(e)),

@@ -4,6 +4,26 @@
  * (pure); `LinuxDataplane` and `NftablesDataplane` program the kernel; `resolveFelixConfig`
  * resolves the parameters; `FelixDaemon` runs it all.
  */
+
+// The nftables vocabulary is `@calico-ts/nftables`'; these names stay for existing importers.
+export type {
+  NftChain,
+  NftChainType,
+  NftCommand,
+  NftDocument,
+  NftElement,
+  NftExpr as NftExpression,
+  NftFamily,
+  NftHook,
+  NftMap,
+  NftMatchOp,
+  NftObjectRef as NftObject,
+  NftRule,
+  NftSet,
+  NftStatement,
+  NftTable,
+  NftVerdict,
+} from '@calico-ts/nftables';
 export { CalcGraph, type CalcGraphOptions } from './calc/calc-graph.js';
 export { applyDataplaneDiff, emptyDataplaneState, isEmptyDiff } from './calc/dataplane-state.js';
 export type {
@@ -82,25 +102,7 @@ export {
   rulesConfigFromFelix,
 } from './rules/config.js';
 export { IncrementalRenderer, type RulesetChange, type TableChange } from './rules/incremental-renderer.js';
-export { TABLE_NAME } from './rules/names.js';
-export type {
-  NftChain,
-  NftChainType,
-  NftCommand,
-  NftDocument,
-  NftElement,
-  NftExpression,
-  NftFamily,
-  NftHook,
-  NftMap,
-  NftMatchOp,
-  NftObject,
-  NftRule,
-  NftSet,
-  NftStatement,
-  NftTable,
-  NftVerdict,
-} from './rules/nft-json.js';
+export { type IpFamily, TABLE_NAME } from './rules/names.js';
 export {
   emptyRuleset,
   type NftBaseChain,

@@ -1,7 +1,7 @@
 /**
  * `@calico-ts/nftables`: libnftables through koffi. Typed builders for nftables JSON commands,
- * applied as one atomic transaction in a chosen network namespace by `NftContext`, and the listed
- * ruleset parsed back into typed state. An in-memory `FakeNft` is in `@calico-ts/nftables/testing`.
+ * gathered in a `Transaction` and applied atomically in a chosen network namespace by
+ * `NftContext`, and the listed ruleset parsed back into typed state. An in-memory `FakeNft` is in `@calico-ts/nftables/testing`.
  */
 export { isNftablesError, NFTABLES_ERROR_CODES, NftablesError, type NftablesErrorCode } from './errors.js';
 export {
@@ -13,6 +13,7 @@ export {
   bitOr,
   chain,
   cidr,
+  clearMarkBits,
   concat,
   continueVerdict,
   counter,
@@ -41,13 +42,17 @@ export {
   mangle,
   map,
   mapByName,
+  markBitsClear,
+  markBitsSet,
   markMatch,
   masquerade,
   match,
   meta,
   type NftTableRef,
   ne,
+  notrack,
   oifname,
+  oneOrSet,
   payload,
   prefix,
   type RuleOptions,
@@ -60,14 +65,16 @@ export {
   set,
   setByName,
   setMark,
+  setMarkBits,
   setRef,
+  snat,
   table,
   tableRef,
   tcpDport,
   udpDport,
   vmap,
 } from './json/builders.js';
-export { commandsDocument } from './json/document.js';
+export { commandsDocument, nftDocument } from './json/document.js';
 export {
   findChain,
   findSetOrMap,
@@ -95,6 +102,7 @@ export {
   type NftCounterStmt,
   type NftCtExpr,
   type NftDnatStmt,
+  type NftDocument,
   type NftElemExpr,
   type NftElement,
   type NftExpr,
@@ -142,3 +150,4 @@ export {
   type NftContextMemory,
   type NftContextOptions,
 } from './nft-context.js';
+export { type NftBatch, type NftFlushTarget, Transaction } from './transaction.js';

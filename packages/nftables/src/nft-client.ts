@@ -1,5 +1,6 @@
 import type { NftRuleset, NftTableState } from './json/ruleset.js';
-import type { NftCommand, NftFamily, NftResult, NftRunOptions } from './json/types.js';
+import type { NftFamily, NftResult, NftRunOptions } from './json/types.js';
+import type { NftBatch } from './transaction.js';
 
 /**
  * What Felix's dataplane needs from nftables: run a batch of commands as one transaction, read
@@ -23,11 +24,12 @@ export interface NftRuleHandle {
 /** What runs nftables batches and lists: a libnftables context, or a fake of one for tests. */
 export interface NftClient {
   /**
-   * Runs `commands` as one transaction: either all of them take effect or none does. Given as a
-   * string, the text is passed to nft as is (nft syntax or a JSON document).
-   * Throws an `NftablesError` classified from nft's error text.
+   * Runs a batch as one transaction: either all of its commands take effect or none does. A
+   * {@link Transaction} (the usual way), a list of commands, or text passed to nft as is (nft
+   * syntax or a JSON document). An empty batch runs nothing. Throws an `NftablesError`
+   * classified from nft's error text, or the first mistake a transaction was built with.
    */
-  run(commands: readonly NftCommand[] | string, opts?: NftRunOptions): Promise<NftResult>;
+  run(batch: NftBatch, opts?: NftRunOptions): Promise<NftResult>;
   /**
    * Optional: brings the client's own view of these tables up to date now, while nothing waits,
    * so that the next transaction does not have to (see {@link NftContext.warmCache}). Resolves

@@ -64,6 +64,7 @@ import {
   runIn,
   Scratch,
 } from './testing-internal/privileged.js';
+import { Transaction } from './transaction.js';
 
 const missing = missingPrerequisite();
 const t = tableRef('ip', 'calico');
@@ -683,9 +684,10 @@ describe.skipIf(missing !== undefined && !inCI)(
         [del(chain(t, 'b'))],
         [del(table(o))],
       ];
-      const outcome = async (c: NftContext | FakeNft, batch: NftCommand[]) => {
+      // Half the batches go as command lists, half as Transactions (what Felix sends).
+      const outcome = async (c: NftContext | FakeNft, batch: NftCommand[], i: number) => {
         try {
-          const r = await c.run(batch, { echo: true });
+          const r = await c.run(i % 2 === 0 ? batch : Transaction.of(batch), { echo: true });
           return {
             ok: true,
             items: structuredClone(r.items) as Record<string, Record<string, Record<string, unknown>>>[],
@@ -698,7 +700,7 @@ describe.skipIf(missing !== undefined && !inCI)(
         }
       };
       for (const [i, batch] of steps.entries()) {
-        const [r, f] = [await outcome(real, batch), await outcome(fake, batch)];
+        const [r, f] = [await outcome(real, batch, i), await outcome(fake, batch, i)];
         // libnftables 1.0.6 now and then echoes an added object without its handle (seen for a
         // rule closing a jump loop, and a table re-added after a failed batch); the listing below
         // still checks those handles.
@@ -711,6 +713,32 @@ describe.skipIf(missing !== undefined && !inCI)(
         expect({ step: i, ...f }, `step ${i}`).toEqual({ step: i, ...r });
         expect(canonical(fake.dump()), `listing after step ${i}`).toEqual(canonical(cliRuleset(ns)));
       }
+    });
+
+    it('runs a Transaction as one batch, and one built with a mistake not at all, as FakeNft does', async () => {
+      const ns = s.makeNetns('tx');
+      const real = await openIn(ns);
+      const fake = new FakeNft({ netns: ns });
+      const good = new Transaction()
+        .add(table(t))
+        .add(chain(t, 'in', { type: 'filter', hook: 'input', prio: 0 }))
+        .add(chain(t, 'a'))
+        .add(set(t, 's', 'ipv4_addr', { elem: ['198.18.0.1'] }))
+        .add(rule(t, 'a', [ipSaddr(setRef('s')), counter(), accept()], { comment: 'x' }))
+        .add(rule(t, 'in', [jump('a')]));
+      for (const c of [real, fake]) await c.run(good);
+      expect(canonical(fake.dump())).toEqual(canonical(cliRuleset(ns)));
+      const before = cliRulesetText(ns);
+      // The rule before the mistake is valid: nothing of the batch may reach the kernel.
+      const bad = new Transaction().add(rule(t, 'a', [drop()])).delete(rule(t, 'a', [drop()]));
+      const errors = [await failure(real.run(bad)), await failure(fake.run(bad))];
+      for (const e of errors) {
+        expect(e.code).toBe('invalid');
+        expect(e.commandIndex).toBe(1);
+        expect(e.message).toBe('transaction command 1: delete: rule has no handle');
+      }
+      expect(cliRulesetText(ns)).toBe(before);
+      expect(canonical(fake.dump())).toEqual(canonical(cliRuleset(ns)));
     });
   },
 );

@@ -17,7 +17,7 @@
  * blocks the caller's event loop.
  *
  * API
- *   JSON commands in (or nft text), parsed JSON out, the same output `nft -j` prints. Failures are
+ *   A Transaction (or JSON commands, or nft text) in, parsed JSON out, the same output `nft -j` prints. Failures are
  *   `NftablesError`s whose code comes from nft's error text.
  *
  * Thread-safety
@@ -41,7 +41,6 @@ import {
 } from './context/worker-protocol.js';
 import { WORKER_SOURCE } from './context/worker-source.js';
 import { classifyErrno, NftablesError, type NftablesErrorCode, nftErrorFromText } from './errors.js';
-import { commandsDocument } from './json/document.js';
 import {
   findTable,
   type NftRuleset,
@@ -49,8 +48,9 @@ import {
   nftablesItems,
   parseRuleset,
 } from './json/ruleset.js';
-import type { NftCommand, NftFamily, NftResult, NftRunOptions } from './json/types.js';
+import type { NftFamily, NftResult, NftRunOptions } from './json/types.js';
 import type { NftClient, NftRuleHandle, NftTableName } from './nft-client.js';
+import { batchText, type NftBatch } from './transaction.js';
 
 export interface NftContextOptions {
   /**
@@ -228,9 +228,9 @@ export class NftContext implements NftClient {
     return { workerHeapUsed: reply.heapUsed, mallocInUse: reply.mallocInUse };
   }
 
-  async run(commands: readonly NftCommand[] | string, opts: NftRunOptions = {}): Promise<NftResult> {
-    if (typeof commands !== 'string' && commands.length === 0) return { items: [], output: '', warnings: '' };
-    const text = typeof commands === 'string' ? commands : commandsDocument(commands);
+  async run(batch: NftBatch, opts: NftRunOptions = {}): Promise<NftResult> {
+    const text = batchText(batch);
+    if (text === undefined) return { items: [], output: '', warnings: '' };
     const reply = await this.#call(text, opts);
     if (reply.crash !== undefined) {
       throw new NftablesError('failed', `libnftables call failed: ${reply.crash}`, this.#errorOpts());

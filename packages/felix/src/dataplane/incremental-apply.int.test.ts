@@ -7,14 +7,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Rule } from '@calico-ts/api';
-import { NftContext } from '@calico-ts/nftables';
+import { type NftCommand, NftContext, Transaction } from '@calico-ts/nftables';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { gnp, pool, profile, wep } from '../calc/testing-internal/resources.js';
 import type { CalcResource, CalcUpdate } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from '../rules/config.js';
 import { IncrementalRenderer } from '../rules/incremental-renderer.js';
-import type { NftCommand } from '../rules/nft-json.js';
 import { NftablesDataplane } from './nftables-dataplane.js';
 
 function missing(): string | undefined {
@@ -75,9 +74,7 @@ class Counting {
   readonly batches: NftCommand[][] = [];
   constructor(private readonly inner: NftContext) {}
   run(commands: Parameters<NftContext['run']>[0], opts?: Parameters<NftContext['run']>[1]) {
-    if (typeof commands === 'string') {
-      this.batches.push((JSON.parse(commands) as { nftables: NftCommand[] }).nftables.slice(1));
-    }
+    if (commands instanceof Transaction) this.batches.push([...commands.commands()]);
     return this.inner.run(commands, opts);
   }
   listRuleset() {
@@ -211,7 +208,9 @@ describe.skipIf(why !== undefined)('incremental nftables programming, in a real 
     for (const c of a) {
       const body = 'add' in c ? c.add : undefined;
       if (body && 'set' in body) expect(body.set.elem).toEqual([`198.19.0.${NEW_POD + 1}`]);
-      if (body && 'map' in body) expect(body.map.elem?.map(([k]) => k)).toEqual([`calipod${NEW_POD}`]);
+      if (body && 'map' in body) {
+        expect(body.map.elem?.map((e) => (e as [unknown, unknown])[0])).toEqual([`calipod${NEW_POD}`]);
+      }
     }
     expect(nftIn(large.ns, ['list', 'map', 'ip', 'calico', 'filter-cali-to-wl-dispatch'])).toContain(
       `"calipod${NEW_POD}" : goto filter-cali-tw-calipod${NEW_POD}`,

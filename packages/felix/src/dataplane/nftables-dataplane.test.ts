@@ -3,14 +3,19 @@
  * one transaction, read-back finds nothing to do after a clean programming or a restart, and
  * tampering with the kernel (a rule, a chain, a set element, a whole table) is repaired.
  */
-import type { NftClient, NftCommand as NftClientCommand, NftResult } from '@calico-ts/nftables';
+import {
+  type NftBatch,
+  type NftClient,
+  type NftCommand,
+  type NftResult,
+  Transaction,
+} from '@calico-ts/nftables';
 import { FakeNft } from '@calico-ts/nftables/testing';
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { np, pool, profile, wep } from '../calc/testing-internal/resources.js';
 import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from '../rules/config.js';
-import type { NftCommand } from '../rules/nft-json.js';
 import { hashOfComment } from '../rules/rule-hashes.js';
 import type { NftDesired } from '../rules/ruleset.js';
 import { commandFamily } from '../rules/ruleset-diff.js';
@@ -260,10 +265,14 @@ describe('NftablesDataplane', () => {
       readonly batches: string[][] = [];
       failNext = false;
       constructor(readonly kernel: FakeNft) {}
-      async run(commands: readonly NftClientCommand[] | string): Promise<NftResult> {
-        // The dataplane sends its batch as JSON text of its own command type.
+      async run(commands: NftBatch): Promise<NftResult> {
+        // The dataplane sends its batch as a Transaction.
         const doc = (
-          typeof commands === 'string' ? JSON.parse(commands).nftables : commands
+          typeof commands === 'string'
+            ? JSON.parse(commands).nftables
+            : commands instanceof Transaction
+              ? commands.commands()
+              : commands
         ) as readonly NftCommand[];
         const families = new Set<string>();
         for (const c of doc) {

@@ -5,7 +5,7 @@
  *   first apply / resync:  nft list ruleset ──observeRuleset──► observed ──diffRuleset(observed, want)──┐
  *   later applies:         programmed ─────────────────────────────────diffRuleset(programmed, want)──┤
  *                                                                                                     ▼
- *                                                 one NftClient.run = one libnftables transaction
+ *                                     one Transaction, one NftClient.run = one libnftables transaction
  *
  * With a `change` (what the incremental renderer re-rendered), `apply(desired, change)` compares
  * only the named chains, sets and maps with what it programmed: a change costs what it changes.
@@ -39,10 +39,10 @@
  *
  * Thread-safety: calls are serialised internally; one instance per network namespace.
  */
-import type { NftClient } from '@calico-ts/nftables';
+import { type NftClient, type NftCommand, Transaction } from '@calico-ts/nftables';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesetChange } from '../rules/incremental-renderer.js';
-import type { NftCommand, NftFamily } from '../rules/nft-json.js';
+import type { IpFamily } from '../rules/names.js';
 import { annotateChain, annotateRuleset } from '../rules/rule-hashes.js';
 import { type NftDesired, tablesCopy } from '../rules/ruleset.js';
 import {
@@ -50,7 +50,6 @@ import {
   diffRuleset,
   type RuleHandles,
   ruleHandlesKey,
-  toNftDocument,
   trailingRemovals,
 } from '../rules/ruleset-diff.js';
 import { observeRuleset } from './ruleset-readback.js';
@@ -178,7 +177,7 @@ export class NftablesDataplane {
    * table. A chain whose handles cannot be read is rewritten as before.
    */
   async #ruleHandles(
-    chains: readonly { family: NftFamily; table: string; chain: string }[],
+    chains: readonly { family: IpFamily; table: string; chain: string }[],
   ): Promise<RuleHandles | undefined> {
     const nft = this.#nft;
     if (chains.length === 0 || !nft.ruleHandles) return undefined;
@@ -208,12 +207,12 @@ export class NftablesDataplane {
       for (const c of commands) (commandFamily(c) === 'ip6' ? ip6 : rest).push(c);
     }
     if (this.#nftIp6 === undefined || ip6.length === 0 || rest.length === 0) {
-      await this.#nft.run(JSON.stringify(toNftDocument(commands)));
+      await this.#nft.run(Transaction.of(commands));
       return;
     }
     const results = await Promise.allSettled([
-      this.#nft.run(JSON.stringify(toNftDocument(rest))),
-      this.#nftIp6.run(JSON.stringify(toNftDocument(ip6))),
+      this.#nft.run(Transaction.of(rest)),
+      this.#nftIp6.run(Transaction.of(ip6)),
     ]);
     for (const r of results) if (r.status === 'rejected') throw r.reason;
   }

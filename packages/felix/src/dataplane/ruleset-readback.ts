@@ -13,9 +13,16 @@
  *
  * Pure: takes the parsed listing, returns data.
  */
-import type { NftMapState, NftRuleset, NftSetState, NftTableState } from '@calico-ts/nftables';
-import { TABLE_NAME } from '../rules/names.js';
-import type { NftExpression, NftFamily, NftStatement, NftVerdict } from '../rules/nft-json.js';
+import type {
+  NftExpr,
+  NftMapState,
+  NftRuleset,
+  NftSetState,
+  NftStatement,
+  NftTableState,
+  NftVerdict,
+} from '@calico-ts/nftables';
+import { type IpFamily, TABLE_NAME } from '../rules/names.js';
 import { chainHashes } from '../rules/rule-hashes.js';
 import type {
   NftBaseChain,
@@ -26,7 +33,7 @@ import type {
   NftTableDesired,
 } from '../rules/ruleset.js';
 
-const MANAGED_FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
+const MANAGED_FAMILIES: readonly IpFamily[] = ['ip', 'ip6'];
 const json = (v: unknown) => JSON.stringify(v);
 
 function flagList(flags: unknown): string[] {
@@ -62,7 +69,7 @@ function observeSet(ks: NftSetState, ds: NftSetDesired | undefined): NftSetDesir
   const sameDef =
     ds !== undefined && json(kType) === json(ds.type) && json(kFlags) === json([...ds.flags].sort());
   const wanted = new Map((ds?.elements ?? []).map((e) => [elementKey(e), e]));
-  const elements = (ks.elem ?? []).map((e) => wanted.get(elementKey(e)) ?? (e as NftExpression));
+  const elements = (ks.elem ?? []).map((e) => wanted.get(elementKey(e)) ?? (e as NftExpr));
   return sameDef
     ? { name: ks.name, type: ds.type, flags: ds.flags, elements }
     : { name: ks.name, type: kType, flags: kFlags, elements };
@@ -100,14 +107,14 @@ function observeTable(kt: NftTableState, dt: NftTableDesired | undefined): NftTa
   for (const ks of kt.sets) sets[ks.name] = observeSet(ks, dt?.sets[ks.name]);
   const maps: Record<string, NftMapDesired> = {};
   for (const km of kt.maps) maps[km.name] = observeMap(km, dt?.maps[km.name]);
-  return { family: kt.family as NftFamily, name: kt.name, chains, sets, maps };
+  return { family: kt.family as IpFamily, name: kt.name, chains, sets, maps };
 }
 
 /** The kernel's `calico` tables as a ruleset `diffRuleset(observed, desired)` can repair. */
 export function observeRuleset(kernel: NftRuleset, desired: NftDesired): NftDesired {
   const tables: NftTableDesired[] = [];
   for (const kt of kernel.tables) {
-    if (kt.name !== TABLE_NAME || !MANAGED_FAMILIES.includes(kt.family as NftFamily)) continue;
+    if (kt.name !== TABLE_NAME || !MANAGED_FAMILIES.includes(kt.family as IpFamily)) continue;
     const dt = desired.tables.find((t) => t.family === kt.family && t.name === kt.name);
     tables.push(observeTable(kt, dt));
   }

@@ -5,13 +5,13 @@
  * Calculation only: the calc graph, the incremental renderer and the diff, no kernel.
  */
 import type { Rule } from '@calico-ts/api';
+import type { NftCommand } from '@calico-ts/nftables';
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { globalNetSet, gnp, pool, profile, wep } from '../calc/testing-internal/resources.js';
 import type { CalcResource, CalcUpdate } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from './config.js';
 import { IncrementalRenderer } from './incremental-renderer.js';
-import type { NftCommand } from './nft-json.js';
 import { type NftDesired, tablesCopy } from './ruleset.js';
 import { diffRuleset, type RuleHandles, ruleHandlesKey, trailingRemovals } from './ruleset-diff.js';
 
@@ -212,7 +212,9 @@ describe('the cost of a change does not grow with unrelated policies', () => {
     for (const c of a) {
       const body = 'add' in c ? c.add : undefined;
       if (body && 'set' in body) expect(body.set.elem).toEqual([`198.19.0.${NEW_POD + 1}`]);
-      if (body && 'map' in body) expect(body.map.elem?.map(([k]) => k)).toEqual([`calipod${NEW_POD}`]);
+      if (body && 'map' in body) {
+        expect(body.map.elem?.map((e) => (e as [unknown, unknown])[0])).toEqual([`calipod${NEW_POD}`]);
+      }
     }
   });
 

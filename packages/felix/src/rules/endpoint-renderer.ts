@@ -21,24 +21,24 @@
  * the normal filter-stage policy); an untracked chain has no conntrack rules (conntrack has not run
  * yet) and turns a policy's allow into `notrack` as well.
  */
-import type { EndpointTier } from '../calc/types.js';
-import type { MarkBits } from './config.js';
+
 import {
   accept,
   clearMarkBits,
   ctState,
   drop,
+  eq,
   jump,
-  l4protoExpr,
-  markClear,
-  markSet,
-  match,
+  markBitsClear,
+  markBitsSet,
   meta,
   notrack,
   payload,
-  ret,
+  returnVerdict,
   setMarkBits,
-} from './expr.js';
+} from '@calico-ts/nftables';
+import type { EndpointTier } from '../calc/types.js';
+import type { MarkBits } from './config.js';
 import {
   FILTER,
   POLICY_INBOUND_PREFIX,
@@ -48,6 +48,7 @@ import {
   policyChainName,
   profileChainName,
 } from './names.js';
+import { l4protoExpr } from './protocols.js';
 import type { NftRuleDesired } from './ruleset.js';
 
 export type Direction = 'ingress' | 'egress';
@@ -80,19 +81,22 @@ export function renderEndpointChain(o: EndpointChainOptions): NftRuleDesired[] {
   const layer = o.layer ?? FILTER;
   const rules: NftRuleDesired[] = [];
   if (o.stage !== 'untracked') {
-    rules.push({ expr: [ctState('established', 'related'), accept] }, { expr: [ctState('invalid'), drop] });
+    rules.push(
+      { expr: [ctState('established', 'related'), accept()] },
+      { expr: [ctState('invalid'), drop()] },
+    );
   }
   if (o.failsafeChain) rules.push({ expr: [jump(layer + o.failsafeChain)] });
   rules.push({ expr: [clearMarkBits(marks.accept | marks.pass)] });
   if (o.dropVXLANPort !== undefined) {
     rules.push({
-      expr: [match(meta('l4proto'), 'udp'), match(payload('udp', 'dport'), o.dropVXLANPort), drop],
+      expr: [eq(meta('l4proto'), 'udp'), eq(payload('udp', 'dport'), o.dropVXLANPort), drop()],
       comment: 'Drop VXLAN encapped packets originating in workloads',
     });
   }
   if (o.dropIPIP) {
     rules.push({
-      expr: [match(meta('l4proto'), l4protoExpr(4)), drop],
+      expr: [eq(meta('l4proto'), l4protoExpr(4)), drop()],
       comment: 'Drop IPinIP encapped packets originating in workloads',
     });
   }
@@ -105,29 +109,38 @@ export function renderEndpointChain(o: EndpointChainOptions): NftRuleDesired[] {
     tiersApplied++;
     rules.push({ expr: [clearMarkBits(marks.pass)], comment: `Start of tier ${tier.name}` });
     for (const id of pols) {
-      rules.push({ expr: [markClear(marks.pass), jump(layer + policyChainName(policyPrefix, id))] });
+      rules.push({ expr: [markBitsClear(marks.pass), jump(layer + policyChainName(policyPrefix, id))] });
       if (o.stage === 'untracked') {
-        rules.push({ expr: [markSet(marks.accept), notrack], comment: 'Untracked policy accepted packet' });
+        rules.push({
+          expr: [markBitsSet(marks.accept), notrack()],
+          comment: 'Untracked policy accepted packet',
+        });
       }
-      rules.push({ expr: [markSet(marks.accept), ret], comment: 'Return if policy accepted' });
+      rules.push({
+        expr: [markBitsSet(marks.accept), returnVerdict()],
+        comment: 'Return if policy accepted',
+      });
     }
     // Earlier stages never drop at the end of a tier: normal policy still applies afterwards.
     if (o.stage !== undefined) continue;
     if (tier.defaultAction !== 'Pass') {
-      rules.push({ expr: [markClear(marks.pass), drop], comment: 'Drop if no policies passed packet' });
+      rules.push({ expr: [markBitsClear(marks.pass), drop()], comment: 'Drop if no policies passed packet' });
     }
   }
   if (o.stage !== undefined) return rules;
   if (o.forward) {
     if (tiersApplied === 0) {
-      rules.push({ expr: [setMarkBits(marks.accept), ret], comment: 'Allow forwarded traffic by default' });
+      rules.push({
+        expr: [setMarkBits(marks.accept), returnVerdict()],
+        comment: 'Allow forwarded traffic by default',
+      });
     }
     return rules;
   }
   for (const id of o.profileIds.filter(o.hasProfile)) {
     rules.push({ expr: [jump(FILTER + profileChainName(profilePrefix, id))] });
-    rules.push({ expr: [markSet(marks.accept), ret], comment: 'Return if profile accepted' });
+    rules.push({ expr: [markBitsSet(marks.accept), returnVerdict()], comment: 'Return if profile accepted' });
   }
-  rules.push({ expr: [drop], comment: 'Drop if no profiles matched' });
+  rules.push({ expr: [drop()], comment: 'Drop if no profiles matched' });
   return rules;
 }

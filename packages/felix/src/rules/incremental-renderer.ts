@@ -37,8 +37,8 @@ import type {
 } from '../calc/types.js';
 import { addTo, removeFrom } from '../multimap.js';
 import { allocateMarks, type MarkBits, type RulesConfig } from './config.js';
+import type { IpFamily } from './names.js';
 import { TABLE_NAME } from './names.js';
-import type { NftFamily } from './nft-json.js';
 import { annotateChain } from './rule-hashes.js';
 import type {
   NftChainDesired,
@@ -54,11 +54,9 @@ import {
   renderProfileSection,
   renderWorkloadDispatchMaps,
   renderWorkloadSection,
-  TableBuilder,
-  type TableEnv,
-  type TunnelRules,
   type WorkloadDispatch,
 } from './ruleset-renderer.js';
+import { TableBuilder, type TableEnv, type TunnelRules } from './table-builder.js';
 
 /** The objects of one table that may have changed (put, replaced or removed). */
 export interface TableChange {
@@ -71,7 +69,7 @@ export interface TableChange {
  * What a `render()` changed: per family, the names to compare; `undefined` means compare
  * everything (the first render, or a change of families).
  */
-export type RulesetChange = ReadonlyMap<NftFamily, TableChange> | undefined;
+export type RulesetChange = ReadonlyMap<IpFamily, TableChange> | undefined;
 
 interface MutableChange {
   chains: Set<string>;
@@ -172,7 +170,7 @@ export class IncrementalRenderer {
   #config: RulesConfig;
   #tunnels: TunnelRules;
   #marks: MarkBits;
-  #tables = new Map<NftFamily, FamilyTable>();
+  #tables = new Map<IpFamily, FamilyTable>();
   /** True until the first render after construction or a change of families: compare everything. */
   #compareAll = true;
 
@@ -351,17 +349,17 @@ export class IncrementalRenderer {
     this.#tables = this.#compareAll ? this.#newTables() : this.#withEnv(this.#tables);
   }
 
-  #envFor(family: NftFamily): TableEnv {
+  #envFor(family: IpFamily): TableEnv {
     return { family, config: this.#config, tunnels: this.#tunnels, marks: this.#marks };
   }
 
-  #newTables(): Map<NftFamily, FamilyTable> {
-    const families: NftFamily[] = this.#config.ipv6Support ? ['ip', 'ip6'] : ['ip'];
+  #newTables(): Map<IpFamily, FamilyTable> {
+    const families: IpFamily[] = this.#config.ipv6Support ? ['ip', 'ip6'] : ['ip'];
     return new Map(families.map((f) => [f, new FamilyTable(this.#envFor(f))]));
   }
 
   /** The same tables (same objects, same ownership) with the current configuration. */
-  #withEnv(tables: Map<NftFamily, FamilyTable>): Map<NftFamily, FamilyTable> {
+  #withEnv(tables: Map<IpFamily, FamilyTable>): Map<IpFamily, FamilyTable> {
     for (const t of tables.values()) (t as { env: TableEnv }).env = this.#envFor(t.env.family);
     return tables;
   }
@@ -423,7 +421,7 @@ export class IncrementalRenderer {
     this.#dirtyProfiles.clear();
     this.#dirtyIfaces.clear();
     this.#dirtyGlobal = false;
-    const change = new Map<NftFamily, TableChange>();
+    const change = new Map<IpFamily, TableChange>();
     for (const [f, t] of this.#tables) change.set(f, t.takeChange());
     if (this.#compareAll) {
       this.#compareAll = false;

@@ -2,8 +2,12 @@
  * Names of Calico's nftables objects, as upstream builds them (`felix/rules/rule_defs.go`,
  * `felix/ipsets/ipset_defs.go`, `felix/nftables/ipsets.go`, `felix/nftables/table_layer.go`).
  */
+
+import type { NftFamily } from '@calico-ts/nftables';
 import { lengthLimitedID } from '../calc/hash.js';
-import type { NftFamily } from './nft-json.js';
+
+/** The families Felix programs, a table `calico` each. */
+export type IpFamily = Extract<NftFamily, 'ip' | 'ip6'>;
 
 export const TABLE_NAME = 'calico';
 
@@ -71,7 +75,7 @@ export function endpointChainName(prefix: string, iface: string): string {
 }
 
 /** `cali40` for IPv4 sets, `cali60` for IPv6 (upstream's versioned prefix plus the main-set token). */
-export function ipSetPrefix(family: NftFamily): string {
+export function ipSetPrefix(family: IpFamily): string {
   return family === 'ip' ? 'cali40' : 'cali60';
 }
 
@@ -79,6 +83,6 @@ export function ipSetPrefix(family: NftFamily): string {
  * The nftables set name of an IP set ID: prefix + ID cut to 31 characters, then `:` → `-`
  * (nftables set names cannot hold a colon), e.g. `cali40s-qMt7iLlGDhvLnCjM0l9nzxb`.
  */
-export function ipSetName(family: NftFamily, setId: string): string {
+export function ipSetName(family: IpFamily, setId: string): string {
   return (ipSetPrefix(family) + setId).slice(0, MAX_SET_NAME_LENGTH).replaceAll(':', '-');
 }

@@ -9,25 +9,31 @@
  * scratch mark bits, as upstream's match blocks do.
  */
 import { cidrContains, parseCidrOrIP } from '@calico-ts/api/net';
-import type { NormalizedRule, PortRange } from '../calc/types.js';
-import type { MarkBits } from './config.js';
 import {
-  cidrExpr,
+  anonSet,
+  cidr as cidrExpr,
   clearMarkBits,
+  concat,
   drop,
-  l4protoExpr,
-  markClear,
-  markSet,
+  eq,
+  log,
+  markBitsClear,
+  markBitsSet,
   match,
   meta,
+  type NftExpr,
+  type NftStatement,
+  ne,
   oneOrSet,
   payload,
-  portProtocol,
-  ret,
+  range,
+  returnVerdict,
   setMarkBits,
-} from './expr.js';
-import { ipSetName } from './names.js';
-import type { NftExpression, NftFamily, NftStatement } from './nft-json.js';
+} from '@calico-ts/nftables';
+import type { NormalizedRule, PortRange } from '../calc/types.js';
+import type { MarkBits } from './config.js';
+import { type IpFamily, ipSetName } from './names.js';
+import { l4protoExpr, portProtocol } from './protocols.js';
 
 export interface RenderedRule {
   readonly expr: readonly NftStatement[];
@@ -35,12 +41,12 @@ export interface RenderedRule {
 }
 
 export interface PolicyRenderContext {
-  readonly family: NftFamily;
+  readonly family: IpFamily;
   readonly marks: MarkBits;
   readonly logPrefix: string;
 }
 
-function familyOf(cidr: string): NftFamily {
+function familyOf(cidr: string): IpFamily {
   return cidr.includes(':') ? 'ip6' : 'ip';
 }
 
@@ -48,7 +54,7 @@ function familyOf(cidr: string): NftFamily {
  * The CIDRs of `family`; `undefined` when the list had CIDRs but none of this family (the rule
  * then does not apply to the family). A negated catch-all also rules the rule out.
  */
-function filterNets(nets: readonly string[], family: NftFamily, negated: boolean): string[] | undefined {
+function filterNets(nets: readonly string[], family: IpFamily, negated: boolean): string[] | undefined {
   if (nets.length === 0) return [];
   const out = nets.filter((n) => familyOf(n) === family);
   if (out.length === 0) return undefined;
@@ -67,8 +73,8 @@ export function withoutContained(cidrs: readonly string[]): string[] {
     .map((a) => a.text);
 }
 
-function portValues(ports: readonly PortRange[]): NftExpression[] {
-  return ports.map((p) => (p.first === p.last ? p.first : { range: [p.first, p.last] as const }));
+function portValues(ports: readonly PortRange[]): NftExpr[] {
+  return ports.map((p) => (p.first === p.last ? p.first : range(p.first, p.last)));
 }
 
 type Side = 'src' | 'dst';
@@ -83,7 +89,7 @@ class RuleBuilder {
     private readonly rule: NormalizedRule,
   ) {}
 
-  private addr(side: Side): NftExpression {
+  private addr(side: Side): NftExpr {
     return payload(this.ctx.family, side === 'src' ? 'saddr' : 'daddr');
   }
 
@@ -92,50 +98,42 @@ class RuleBuilder {
   }
 
   protocolMatch(): NftStatement[] {
-    return this.rule.protocol === undefined ? [] : [match(meta('l4proto'), l4protoExpr(this.rule.protocol))];
+    return this.rule.protocol === undefined ? [] : [eq(meta('l4proto'), l4protoExpr(this.rule.protocol))];
   }
 
   portMatch(side: Side, ports: readonly PortRange[], negated: boolean): NftStatement {
     const field = side === 'src' ? 'sport' : 'dport';
     return match(
       payload(portProtocol(this.rule.protocol), field),
-      oneOrSet(portValues(ports)),
       negated ? '!=' : '==',
+      oneOrSet(portValues(ports)),
     );
   }
 
   /** `addr . l4proto . port` in a set of such triples: named ports and destination services. */
   namedPortMatch(side: Side, id: string, negated: boolean): NftStatement {
     const port = payload('th', side === 'src' ? 'sport' : 'dport');
-    return match(
-      { concat: [this.addr(side), meta('l4proto'), port] },
-      this.setRef(id),
-      negated ? '!=' : '==',
-    );
+    return match(concat(this.addr(side), meta('l4proto'), port), negated ? '!=' : '==', this.setRef(id));
   }
 
   netMatch(side: Side, nets: readonly string[], negated: boolean): NftStatement {
-    return match(this.addr(side), oneOrSet(withoutContained(nets).map(cidrExpr)), negated ? '!=' : '==');
+    return match(this.addr(side), negated ? '!=' : '==', oneOrSet(withoutContained(nets).map(cidrExpr)));
   }
 
   setMatch(side: Side, id: string, negated: boolean): NftStatement {
-    return match(this.addr(side), this.setRef(id), negated ? '!=' : '==');
+    return match(this.addr(side), negated ? '!=' : '==', this.setRef(id));
   }
 
   icmpMatch(icmp: { type: number; code?: number }, negated: boolean): NftStatement[] {
     const proto = this.ctx.family === 'ip' ? 'icmp' : 'icmpv6';
     if (!negated) {
-      const out = [match(payload(proto, 'type'), icmp.type)];
-      if (icmp.code !== undefined) out.push(match(payload(proto, 'code'), icmp.code));
+      const out = [eq(payload(proto, 'type'), icmp.type)];
+      if (icmp.code !== undefined) out.push(eq(payload(proto, 'code'), icmp.code));
       return out;
     }
-    if (icmp.code === undefined) return [match(payload(proto, 'type'), icmp.type, '!=')];
+    if (icmp.code === undefined) return [ne(payload(proto, 'type'), icmp.type)];
     return [
-      match(
-        { concat: [payload(proto, 'type'), payload(proto, 'code')] },
-        { set: [{ concat: [icmp.type, icmp.code] }] },
-        '!=',
-      ),
+      ne(concat(payload(proto, 'type'), payload(proto, 'code')), anonSet([concat(icmp.type, icmp.code)])),
     ];
   }
 
@@ -156,7 +154,7 @@ class RuleBuilder {
       this.pre.push({ expr: [this.namedPortMatch(side, id, false), setMarkBits(bit)] });
     if (this.doneFirstBlock) {
       // scratch0 &&= scratch1
-      this.pre.push({ expr: [markClear(scratch1), clearMarkBits(scratch0)] });
+      this.pre.push({ expr: [markBitsClear(scratch1), clearMarkBits(scratch0)] });
     }
     this.doneFirstBlock = true;
   }
@@ -205,7 +203,7 @@ class RuleBuilder {
     for (const id of r.dstIPPortSetIds) m.push(this.namedPortMatch('dst', id, false));
     if (r.icmp) m.push(...this.icmpMatch(r.icmp, false));
 
-    if (r.notProtocol !== undefined) m.push(match(meta('l4proto'), l4protoExpr(r.notProtocol), '!='));
+    if (r.notProtocol !== undefined) m.push(ne(meta('l4proto'), l4protoExpr(r.notProtocol)));
     if (notSrcNets.length > 0) m.push(this.netMatch('src', notSrcNets, true));
     for (const id of r.notSrcIPSetIds) m.push(this.setMatch('src', id, true));
     if (r.notSrcPorts.length > 0) m.push(this.portMatch('src', r.notSrcPorts, true));
@@ -216,22 +214,22 @@ class RuleBuilder {
     for (const id of r.notDstNamedPortIPSetIds) m.push(this.namedPortMatch('dst', id, true));
     if (r.notICMP) m.push(...this.icmpMatch(r.notICMP, true));
 
-    if (this.usingBlocks) m.push(markSet(this.ctx.marks.scratch0));
+    if (this.usingBlocks) m.push(markBitsSet(this.ctx.marks.scratch0));
 
     const { marks } = this.ctx;
     let main: NftStatement[];
     switch (r.action) {
       case 'allow':
-        main = [...m, setMarkBits(marks.accept), ret];
+        main = [...m, setMarkBits(marks.accept), returnVerdict()];
         break;
       case 'pass':
-        main = [...m, setMarkBits(marks.pass), ret];
+        main = [...m, setMarkBits(marks.pass), returnVerdict()];
         break;
       case 'deny':
-        main = [...m, drop];
+        main = [...m, drop()];
         break;
       case 'log':
-        main = [...m, { log: { prefix: `${this.ctx.logPrefix}: ` } }];
+        main = [...m, log({ prefix: `${this.ctx.logPrefix}: ` })];
         break;
     }
     return [...this.pre, { expr: main }];

@@ -1,18 +1,19 @@
 /**
  * diffRuleset moves nftables from one desired ruleset to another: applying its commands to the
- * current state (with the kernel's rules about references, enforced by FakeNft) must give exactly
- * the desired state, and unchanged objects must not be touched.
+ * current state (with the kernel's rules about references, enforced by `@calico-ts/nftables`'
+ * FakeNft, itself checked against libnftables) must give exactly the desired state, and unchanged
+ * objects must not be touched.
  */
+import { type NftCommand, type NftRuleset, Transaction } from '@calico-ts/nftables';
+import { FakeNft } from '@calico-ts/nftables/testing';
 import { describe, expect, it } from 'vitest';
 import { CalcGraph } from '../calc/calc-graph.js';
 import { gnp, hep, netSet, np, pool, profile, tier, wep } from '../calc/testing-internal/resources.js';
 import type { CalcResource } from '../calc/types.js';
 import { DEFAULT_RULES_CONFIG } from './config.js';
-import type { NftCommand } from './nft-json.js';
 import { emptyRuleset, type NftDesired } from './ruleset.js';
 import { diffRuleset } from './ruleset-diff.js';
 import { renderRuleset } from './ruleset-renderer.js';
-import { FakeNft, normalizeRuleset } from './testing-internal/fake-nft.js';
 
 function render(resources: CalcResource[]): NftDesired {
   const g = new CalcGraph({ hostname: 'node1' });
@@ -21,11 +22,53 @@ function render(resources: CalcResource[]): NftDesired {
   return renderRuleset(g.state(), DEFAULT_RULES_CONFIG);
 }
 
-function applyDiff(current: NftDesired, desired: NftDesired): { result: NftDesired; commands: NftCommand[] } {
+/**
+ * A listing compared by content: without handles (a chain made by a diff has another number than
+ * the same chain made from nothing), chains, sets and maps by name, elements by value. The rules of
+ * a chain stay in order.
+ */
+function byContent(rs: NftRuleset): unknown {
+  const byName = (a: { name: string }, b: { name: string }) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([k]) => k !== 'handle')
+        .map(([k, x]) => [k, strip(x)]),
+    );
+  };
+  return rs.tables.map((t) => ({
+    ...(strip({ family: t.family, name: t.name }) as object),
+    chains: [...t.chains].sort(byName).map(strip),
+    sets: [...t.sets, ...t.maps].sort(byName).map((x) => {
+      const s = strip(x) as { elem?: unknown[] };
+      if (s.elem) s.elem = s.elem.map((e) => JSON.stringify(e)).sort();
+      return s;
+    }),
+  }));
+}
+
+/** What the fake kernel holds after each batch ran as one transaction, by content. */
+function programmed(...batches: NftCommand[][]): unknown {
+  const nft = new FakeNft();
+  for (const b of batches) nft.runSync(Transaction.of(b));
+  return byContent(nft.dump());
+}
+
+/** `desired` programmed from nothing: what a diff to it must leave. */
+function normalizeRuleset(desired: NftDesired): unknown {
+  return programmed(diffRuleset(emptyRuleset(), desired));
+}
+
+/**
+ * The diff from `current` to `desired`, run on a fake kernel that holds `current` (the kernel's
+ * rules about references and element types enforced by `FakeNft`).
+ */
+function applyDiff(current: NftDesired, desired: NftDesired): { result: unknown; commands: NftCommand[] } {
   const commands = diffRuleset(current, desired);
-  const nft = new FakeNft(current);
-  nft.apply(commands);
-  return { result: nft.dump(), commands };
+  return { result: programmed(diffRuleset(emptyRuleset(), current), commands), commands };
 }
 
 const clusterA: CalcResource[] = [

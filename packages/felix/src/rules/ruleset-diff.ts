@@ -34,7 +34,28 @@
  *     or the new one. libnftables then lists the table's sets without their elements; the cost
  *     is that of the set, not of the table.
  */
-import type { NftChain, NftCommand, NftDocument, NftFamily, NftStatement, NftVerdict } from './nft-json.js';
+import {
+  add,
+  chain,
+  del,
+  flush,
+  map,
+  mapByName,
+  type NftCommand,
+  type NftDocument,
+  type NftSetElem,
+  type NftSetFlag,
+  type NftStatement,
+  type NftTableRef,
+  type NftVerdict,
+  nftDocument,
+  rule,
+  ruleRef,
+  set,
+  setByName,
+  table,
+} from '@calico-ts/nftables';
+import type { IpFamily } from './names.js';
 
 /**
  * Handles of rules in the kernel: per `<family> <chain>`, rule comment → handle. Only the chains
@@ -43,7 +64,7 @@ import type { NftChain, NftCommand, NftDocument, NftFamily, NftStatement, NftVer
 export type RuleHandles = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
 /** The key of a chain in `RuleHandles`. */
-export function ruleHandlesKey(family: NftFamily, chain: string): string {
+export function ruleHandlesKey(family: IpFamily, chain: string): string {
   return `${family} ${chain}`;
 }
 
@@ -59,15 +80,25 @@ import type {
 
 const json = (v: unknown) => JSON.stringify(v);
 
-function chainObj(t: NftTableDesired, c: NftChainDesired): NftChain {
-  const base = c.base
-    ? { type: c.base.type, hook: c.base.hook, prio: c.base.prio, policy: c.base.policy }
-    : {};
-  return { family: t.family, table: t.name, name: c.name, ...base };
+/** A table's identity, as the builders take it (a desired table is one). */
+const ref = (t: NftTableDesired): NftTableRef => t;
+
+/** The chain with its base-chain settings, for `add`. */
+function chainObj(t: NftTableDesired, c: NftChainDesired) {
+  return chain(ref(t), c.name, c.base);
 }
 
-function chainRef(t: NftTableDesired, name: string): NftChain {
-  return { family: t.family, table: t.name, name };
+/** The chain by name, for `flush` and `delete`. */
+function chainRef(t: NftTableDesired, name: string) {
+  return chain(ref(t), name);
+}
+
+/** A set or map by name and type, for `delete` (as Felix has always sent it). */
+function setWithType(t: NftTableDesired, name: string, type: NftSetDesired['type']) {
+  return setByName(ref(t), name, type as string | string[]);
+}
+function mapWithType(t: NftTableDesired, name: string, type: string) {
+  return mapByName(ref(t), name, type, 'verdict');
 }
 
 function setDef(s: NftSetDesired): string {
@@ -102,33 +133,14 @@ function chainUses(c: NftChainDesired, names: Set<string>): boolean {
 
 function addRules(t: NftTableDesired, c: NftChainDesired, out: NftCommand[], from = 0): void {
   for (const r of c.rules.slice(from)) {
-    out.push({
-      add: {
-        rule: {
-          family: t.family,
-          table: t.name,
-          chain: c.name,
-          expr: r.expr as NftStatement[],
-          ...(r.comment !== undefined ? { comment: r.comment } : {}),
-        },
-      },
-    });
+    const opts = r.comment !== undefined ? { comment: r.comment } : {};
+    out.push(add(rule(ref(t), c.name, r.expr as NftStatement[], opts)));
   }
 }
 
 function addSet(t: NftTableDesired, s: NftSetDesired, out: NftCommand[]): void {
-  out.push({
-    add: {
-      set: {
-        family: t.family,
-        table: t.name,
-        name: s.name,
-        type: s.type,
-        ...(s.flags.length > 0 ? { flags: s.flags } : {}),
-        ...(s.elements.length > 0 ? { elem: s.elements } : {}),
-      },
-    },
-  });
+  const opts = { flags: s.flags as NftSetFlag[], elem: s.elements as NftSetElem[] };
+  out.push(add(set(ref(t), s.name, s.type as string | string[], opts)));
 }
 
 function addMap(
@@ -137,18 +149,7 @@ function addMap(
   out: NftCommand[],
   elem: readonly MapElem[] = [],
 ): void {
-  out.push({
-    add: {
-      map: {
-        family: t.family,
-        table: t.name,
-        name: m.name,
-        type: m.type,
-        map: m.map,
-        ...(elem.length > 0 ? { elem } : {}),
-      },
-    },
-  });
+  out.push(add(map(ref(t), m.name, m.type, m.map, { elem: elem as NftSetElem[] })));
 }
 
 /**
@@ -164,7 +165,7 @@ function moveSetElements(
 ): void {
   const { added, removed } = setElementDelta(cur, des);
   if (removed.length > 0) {
-    out.push({ flush: { set: { family: t.family, table: t.name, name: des.name } } });
+    out.push(flush(setByName(ref(t), des.name)));
     if (des.elements.length > 0) addSet(t, des, out);
   } else if (added.length > 0) {
     addSet(t, { ...des, elements: added }, out);
@@ -180,7 +181,7 @@ function moveMapElements(
 ): void {
   const { added, removed } = mapElementDelta(cur, des);
   if (removed.length > 0) {
-    out.push({ flush: { map: { family: t.family, table: t.name, name: des.name } } });
+    out.push(flush(mapByName(ref(t), des.name)));
     if (des.elements.length > 0) addMap(t, des, out, des.elements);
   } else if (added.length > 0) {
     addMap(t, des, out, added);
@@ -226,7 +227,7 @@ function mapElementDelta(cur: NftMapDesired | undefined, des: NftMapDesired) {
   return { added, removed };
 }
 
-function tableKey(t: { family: NftFamily; name: string }): string {
+function tableKey(t: { family: IpFamily; name: string }): string {
   return `${t.family} ${t.name}`;
 }
 
@@ -247,7 +248,7 @@ export interface TableNames {
 export function diffRuleset(
   current: NftDesired,
   desired: NftDesired,
-  only?: ReadonlyMap<NftFamily, TableNames>,
+  only?: ReadonlyMap<IpFamily, TableNames>,
   handles?: RuleHandles,
 ): NftCommand[] {
   const out: NftCommand[] = [];
@@ -257,14 +258,13 @@ export function diffRuleset(
   // Phases run table by table; tables are independent of each other.
   for (const des of desired.tables) {
     const existing = curTables.get(tableKey(des));
-    if (!existing) out.push({ add: { table: { family: des.family, name: des.name } } });
+    if (!existing) out.push(add(table(des)));
     const names = existing ? only?.get(des.family) : undefined;
     if (only && existing && !names) continue;
     diffTable(existing ?? EMPTY_TABLE(des), des, out, names, handles);
   }
   for (const cur of current.tables) {
-    if (!desTables.has(tableKey(cur)))
-      out.push({ delete: { table: { family: cur.family, name: cur.name } } });
+    if (!desTables.has(tableKey(cur))) out.push(del(table(cur)));
   }
   return out;
 }
@@ -292,9 +292,9 @@ function startsWith(rules: NftChainDesired['rules'], prefix: NftChainDesired['ru
 export function trailingRemovals(
   current: NftDesired,
   desired: NftDesired,
-  only: ReadonlyMap<NftFamily, TableNames>,
-): { family: NftFamily; table: string; chain: string }[] {
-  const out: { family: NftFamily; table: string; chain: string }[] = [];
+  only: ReadonlyMap<IpFamily, TableNames>,
+): { family: IpFamily; table: string; chain: string }[] {
+  const out: { family: IpFamily; table: string; chain: string }[] = [];
   for (const des of desired.tables) {
     const cur = current.tables.find((t) => t.family === des.family && t.name === des.name);
     const names = only.get(des.family);
@@ -379,34 +379,21 @@ function diffTable(
   for (const s of newSets) addSet(des, s, out);
   for (const m of newMaps) addMap(des, m, out);
   // 2. New chains, empty, so every jump target exists before any rule names it.
-  for (const c of newChains) out.push({ add: { chain: chainObj(des, c) } });
+  for (const c of newChains) out.push(add(chainObj(des, c)));
   // 3. Flush changed chains.
   for (const c of changedChains) {
     const gone = deletedFrom.get(c.name);
     if (gone) {
-      for (const handle of gone)
-        out.push({ delete: { rule: { family: des.family, table: des.name, chain: c.name, handle } } });
-    } else if (!appendedFrom.has(c.name)) out.push({ flush: { chain: chainRef(des, c.name) } });
+      for (const handle of gone) out.push(del(ruleRef(des, c.name, handle)));
+    } else if (!appendedFrom.has(c.name)) out.push(flush(chainRef(des, c.name)));
   }
   // 4. Sets and maps: recreate on a type change, else move elements.
   for (const s of recreatedSets) {
-    out.push({
-      delete: { set: { family: des.family, table: des.name, name: s.name, type: cur.sets[s.name]!.type } },
-    });
+    out.push(del(setWithType(des, s.name, cur.sets[s.name]!.type)));
     addSet(des, s, out);
   }
   for (const m of recreatedMaps) {
-    out.push({
-      delete: {
-        map: {
-          family: des.family,
-          table: des.name,
-          name: m.name,
-          type: cur.maps[m.name]!.type,
-          map: 'verdict',
-        },
-      },
-    });
+    out.push(del(mapWithType(des, m.name, cur.maps[m.name]!.type)));
     addMap(des, m, out);
   }
   for (const s of desSets) {
@@ -426,37 +413,34 @@ function diffTable(
   for (const c of newChains) addRules(des, c, out);
   // Base chains whose hook or priority changed are replaced outright (nothing jumps to them).
   for (const c of recreatedChains) {
-    out.push({ flush: { chain: chainRef(des, c.name) } });
-    out.push({ delete: { chain: chainRef(des, c.name) } });
-    out.push({ add: { chain: chainObj(des, c) } });
+    out.push(flush(chainRef(des, c.name)));
+    out.push(del(chainRef(des, c.name)));
+    out.push(add(chainObj(des, c)));
     addRules(des, c, out);
   }
   // 6. Removals: empty the chains first so none is still jumped to, then sets/maps, then chains.
-  for (const c of removedChains)
-    if (c.rules.length > 0) out.push({ flush: { chain: chainRef(cur, c.name) } });
+  for (const c of removedChains) if (c.rules.length > 0) out.push(flush(chainRef(cur, c.name)));
   for (const s of curSets) {
     if (!des.sets[s.name]) {
-      out.push({ delete: { set: { family: cur.family, table: cur.name, name: s.name, type: s.type } } });
+      out.push(del(setWithType(cur, s.name, s.type)));
     }
   }
   for (const m of curMaps) {
     if (!des.maps[m.name]) {
-      out.push({
-        delete: { map: { family: cur.family, table: cur.name, name: m.name, type: m.type, map: 'verdict' } },
-      });
+      out.push(del(mapWithType(cur, m.name, m.type)));
     }
   }
-  for (const c of removedChains) out.push({ delete: { chain: chainRef(cur, c.name) } });
+  for (const c of removedChains) out.push(del(chainRef(cur, c.name)));
 }
 
 /** The libnftables JSON document for a command list. */
 export function toNftDocument(commands: readonly NftCommand[]): NftDocument {
-  return { nftables: [{ metainfo: { json_schema_version: 1 } }, ...commands] };
+  return nftDocument(commands);
 }
 
 /** The family a command acts in (`{ add: { rule: { family, … } } }`); undefined for none. */
-export function commandFamily(c: NftCommand): NftFamily | undefined {
-  const op = Object.values(c)[0] as Record<string, { family?: NftFamily } | null> | undefined;
+export function commandFamily(c: NftCommand): IpFamily | undefined {
+  const op = Object.values(c)[0] as Record<string, { family?: IpFamily } | null> | undefined;
   const obj = op === undefined ? undefined : Object.values(op)[0];
   return obj?.family;
 }

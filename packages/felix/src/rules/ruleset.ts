@@ -2,14 +2,8 @@
  * The desired nftables ruleset as typed objects: what `renderRuleset` produces and `diffRuleset`
  * compares. One table per family; chains, sets and verdict maps keyed by name.
  */
-import type {
-  NftChainType,
-  NftExpression,
-  NftFamily,
-  NftHook,
-  NftStatement,
-  NftVerdict,
-} from './nft-json.js';
+import type { NftChainType, NftExpr, NftHook, NftStatement, NftVerdict } from '@calico-ts/nftables';
+import type { IpFamily } from './names.js';
 
 export interface NftBaseChain {
   readonly type: NftChainType;
@@ -34,7 +28,7 @@ export interface NftSetDesired {
   readonly type: string | readonly string[];
   readonly flags: readonly string[];
   /** Sorted by their JSON text, without duplicates. */
-  readonly elements: readonly NftExpression[];
+  readonly elements: readonly NftExpr[];
 }
 
 export interface NftMapDesired {
@@ -46,7 +40,7 @@ export interface NftMapDesired {
 }
 
 export interface NftTableDesired {
-  readonly family: NftFamily;
+  readonly family: IpFamily;
   readonly name: string;
   readonly chains: Readonly<Record<string, NftChainDesired>>;
   readonly sets: Readonly<Record<string, NftSetDesired>>;

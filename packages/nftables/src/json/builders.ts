@@ -40,6 +40,7 @@ import type {
   NftMetaExpr,
   NftMetaKey,
   NftNatFlag,
+  NftNotrackStmt,
   NftObjectRef,
   NftPayloadExpr,
   NftPrefixExpr,
@@ -47,6 +48,7 @@ import type {
   NftSet,
   NftSetElem,
   NftSetFlag,
+  NftSnatStmt,
   NftStatement,
   NftTable,
   NftVerdict,
@@ -202,12 +204,22 @@ export function map(
   return { map: m };
 }
 
-/** A set or map by name, for `delete` and `flush`. */
-export function setByName(t: NftTableRef, name: string): { set: NftSet } {
-  return { set: { family: t.family, table: t.name, name } };
+/** A set or map by name, for `delete` and `flush`; the type may be named too (nft ignores it). */
+export function setByName(t: NftTableRef, name: string, type?: string | string[]): { set: NftSet } {
+  const s: NftSet = { family: t.family, table: t.name, name };
+  if (type !== undefined) s.type = type;
+  return { set: s };
 }
-export function mapByName(t: NftTableRef, name: string): { map: NftMap } {
-  return { map: { family: t.family, table: t.name, name } };
+export function mapByName(
+  t: NftTableRef,
+  name: string,
+  type?: string | string[],
+  valueType?: string,
+): { map: NftMap } {
+  const m: NftMap = { family: t.family, table: t.name, name };
+  if (type !== undefined) m.type = type;
+  if (valueType !== undefined) m.map = valueType;
+  return { map: m };
 }
 
 /** Elements of the set or map `setName`: values, or `[key, value]` pairs for a map. */
@@ -256,6 +268,10 @@ export function anonSet(values: (NftExpr | [NftExpr, NftExpr])[]): NftAnonSetExp
 export function concat(...exprs: NftExpr[]): NftExpr {
   return { concat: exprs };
 }
+/** One value as itself, several as an anonymous set: `80` or `{ 80, 443 }`. */
+export function oneOrSet(values: readonly NftExpr[]): NftExpr {
+  return values.length === 1 ? values[0]! : anonSet([...values]);
+}
 /** A reference to the named set or map: `@name`. */
 export function setRef(name: string): string {
   return `@${name}`;
@@ -293,6 +309,14 @@ export function l4proto(proto: string | number): NftMatchStmt {
 /** `meta mark & mask == value`, or `meta mark == value` without a mask. */
 export function markMatch(value: number, mask?: number): NftMatchStmt {
   return mask === undefined ? eq(meta('mark'), value) : eq(bitAnd(meta('mark'), mask), value);
+}
+/** `meta mark & bits == 0`: none of the bits is set. */
+export function markBitsClear(bits: number): NftMatchStmt {
+  return eq(bitAnd(meta('mark'), bits >>> 0), 0);
+}
+/** `meta mark & bits == bits`: every one of the bits is set. */
+export function markBitsSet(bits: number): NftMatchStmt {
+  return eq(bitAnd(meta('mark'), bits >>> 0), bits >>> 0);
 }
 /** `ct state established,related`: true when the connection is in any of the states. */
 export function ctState(...states: string[]): NftMatchStmt {
@@ -369,6 +393,20 @@ export function setMark(value: number, mask?: number): NftMangleStmt {
   return mangle(meta('mark'), bitOr(bitAnd(meta('mark'), keep), v));
 }
 
+/** `meta mark set meta mark | bits`: sets the bits, keeps the others. */
+export function setMarkBits(bits: number): NftMangleStmt {
+  return mangle(meta('mark'), bitOr(meta('mark'), bits >>> 0));
+}
+/** `meta mark set meta mark & ~bits`: clears the bits, keeps the others. */
+export function clearMarkBits(bits: number): NftMangleStmt {
+  return mangle(meta('mark'), bitAnd(meta('mark'), ~bits >>> 0));
+}
+
+/** `notrack`: the packet bypasses conntrack (valid before conntrack runs: raw priority). */
+export function notrack(): NftNotrackStmt {
+  return { notrack: null };
+}
+
 function flagValue<F extends string>(flags: F[] | undefined): F | F[] | undefined {
   if (!flags || flags.length === 0) return undefined;
   return flags.length === 1 ? flags[0] : [...flags];
@@ -379,6 +417,18 @@ export function masquerade(opts: { flags?: NftNatFlag[]; port?: NftExpr } = {}):
   if (flags === undefined && opts.port === undefined) return { masquerade: null };
   return {
     masquerade: {
+      ...(opts.port === undefined ? {} : { port: opts.port }),
+      ...(flags === undefined ? {} : { flags }),
+    },
+  };
+}
+
+/** `snat to addr[:port]`: the source address (and ports) to translate to. */
+export function snat(addr: NftExpr, opts: { port?: NftExpr; flags?: NftNatFlag[] } = {}): NftSnatStmt {
+  const flags = flagValue(opts.flags);
+  return {
+    snat: {
+      addr,
       ...(opts.port === undefined ? {} : { port: opts.port }),
       ...(flags === undefined ? {} : { flags }),
     },

@@ -286,6 +286,21 @@ export type NftCommand =
         | { tables: { family?: NftFamily } | null };
     };
 
+/** The document handed to `nft -j -f -` / `nft_run_cmd_from_buffer`. */
+export interface NftDocument {
+  /** The schema metainfo (optional, first), then the commands in order. */
+  readonly nftables: readonly (
+    | NftCommand
+    | {
+        /** Which version of the JSON schema the commands are written in. */
+        readonly metainfo: {
+          /** 1: the only version libnftables knows. */
+          readonly json_schema_version: 1;
+        };
+      }
+  )[];
+}
+
 export type NftCommandVerb = 'add' | 'create' | 'insert' | 'replace' | 'delete' | 'flush' | 'list';
 
 /** What one `nft_run_cmd_from_buffer` gives back. */

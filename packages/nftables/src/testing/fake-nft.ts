@@ -11,11 +11,11 @@
  *
  * Design
  *   The rules of the state machine (handles, add/create/insert/replace/delete/flush, references,
- *   loops) are in fake-ruleset.ts with what it does not model. It reads JSON only: a string that
- *   is not a JSON document fails as nft's parser would fail on text it cannot read.
+ *   loops) are in fake-ruleset.ts with what it does not model; nft's parser checks are in
+ *   fake-shape.ts. It reads JSON only: a string that is not a JSON document fails as nft's
+ *   parser would fail on text it cannot read.
  */
 import { NftablesError, nftErrorFromText } from '../errors.js';
-import { commandsDocument } from '../json/document.js';
 import {
   findTable,
   type NftRuleset,
@@ -25,6 +25,7 @@ import {
 } from '../json/ruleset.js';
 import type { NftCommand, NftFamily, NftResult, NftRunOptions } from '../json/types.js';
 import type { NftClient } from '../nft-client.js';
+import { batchText, type NftBatch } from '../transaction.js';
 import {
   applyBatch,
   cloneState,
@@ -62,16 +63,18 @@ export class FakeNft implements NftClient {
     this.#failNext = errorText;
   }
 
-  async run(commands: readonly NftCommand[] | string, opts: NftRunOptions = {}): Promise<NftResult> {
-    return this.runSync(commands, opts);
+  async run(batch: NftBatch, opts: NftRunOptions = {}): Promise<NftResult> {
+    return this.runSync(batch, opts);
   }
 
   /** `run` without the promise, for tests that drive the fake directly. */
-  runSync(commands: readonly NftCommand[] | string, opts: NftRunOptions = {}): NftResult {
+  runSync(batch: NftBatch, opts: NftRunOptions = {}): NftResult {
     if (this.#closed) {
       throw new NftablesError('failed', 'the nftables context is closed', this.#errorOpts());
     }
-    if (typeof commands !== 'string' && commands.length === 0) return { items: [], output: '', warnings: '' };
+    // The same text the real context would send (a transaction's mistake is thrown here).
+    const text = batchText(batch);
+    if (text === undefined) return { items: [], output: '', warnings: '' };
     if (this.#failNext !== undefined) {
       const text = this.#failNext;
       this.#failNext = undefined;
@@ -79,7 +82,7 @@ export class FakeNft implements NftClient {
     }
     let list: unknown[];
     try {
-      list = typeof commands === 'string' ? readDocument(commands) : commandsDocumentItems(commands);
+      list = readDocument(text);
     } catch (e) {
       if (e instanceof FakeNftFailure) throw nftErrorFromText(e.text, this.netns);
       throw e;
@@ -139,12 +142,6 @@ export class FakeNft implements NftClient {
   #errorOpts(): { netns?: string } {
     return this.netns === undefined ? {} : { netns: this.netns };
   }
-}
-
-function commandsDocumentItems(commands: readonly NftCommand[]): unknown[] {
-  // Through the same serialisation as the real context, so anything JSON cannot carry is lost
-  // here too (undefined fields, functions).
-  return JSON.parse(commandsDocument(commands)).nftables as unknown[];
 }
 
 function readDocument(text: string): unknown[] {
