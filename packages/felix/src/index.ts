@@ -5,22 +5,31 @@
  * resolves the parameters; `FelixDaemon` runs it all.
  */
 export { CalcGraph, type CalcGraphOptions } from './calc/calc-graph.js';
-export { applyDataplaneDiff, emptyDataplaneState, isEmptyDiff } from './calc/dataplane-state.js';
+export {
+  applyDataplaneDiff,
+  changesRules,
+  emptyDataplaneState,
+  isEmptyDiff,
+} from './calc/dataplane-state.js';
+export type { EncapConfig } from './calc/encap-resolver.js';
 export type {
   CalcKind,
   CalcResource,
   CalcUpdate,
   DataplaneDiff,
   DataplaneState,
+  EncapDiff,
   EndpointState,
   EndpointTier,
   ICMPMatch,
+  IPAMBlockResource,
   IPSetDefinition,
   IPSetState,
   NamedPortProtocol,
   NormalizedRule,
   PolicyKind,
   PolicyState,
+  PoolEncaps,
   PoolState,
   PortRange,
   ProfileState,
@@ -29,7 +38,9 @@ export type {
   RuleProtocol,
   ServiceRef,
   TierDefaultAction,
+  TunnelSources,
 } from './calc/types.js';
+export { clientConfigOf } from './config/derived.js';
 export {
   type ConfigProblem,
   type ConfigSource,
@@ -51,6 +62,7 @@ export {
   FELIX_SYNCER_KINDS,
   FelixDaemon,
   type FelixDaemonOptions,
+  type FelixKeySources,
   type FelixSyncer,
   type FelixSyncerFactory,
   felixKeySources,
