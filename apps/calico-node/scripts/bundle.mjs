@@ -1,7 +1,7 @@
 // Bundles src/main.ts into one ESM file, bin/calico-node, with a node shebang (see
 // scripts/bundle-lib.mjs at the repository root). Workspace packages are bundled from their
-// TypeScript sources; etcd3 is carried, with its protos inlined and protobufjs given `long`, as for
-// calico-felix. koffi (native) stays outside the bundle and is found from node_modules.
+// TypeScript sources; etcd3 is carried, with its protos inlined and protobufjs given `long`, as the
+// felix package once did. koffi (native) stays outside the bundle and is found from node_modules.
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -21,6 +21,20 @@ describe('calico-node flags', () => {
     });
     expect(parseArgs(['-felix-live', '-threshold-time', '500ms'])).toMatchObject({ thresholdMs: 500 });
   });
+  it('runs Felix alone with -felix, with its config file', () => {
+    expect(parseArgs(['-felix'])).toEqual({ kind: 'felix' });
+    expect(parseArgs(['-felix', '-config-file', '/tmp/f.cfg'])).toEqual({
+      kind: 'felix',
+      configFile: '/tmp/f.cfg',
+    });
+    expect(parseArgs(['--felix', '--config-file=/tmp/f.cfg'])).toEqual({
+      kind: 'felix',
+      configFile: '/tmp/f.cfg',
+    });
+    expect(() => parseArgs(['-felix', '-startup'])).toThrow(/-felix cannot be combined with -startup/);
+    expect(() => parseArgs(['-felix', '-felix-ready'])).toThrow(/health checks/);
+    expect(() => parseArgs(['-config-file', 'x'])).toThrow(/-config-file is for -felix/);
+  });
   it('knows -v and -h', () => {
     expect(parseArgs(['-v'])).toEqual({ kind: 'version' });
     expect(parseArgs(['-help'])).toEqual({ kind: 'help' });

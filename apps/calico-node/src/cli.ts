@@ -4,6 +4,7 @@
  *
  *   calico-node                     start-up, then Felix and (bird backend) BIRD, until SIGTERM
  *   calico-node -startup            start-up only, then exit
+ *   calico-node -felix [-config-file F]   Felix alone (no start-up, no BIRD), until SIGTERM
  *   calico-node -felix-ready …      health checks (see probes.ts); -threshold-time=30s
  *   calico-node -v | -version       print the version
  */
@@ -13,6 +14,7 @@ import { PROBE_NAMES, type ProbeName } from './probes.js';
 export type Command =
   | { readonly kind: 'run' }
   | { readonly kind: 'startup' }
+  | { readonly kind: 'felix'; readonly configFile?: string }
   | { readonly kind: 'probe'; readonly probes: readonly ProbeName[]; readonly thresholdMs: number }
   | { readonly kind: 'version' }
   | { readonly kind: 'help' };
@@ -24,6 +26,8 @@ CALICO_NETWORKING_BACKEND=bird (the default), BIRD and its configuration, until 
 
 Flags:
   -startup              run the start-up steps only, then exit
+  -felix                run Felix alone (no start-up steps, no BIRD) until SIGTERM
+  -config-file FILE     with -felix: Felix's config file (default /etc/calico/felix.cfg)
   -felix-ready          check Felix's readiness (GET /readiness on FELIX_HEALTHPORT)
   -felix-live           check Felix's liveness
   -bird-ready           check that BIRD's BGP sessions are Established
@@ -71,6 +75,8 @@ export function parseArgs(argv: readonly string[]): Command {
   const probes: ProbeName[] = [];
   let thresholdMs = 30_000;
   let startup = false;
+  let felix = false;
+  let configFile: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
     if (!raw.startsWith('-')) throw new NodeError('usage', `unexpected argument "${raw}"`);
@@ -81,7 +87,12 @@ export function parseArgs(argv: readonly string[]): Command {
     if (name === 'h' || name === 'help') return { kind: 'help' };
     if (name === 'v' || name === 'version') return { kind: 'version' };
     if (name === 'startup') startup = true;
-    else if ((PROBE_NAMES as readonly string[]).includes(name)) {
+    else if (name === 'felix') felix = true;
+    else if (name === 'config-file' || name === 'c') {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v === '') throw new NodeError('usage', `-${name} needs a file name`);
+      configFile = v;
+    } else if ((PROBE_NAMES as readonly string[]).includes(name)) {
       if (inline === undefined || inline === 'true') probes.push(name as ProbeName);
       else if (inline !== 'false') throw new NodeError('usage', `-${name} takes no value`);
     } else if (name === 'threshold-time') {
@@ -94,7 +105,13 @@ export function parseArgs(argv: readonly string[]): Command {
   }
   if (probes.length > 0) {
     if (startup) throw new NodeError('usage', '-startup cannot be combined with health checks');
+    if (felix) throw new NodeError('usage', '-felix cannot be combined with health checks');
     return { kind: 'probe', probes, thresholdMs };
   }
+  if (felix) {
+    if (startup) throw new NodeError('usage', '-felix cannot be combined with -startup');
+    return configFile !== undefined ? { kind: 'felix', configFile } : { kind: 'felix' };
+  }
+  if (configFile !== undefined) throw new NodeError('usage', '-config-file is for -felix');
   return startup ? { kind: 'startup' } : { kind: 'run' };
 }

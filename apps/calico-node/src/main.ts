@@ -1,6 +1,8 @@
 /**
- * The calico-node executable: flags → a health check, the start-up steps, or the whole node
- * (start-up, then Felix and BIRD) until SIGTERM/SIGINT. Logs are pino JSON lines on stdout.
+ * The calico-node executable, the one process owner of this repository's node agents: flags → a
+ * health check, the start-up steps, Felix alone (`-felix`, felix-main.ts), or the whole node
+ * (start-up, then Felix and BIRD) until SIGTERM/SIGINT, each ending through one shutdown helper
+ * (shutdown.ts). Logs are pino JSON lines on stdout.
  * Exit status 1 with one line on stderr when it cannot start (bad flags or environment, datastore
  * unreachable, no usable address).
  */
@@ -16,11 +18,13 @@ import pino from 'pino';
 import { parseArgs, USAGE } from './cli.js';
 import { parseNodeEnv } from './env.js';
 import { errorMessage, isNodeError } from './errors.js';
+import { runFelix } from './felix-main.js';
 import { bgpSecretProviderFor } from './file-secrets.js';
 import { listHostInterfaces, reachSource } from './host-network.js';
 import { CalicoNode, felixEnv } from './node-daemon.js';
 import { CALICO_VERSION } from './node-resource.js';
 import { runProbes } from './probes.js';
+import { onShutdownSignals } from './shutdown.js';
 import { runStartup } from './startup.js';
 
 function pinoLevel(severity: string): pino.Level {
@@ -55,6 +59,10 @@ async function main(): Promise<number> {
       return 1;
     }
     return 0;
+  }
+  if (cmd.kind === 'felix') {
+    await runFelix(cmd.configFile !== undefined ? { configFile: cmd.configFile } : {});
+    return -1;
   }
 
   const env = parseNodeEnv(process.env, hostname());
@@ -126,22 +134,11 @@ async function main(): Promise<number> {
       log.level = pinoLevel(level);
     },
   });
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down');
-    node
-      .stop()
-      .then(() => Promise.allSettled([nft.close(), nftIp6?.close(), datastore.close()]))
-      .then(() => process.exit(0))
-      .catch((e: unknown) => {
-        log.error({ err: errorMessage(e) }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  onShutdownSignals({
+    log,
+    stop: () => node.stop(),
+    close: [() => nft.close(), () => nftIp6?.close(), () => datastore.close()],
+  });
   await node.start();
   log.info({ backend: env.networkingBackend }, 'calico-node running');
   return -1;

@@ -1,5 +1,5 @@
 /**
- * Felix under faults, as a user sees it: the bundled `calico-felix` in a node namespace (see
+ * Felix under faults, as a user sees it: the bundled `calico-node -felix` in a node namespace (see
  * testing-internal/felix-lab.ts), a policy that lets `client` talk to `server` and nothing else
  * (an `intruder` pod in another namespace is denied), and traffic running the whole time:
  *

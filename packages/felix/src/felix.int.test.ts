@@ -1,5 +1,5 @@
 /**
- * Felix end to end, as a user sees it: the bundled `calico-felix` runs in a node network namespace
+ * Felix end to end, as a user sees it: the bundled `calico-node -felix` runs in a node network namespace
  * against a private etcd, pods are made by the real CNI plugin, and every policy claim is checked
  * with real traffic (ping, and TCP/UDP echo agents in the pods). Also: readiness and status in the
  * datastore, surviving a kill and a restart without dropping an established connection, repairing

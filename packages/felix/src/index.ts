@@ -25,22 +25,31 @@ export type {
   NftVerdict,
 } from '@calico-ts/nftables';
 export { CalcGraph, type CalcGraphOptions } from './calc/calc-graph.js';
-export { applyDataplaneDiff, emptyDataplaneState, isEmptyDiff } from './calc/dataplane-state.js';
+export {
+  applyDataplaneDiff,
+  changesRules,
+  emptyDataplaneState,
+  isEmptyDiff,
+} from './calc/dataplane-state.js';
+export type { EncapConfig } from './calc/encap-resolver.js';
 export type {
   CalcKind,
   CalcResource,
   CalcUpdate,
   DataplaneDiff,
   DataplaneState,
+  EncapDiff,
   EndpointState,
   EndpointTier,
   ICMPMatch,
+  IPAMBlockResource,
   IPSetDefinition,
   IPSetState,
   NamedPortProtocol,
   NormalizedRule,
   PolicyKind,
   PolicyState,
+  PoolEncaps,
   PoolState,
   PortRange,
   ProfileState,
@@ -49,7 +58,9 @@ export type {
   RuleProtocol,
   ServiceRef,
   TierDefaultAction,
+  TunnelSources,
 } from './calc/types.js';
+export { clientConfigOf } from './config/derived.js';
 export {
   type ConfigProblem,
   type ConfigSource,
@@ -71,6 +82,7 @@ export {
   FELIX_SYNCER_KINDS,
   FelixDaemon,
   type FelixDaemonOptions,
+  type FelixKeySources,
   type FelixSyncer,
   type FelixSyncerFactory,
   felixKeySources,

@@ -3,7 +3,7 @@
  * Kubernetes network-policy conformance suite: namespaces x, y, z with pods a, b, c each, every pod
  * serving TCP and UDP echo on ports 80 and 81. Each case writes `networking.k8s.io/v1`
  * NetworkPolicies through `convertK8sNetworkPolicy` (as kube-controllers would), waits until the
- * bundled `calico-felix` has reprogrammed nftables, then probes the full 9×9 reachability matrix
+ * bundled `calico-node -felix` has reprogrammed nftables, then probes the full 9×9 reachability matrix
  * for the port and protocol under test and compares it with the expected truth table (the
  * diagonal — a pod to itself — is ignored, as upstream ignores loopback).
  *
@@ -25,6 +25,7 @@ import {
 } from '@calico-ts/api';
 import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';
+import { bundleFelix, FELIX_ARGS } from './testing-internal/felix-executable.js';
 import { collectLines, FelixLab, logFile, type Pod } from './testing-internal/felix-lab.js';
 
 function missingPrerequisites(): string[] {
@@ -383,14 +384,12 @@ describe.skipIf(missing.length > 0)('Kubernetes NetworkPolicy on the dataplane (
     await lab.start();
     // @ts-expect-error: a plain .mjs build script without type declarations
     const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleFelix } = await import('../scripts/bundle.mjs');
     const cniBin = join(lab.tmp, 'cni-bin');
     await bundleCni(cniBin);
     const felixBin: string = await bundleFelix();
     await lab.seed(Object.fromEntries(NAMESPACES.map((ns) => [ns, namespaceLabels(ns)])));
 
-    const felix = lab.spawnIn(lab.node, felixBin, [], {
+    const felix = lab.spawnIn(lab.node, felixBin, [...FELIX_ARGS], {
       PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
       FELIX_FELIXHOSTNAME: lab.nodeName,
       FELIX_ETCDENDPOINTS: 'http://127.0.0.1:2379',

@@ -1,7 +1,7 @@
 /**
  * VXLAN between two nodes, as a user sees it: two node namespaces on one fabric bridge, a private
  * etcd with a VXLAN pool (vxlanMode Always), tunnel addresses given by `ensureVxlanTunnelAddress`,
- * the bundled `calico-felix` in each node, and one pod per node from the real CNI plugin. Asserted:
+ * the bundled `calico-node -felix` in each node, and one pod per node from the real CNI plugin. Asserted:
  * the device, routes, neighbours and FDB entries in each node's kernel, ping and TCP/UDP across
  * nodes, the packets going through vxlan.calico (its counters), VXLAN from a host that is not a
  * node dropped unless FelixConfiguration lists it, and a deleted Node's routes leaving the other node. Needs root, etcd, ip, bridge, nsenter, ping, nft; see testing-internal/vxlan-lab.ts.
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vtepMacFor } from './calc/vxlan-resolver.js';
+import { bundleFelix } from './testing-internal/felix-executable.js';
 import type { LabNode, LabPod } from './testing-internal/vxlan-lab.js';
 import { VxlanLab } from './testing-internal/vxlan-lab.js';
 import { ensureVxlanTunnelAddress } from './tunnel-addr/tunnel-address.js';
@@ -80,8 +81,6 @@ describe.skipIf(missing.length > 0)('VXLAN integration', () => {
     [n1, n2] = lab.nodes as [LabNode, LabNode];
     // @ts-expect-error: a plain .mjs build script without type declarations
     const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
-    // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleFelix } = await import('../scripts/bundle.mjs');
     const cniBin = join(lab.tmp, 'cni-bin');
     await bundleCni(cniBin);
     const felixBin: string = await bundleFelix();

@@ -1,7 +1,8 @@
 /**
  * What goes into the calculation graph (datastore changes) and what comes out of it (the desired
  * dataplane state: IP sets, active policies and profiles with normalised rules, local endpoints
- * with their ordered tiers, IP pools).
+ * with their ordered tiers, IP pools; and this node's tunnels: VXLAN, IPIP and the hosts the
+ * rules accept tunnelled packets from).
  */
 import type {
   GlobalNetworkPolicy,
@@ -12,6 +13,7 @@ import type {
   K8sService,
   NetworkPolicy,
   NetworkSet,
+  Node,
   Profile,
   StagedGlobalNetworkPolicy,
   StagedKubernetesNetworkPolicy,
@@ -19,6 +21,19 @@ import type {
   Tier,
   WorkloadEndpoint,
 } from '@calico-ts/api';
+import type { IpipState } from './ipip-resolver.js';
+import type { BlockRecord } from './route-resolver.js';
+import type { VxlanState } from './vxlan-resolver.js';
+
+/**
+ * An IPAM block as the graph takes it: the datastore's block record under the name of its key
+ * (the syncer's `ipam-blocks` source delivers `{ key, value }`; `ipamBlockResource` wraps it).
+ */
+export interface IPAMBlockResource {
+  readonly kind: 'IPAMBlock';
+  readonly metadata: { readonly name: string; readonly namespace?: string };
+  readonly spec: BlockRecord;
+}
 
 /** The kinds the calculation graph consumes. */
 export type CalcResource =
@@ -35,7 +50,9 @@ export type CalcResource =
   | GlobalNetworkSet
   | IPPool
   | K8sService
-  | K8sEndpointSlice;
+  | K8sEndpointSlice
+  | Node
+  | IPAMBlockResource;
 
 export type CalcKind = CalcResource['kind'];
 
@@ -209,8 +226,40 @@ export interface PoolState {
   readonly disabled: boolean;
 }
 
+/**
+ * What the rules need of the tunnels (the renderer's `TunnelRules`): the hosts VXLAN and IPIP
+ * packets are accepted from, and the hosts NAT outgoing leaves alone. A field is absent when its
+ * tunnel (or exclusion) is off.
+ */
+export interface TunnelSources {
+  readonly vxlanSources?: readonly string[];
+  readonly vxlanSourcesV6?: readonly string[];
+  readonly ipipSources?: readonly string[];
+  readonly natExcludedHosts?: readonly string[];
+}
+
+/** Which encapsulations the enabled pools use: what the pod MTU is reduced for. */
+export interface PoolEncaps {
+  readonly vxlan: boolean;
+  readonly ipip: boolean;
+}
+
+/**
+ * This node's tunnels, each part present in a diff only when it changed (and only once the
+ * datastore is in sync, so a partial view never removes routes).
+ */
+export interface EncapDiff {
+  /** The IPv4 VXLAN state (vxlan.calico, its routes, neighbours, FDB). */
+  readonly vxlan?: VxlanState;
+  /** The IPv6 VXLAN state (vxlan-v6.calico); only with IPv6 support on. */
+  readonly vxlanV6?: VxlanState;
+  readonly ipip?: IpipState;
+  readonly tunnelSources?: TunnelSources;
+  readonly poolEncaps?: PoolEncaps;
+}
+
 /** The changes to the desired dataplane state since the previous flush. Lists are sorted by ID. */
-export interface DataplaneDiff {
+export interface DataplaneDiff extends EncapDiff {
   /** True once the datastore has reported in-sync (and stays true). */
   readonly inSync: boolean;
   readonly ipSetsUpdated: readonly IPSetState[];
@@ -225,8 +274,11 @@ export interface DataplaneDiff {
   readonly poolsRemoved: readonly string[];
 }
 
-/** The whole desired dataplane state, keyed by ID: what `DataplaneDiff`s add up to. */
-export interface DataplaneState {
+/**
+ * The whole desired dataplane state, keyed by ID: what `DataplaneDiff`s add up to. The tunnel
+ * parts are the ones last emitted (absent until the graph emits them).
+ */
+export interface DataplaneState extends EncapDiff {
   readonly inSync: boolean;
   readonly ipSets: Readonly<Record<string, IPSetState>>;
   readonly policies: Readonly<Record<string, PolicyState>>;

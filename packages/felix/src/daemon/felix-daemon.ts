@@ -1,20 +1,23 @@
 /**
- * FelixDaemon: Felix's main loop, wiring the datastore to the kernel.
+ * FelixDaemon: Felix's main loop, the wiring from the datastore to the kernel.
  *
- *   Syncer (list+watch, @calico-ts/datastore) ──► CalcGraph.onUpdate ──(debounce)──► flush ──► LinuxDataplane
- *        │ FelixConfiguration ──► resolve config (env > file > node.<name> > default)   │ apply:
- *        │ connection state ─┐                                                           │ one nft
- *   probe (raw KV revision) ─┴► datastore reachable? ──► health: async_calc_graph         │ transaction,
- *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status            │ routes
- *   Node + IPPool + IPAM blocks (syncer) ──► resolveVxlan ──(changed?)──► setVxlanState
- *                                        ──► resolveIpip  ──(changed?)──► setIpipState
- *                                                      └─ IPIP/VXLAN sources changed? ──► setTunnelRules, apply
- *   health server /liveness /readiness ◄── HealthAggregator ◄── InternalDataplaneMainLoop ◄┘
- *   metrics server /metrics ◄── FelixMetrics
+ *   Syncer (list+watch, @calico-ts/datastore; felix-sources.ts)
+ *     │ resources, Nodes, IPAM blocks, Services ──► calcUpdateOf ──► CalcGraph.onUpdate
+ *     │ FelixConfiguration ──► ConfigState (config-state.ts) ──► rules config, tunnel config
+ *     │ ClusterInformation ──► datastore lock (datastoreReady: false holds every apply)
+ *     │ connection state ─┐
+ *   probe (raw KV rev.) ──┴► DatastoreHealth (datastore-health.ts) ──► health: async_calc_graph
+ *                                                                   │
+ *   (debounce) ──► host MTU if the tunnels need it ──► CalcGraph.flush ──► DataplaneDiff
+ *        ──► LinuxDataplane.onUpdate (rules, routes, VXLAN, IPIP) ──► apply: one nft transaction,
+ *            routes ──► PodMtuFile (mtu-file.ts) ──► health: InternalDataplaneMainLoop
+ *   StatusReporter ──► /calico/felix/v2/…/status (lease), last_reported_status
+ *   FelixServers (servers.ts): /liveness /readiness ◄── HealthAggregator; /metrics ◄── FelixMetrics
  *
- * IPAM blocks arrive through the same syncer as the resources (a KV-prefix source), and on the
- * Kubernetes datastore so do Services and EndpointSlices (for policy `services` matches). The VXLAN
- * state is only computed once every source is in sync, so a partial view never removes routes.
+ * Everything the dataplane needs comes out of the one graph: policies, IP sets, endpoints, pools,
+ * and the tunnels (VXLAN, IPIP, the routes to other nodes' blocks, the hosts tunnelled packets
+ * are accepted from). The daemon keeps no nodes, pools or blocks. The tunnels are derived once
+ * every source is in sync, so a partial view never removes routes.
  *
  * Readiness is false until the first in-sync has been programmed, and while the datastore is
  * unreachable (the rules stay as they are meanwhile; reconnecting resyncs everything).
@@ -29,190 +32,58 @@
  * API: `start()` resolves once the configuration is loaded and the loops run; `stop()`.
  * Thread-safety: one event loop; dataplane applies never overlap.
  */
-import type { Server } from 'node:http';
-import type {
-  ClusterInformationSpec,
-  FelixConfigurationSpec,
-  IPPool,
-  Kind,
-  Node,
-  ResourceOf,
-} from '@calico-ts/api';
-import { ipFamily } from '@calico-ts/api/net';
-import {
-  type Datastore,
-  type KVStore,
-  kvSource,
-  resourceSource,
-  Syncer,
-  type SyncerOptions,
-  type SyncerUpdate,
-  type SyncSource,
-} from '@calico-ts/datastore';
-import {
-  decodeBlock,
-  ENDPOINT_SLICES_PREFIX,
-  IPAM_ROOT,
-  SERVICES_PREFIX,
-} from '@calico-ts/datastore/internal';
+import type { ClusterInformationSpec, FelixConfigurationSpec, Kind } from '@calico-ts/api';
+import { type Datastore, Syncer, type SyncerOptions, type SyncerUpdate } from '@calico-ts/datastore';
 import type { NftClient } from '@calico-ts/nftables';
 import { CalcGraph } from '../calc/calc-graph.js';
-import { isEmptyDiff } from '../calc/dataplane-state.js';
-import { hostAddresses, type IpipState, resolveIpip } from '../calc/ipip-resolver.js';
-import {
-  type BlockRecord,
-  type BlockRoutes,
-  blockRoutesOf,
-  encapRouteProtocol,
-} from '../calc/route-resolver.js';
-import type { CalcResource, DataplaneDiff, NormalizedRule } from '../calc/types.js';
-import { resolveVxlan, type VxlanState } from '../calc/vxlan-resolver.js';
-import { hostMtuOf, podMtu, rulesConfigOf, statusPrefix } from '../config/derived.js';
-import { changedParams, type ResolvedConfig } from '../config/felix-config.js';
-import { type LocalConfigSources, resolveWith } from '../config/load-config.js';
+import { changesRules } from '../calc/dataplane-state.js';
+import { encapRouteProtocol } from '../calc/route-resolver.js';
+import { rulesConfigOf, statusPrefix } from '../config/derived.js';
+import type { LocalConfigSources } from '../config/load-config.js';
 import type { FelixConfig } from '../config/params.js';
 import { type DataplaneNetOps, LinuxDataplane } from '../dataplane/linux-dataplane.js';
 import { errorMessage, type Logger } from '../logging.js';
-import type { TunnelRules } from '../rules/ruleset-renderer.js';
-import { boundPort, closeServer, HealthAggregator, startHealthServer } from './health.js';
-import { FelixMetrics, startMetricsServer } from './metrics.js';
-import { writeMtuFile } from './mtu-file.js';
+import { type ConfigChange, ConfigState } from './config-state.js';
+import { CALC_GRAPH, DatastoreHealth } from './datastore-health.js';
+import {
+  calcUpdateOf,
+  type FelixKeySources,
+  type FelixSyncer,
+  type FelixSyncerFactory,
+  felixSyncerSources,
+} from './felix-sources.js';
+import { HealthAggregator } from './health.js';
+import { FelixMetrics } from './metrics.js';
+import { PodMtuFile } from './mtu-file.js';
+import { FelixServers } from './servers.js';
 import { StatusReporter, type StatusStore } from './status-reporter.js';
+import { encapConfigOf, logTunnelChanges, readHostMtu } from './tunnels.js';
+import { UnenforcedFieldsLog } from './unenforced-log.js';
 
-/** A Calico resource as the syncer delivers it. */
-type SyncedResource = ResourceOf<Kind> & { kind: Kind };
+export {
+  CALC_KINDS,
+  FELIX_SYNCER_KINDS,
+  type FelixKeySources,
+  type FelixSyncer,
+  type FelixSyncerFactory,
+  felixKeySources,
+  felixSyncerSources,
+  IPAM_BLOCKS_SOURCE,
+  type IpamBlockSource,
+} from './felix-sources.js';
 
-/** The kinds the calculation graph consumes. */
-export const CALC_KINDS: readonly Kind[] = [
-  'Tier',
-  'Profile',
-  'GlobalNetworkPolicy',
-  'NetworkPolicy',
-  'GlobalNetworkSet',
-  'NetworkSet',
-  'IPPool',
-  'HostEndpoint',
-  'WorkloadEndpoint',
-];
-
-const CALC_GRAPH = 'async_calc_graph';
 const DATAPLANE = 'InternalDataplaneMainLoop';
-/** Parameters a running Felix applies at once; the others take effect on restart. */
-const LIVE_PARAMS: ReadonlySet<string> = new Set([
-  'LogSeverityScreen',
-  'DefaultEndpointToHostAction',
-  'FailsafeInboundHostPorts',
-  'FailsafeOutboundHostPorts',
-  'NftablesMarkMask',
-  'LogPrefix',
-  'VXLANPort',
-  'AllowVXLANPacketsFromWorkloads',
-  'AllowIPIPPacketsFromWorkloads',
-  'NATOutgoingAddress',
-  'NATPortRange',
-  'NATOutgoingExclusions',
-  'IptablesNATOutgoingInterfaceFilter',
-  'VXLANEnabled',
-  'VXLANMTU',
-  'VXLANVNI',
-  'IpInIpEnabled',
-  'IpInIpMtu',
-  'ProgramClusterRoutes',
-  'ExternalNodesCIDRList',
-]);
 /** Consecutive failed applies after which the dataplane reports itself not live. */
 const MAX_FAILURES_LIVE = 10;
 
-/** The IPAM blocks as a syncer source: `kvSource('ipam-blocks', kv, blocks prefix, decodeBlock)`. */
-export type IpamBlockSource = SyncSource<{ readonly key: string; readonly value: BlockRecord }>;
-/** The source name Felix reads IPAM blocks from. */
-export const IPAM_BLOCKS_SOURCE = 'ipam-blocks';
-
-/**
- * The sources beside the Calico kinds that Felix follows on a datastore's key store: the IPAM
- * blocks, and on the Kubernetes datastore the Services and EndpointSlices.
- */
-export function felixKeySources(
-  kv: KVStore,
-  backend: Datastore['backend'],
-): Pick<FelixDaemonOptions, 'ipamBlocks' | 'kubeSources'> {
-  const json = (x: { value: string }) => JSON.parse(x.value) as unknown;
-  return {
-    ipamBlocks: kvSource(IPAM_BLOCKS_SOURCE, kv, `${IPAM_ROOT}assignment/`, decodeBlock),
-    ...(backend === 'kubernetes'
-      ? {
-          kubeSources: [
-            kvSource('Service', kv, SERVICES_PREFIX, json),
-            kvSource('EndpointSlice', kv, ENDPOINT_SLICES_PREFIX, json),
-          ],
-        }
-      : {}),
-  };
-}
-
-/** The Calico kinds Felix's syncer follows: the calculation graph's kinds and its own configuration. */
-export const FELIX_SYNCER_KINDS: readonly Kind[] = [
-  ...CALC_KINDS,
-  'FelixConfiguration',
-  'Node',
-  'ClusterInformation',
-];
-
-/**
- * The sources of Felix's syncer: one resource source per kind of {@link FELIX_SYNCER_KINDS} on
- * `datastore`, then the key-store sources given (see {@link felixKeySources}), in that order. Felix
- * builds its own `Syncer` from them, and Typha follows the same sources for its Felix clients.
- *
- * @param datastore - The datastore the kinds are listed and watched on.
- * @param keySources - The IPAM blocks and Kubernetes objects sources; absent ones are left out.
- * @returns The sources, each with the name Felix's updates carry.
- */
-export function felixSyncerSources(
-  datastore: Datastore,
-  keySources: Pick<FelixDaemonOptions, 'ipamBlocks' | 'kubeSources'> = {},
-): SyncSource[] {
-  return [
-    ...FELIX_SYNCER_KINDS.map((k) => resourceSource(datastore, k) as SyncSource),
-    ...(keySources.ipamBlocks ? [keySources.ipamBlocks as SyncSource] : []),
-    ...((keySources.kubeSources ?? []) as SyncSource[]),
-  ];
-}
-
-/**
- * What Felix follows the datastore with: its own `Syncer`, or anything of the same shape that
- * delivers the same updates (a Typha client).
- */
-export interface FelixSyncer {
-  /** Starts following; updates and in-sync arrive through the callbacks it was built with. */
-  start(): void;
-  /** Stops following; resolves when nothing more will be delivered. */
-  stop(): Promise<void>;
-  /** Whether in-sync has been delivered. */
-  readonly inSync: boolean;
-}
-
-/**
- * Builds Felix's syncer from the options its own `Syncer` would get (sources and callbacks) and
- * the resolved configuration (e.g. TyphaAddr).
- */
-export type FelixSyncerFactory = (opts: SyncerOptions, config: FelixConfig) => FelixSyncer;
-
-export interface FelixDaemonOptions {
+export interface FelixDaemonOptions extends FelixKeySources {
   readonly local: LocalConfigSources;
   readonly datastore: Datastore;
   /** Raw key-value writes for the status reports; absent: no reports. */
   readonly statusStore?: StatusStore;
   /** A cheap datastore round trip (the KV store's revision read) to tell reachability. */
   readonly probe?: () => Promise<unknown>;
-  /** IPAM blocks, for the routes to other nodes' blocks; absent: no block routes. */
-  readonly ipamBlocks?: IpamBlockSource;
-  /**
-   * Kubernetes Services and EndpointSlices (sources named `Service` and `EndpointSlice`, items
-   * `{ key, value }` with the object as value), on the Kubernetes datastore; absent elsewhere, and
-   * then a policy's `services` match matches nothing.
-   */
-  readonly kubeSources?: readonly SyncSource<{ readonly key: string; readonly value: unknown }>[];
-  /** Absent: Felix's own `Syncer` over `datastore` and the sources above. */
+  /** Absent: Felix's own `Syncer` over `datastore` and the key-store sources. */
   readonly syncerFactory?: FelixSyncerFactory;
   readonly nft: NftClient;
   /**
@@ -239,44 +110,26 @@ export class FelixDaemon {
   readonly #log: Logger;
   readonly health: HealthAggregator;
   readonly metrics = new FelixMetrics();
-  #resolved!: ResolvedConfig;
-  #globalSpec: FelixConfigurationSpec | undefined;
-  #hostSpec: FelixConfigurationSpec | undefined;
+  readonly #config: ConfigState;
+  readonly #calcHealth: DatastoreHealth;
+  readonly #servers: FelixServers;
+  readonly #unenforced: UnenforcedFieldsLog;
+  readonly #mtuFile: PodMtuFile;
   #graph!: CalcGraph;
   #dataplane!: LinuxDataplane;
   #syncer: FelixSyncer | undefined;
   #status: StatusReporter | undefined;
-  #healthServer: Server | undefined;
-  /** `host:port` the health server listens on. */
-  #healthAt: string | undefined;
-  #metricsServer: Server | undefined;
-  readonly #down = new Map<string, string>();
   #flushTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #flushAgain = false;
   #forceApply = true;
   #firstApplied = false;
   #failures = 0;
-  #probeTimer: NodeJS.Timeout | undefined;
-  #probePending = false;
-  #probeStarted = 0;
-  #probeGeneration = 0;
-  readonly #pools = new Map<string, { vxlan: boolean; ipip: boolean }>();
+  /** The configuration changed since the graph last got its tunnel parameters. */
+  #encapConfigStale = true;
   readonly #weps = new Set<string>();
-  readonly #nodes = new Map<string, Node>();
-  readonly #ipPools = new Map<string, IPPool>();
-  /** Block key → its routing facts, from the syncer. */
-  readonly #blockMap = new Map<string, BlockRoutes>();
-  #encapTimer: NodeJS.Timeout | undefined;
-  #vxlanKey = '';
-  #vxlanKey6 = '';
-  #ipipKey = '';
-  #tunnelRulesKey = JSON.stringify({});
-  #poolsChanged = true;
   /** ClusterInformation says `datastoreReady: false`: apply nothing until it says true. */
   #datastoreLocked = false;
-  /** Owner ID → the unenforced-field warning last logged for it. */
-  readonly #unenforcedLogged = new Map<string, string>();
   #stopped = false;
   readonly #startedAt: number;
 
@@ -289,10 +142,36 @@ export class FelixDaemon {
     this.health.register(DATAPLANE, { live: true, ready: true });
     this.health.report(CALC_GRAPH, { live: true, ready: false, detail: 'starting' });
     this.health.report(DATAPLANE, { live: true, ready: false, detail: 'not programmed yet' });
+    this.#calcHealth = new DatastoreHealth({
+      health: this.health,
+      metrics: this.metrics,
+      log: this.#log,
+      ...(opts.probe ? { probe: opts.probe } : {}),
+      ...(opts.probeTimeoutMs !== undefined ? { probeTimeoutMs: opts.probeTimeoutMs } : {}),
+      inSync: () => this.#syncer?.inSync ?? false,
+      locked: () => this.#datastoreLocked,
+    });
+    this.#config = new ConfigState({
+      local: opts.local,
+      datastore: opts.datastore,
+      log: this.#log,
+      ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
+      ...(opts.probeTimeoutMs !== undefined ? { probeTimeoutMs: opts.probeTimeoutMs } : {}),
+      onUnreachable: (e) => this.#calcHealth.unreachable(e),
+      stopped: () => this.#stopped,
+    });
+    this.#servers = new FelixServers(this.health, this.metrics, this.#log);
+    this.#unenforced = new UnenforcedFieldsLog(this.#log);
+    this.#mtuFile = new PodMtuFile({
+      net: opts.net,
+      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
+      log: this.#log,
+      stopped: () => this.#stopped,
+    });
   }
 
   get config(): FelixConfig {
-    return this.#resolved.config;
+    return this.#config.config;
   }
 
   get ready(): boolean {
@@ -304,11 +183,78 @@ export class FelixDaemon {
   }
 
   healthPort(): number | undefined {
-    return this.#healthServer ? boundPort(this.#healthServer) : undefined;
+    return this.#servers.healthPort();
   }
 
   metricsPort(): number | undefined {
-    return this.#metricsServer ? boundPort(this.#metricsServer) : undefined;
+    return this.#servers.metricsPort();
+  }
+
+  async start(): Promise<void> {
+    // Health answers from the start when the local configuration (environment, file) enables it,
+    // so a Felix started while the datastore is away says why it is not ready rather than nothing.
+    // Upstream serves health only once it has read its configuration from the datastore.
+    const local = this.#config.localConfig();
+    this.#calcHealth.starting('reading the configuration from the datastore');
+    if (local.HealthEnabled) await this.#servers.serveHealth(local.HealthHost, local.HealthPort);
+    await this.#config.load();
+    this.#calcHealth.starting('starting');
+    const cfg = this.config;
+    this.#o.setLogLevel?.(cfg.LogSeverityScreen);
+    const resolved = this.#config.resolved;
+    for (const p of resolved.problems) this.#log.warn({ param: p.param, source: p.source }, p.message);
+    this.#log.info({ hostname: cfg.FelixHostname, sources: resolved.sources }, 'Felix configuration loaded');
+    this.#graph = new CalcGraph({ hostname: cfg.FelixHostname });
+    this.#dataplane = this.#makeDataplane(cfg);
+    await this.#configureForwarding(cfg);
+    if (cfg.HealthEnabled) await this.#servers.serveHealth(cfg.HealthHost, cfg.HealthPort);
+    else await this.#servers.stopHealth();
+    if (cfg.PrometheusMetricsEnabled) {
+      await this.#servers.serveMetrics(cfg.PrometheusMetricsHost, cfg.PrometheusMetricsPort);
+    }
+    this.#startStatusReports(cfg);
+    this.#dataplane.start();
+    this.#startSyncer(cfg);
+    this.#calcHealth.startProbing(this.#o.probeIntervalMs ?? 2000);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#calcHealth.stop();
+    // A report still being written would otherwise fail against the datastore closed after this.
+    await this.#status?.stop();
+    await this.#syncer?.stop();
+    await this.#flushing?.catch(() => {});
+    await this.#dataplane?.stop();
+    await this.#servers.close();
+    this.#log.info({}, 'Felix stopped; programmed rules and routes left in place');
+  }
+
+  // ---- start-up ------------------------------------------------------------------------------
+
+  #makeDataplane(cfg: FelixConfig): LinuxDataplane {
+    return new LinuxDataplane({
+      nft: this.#o.nft,
+      ...(this.#o.nftIp6 !== undefined && cfg.Ipv6Support ? { nftIp6: this.#o.nftIp6 } : {}),
+      net: this.#o.net,
+      ...(this.#o.netns !== undefined ? { netns: this.#o.netns } : {}),
+      rulesConfig: rulesConfigOf(cfg),
+      routeProtocol: cfg.DeviceRouteProtocol,
+      encapRouteProtocol: encapRouteProtocol(cfg.DeviceRouteProtocol),
+      nftablesRefreshMs: cfg.NftablesRefreshInterval * 1000,
+      routeRefreshMs: cfg.RouteRefreshInterval * 1000,
+      interfacePollMs: this.#o.interfacePollMs ?? 500,
+      log: this.#log,
+      onNftApplied: (r) => {
+        if (r.ok) this.metrics.nftCommands.inc({ mode: r.mode }, r.commands);
+        if (r.ok && r.mode === 'resync' && r.commands > 0 && this.#firstApplied)
+          this.metrics.nftRepairs.inc();
+      },
+      onError: (what, e) =>
+        this.#log.warn({ what, err: errorMessage(e) }, 'dataplane background step failed'),
+    });
   }
 
   /**
@@ -333,76 +279,22 @@ export class FelixDaemon {
     }
   }
 
-  async start(): Promise<void> {
-    // Health answers from the start when the local configuration (environment, file) enables it,
-    // so a Felix started while the datastore is away says why it is not ready rather than nothing.
-    // Upstream serves health only once it has read its configuration from the datastore.
-    const local = resolveWith(this.#o.local).config;
-    this.health.report(CALC_GRAPH, {
-      live: true,
-      ready: false,
-      detail: 'reading the configuration from the datastore',
-    });
-    if (local.HealthEnabled) await this.#serveHealth(local.HealthHost, local.HealthPort);
-    await this.#loadDatastoreConfig();
-    this.health.report(CALC_GRAPH, { live: true, ready: false, detail: 'starting' });
-    const cfg = this.config;
-    this.#o.setLogLevel?.(cfg.LogSeverityScreen);
-    for (const p of this.#resolved.problems) this.#log.warn({ param: p.param, source: p.source }, p.message);
-    this.#log.info(
-      { hostname: cfg.FelixHostname, sources: this.#resolved.sources },
-      'Felix configuration loaded',
-    );
-    this.#graph = new CalcGraph({ hostname: cfg.FelixHostname });
-    this.#dataplane = new LinuxDataplane({
-      nft: this.#o.nft,
-      ...(this.#o.nftIp6 !== undefined && cfg.Ipv6Support ? { nftIp6: this.#o.nftIp6 } : {}),
-      net: this.#o.net,
-      ...(this.#o.netns !== undefined ? { netns: this.#o.netns } : {}),
-      rulesConfig: rulesConfigOf(cfg),
-      routeProtocol: cfg.DeviceRouteProtocol,
-      encapRouteProtocol: encapRouteProtocol(cfg.DeviceRouteProtocol),
-      nftablesRefreshMs: cfg.NftablesRefreshInterval * 1000,
-      routeRefreshMs: cfg.RouteRefreshInterval * 1000,
-      interfacePollMs: this.#o.interfacePollMs ?? 500,
+  #startStatusReports(cfg: FelixConfig): void {
+    if (!this.#o.statusStore || cfg.ReportingIntervalSecs <= 0) return;
+    this.#status = new StatusReporter({
+      store: this.#o.statusStore,
+      prefix: statusPrefix(cfg),
+      intervalSecs: cfg.ReportingIntervalSecs,
+      ttlSecs: cfg.ReportingTTLSecs,
+      startedAt: this.#startedAt,
+      ...(this.#o.now ? { now: this.#o.now } : {}),
       log: this.#log,
-      onNftApplied: (r) => {
-        if (r.ok) this.metrics.nftCommands.inc({ mode: r.mode }, r.commands);
-        if (r.ok && r.mode === 'resync' && r.commands > 0 && this.#firstApplied)
-          this.metrics.nftRepairs.inc();
-      },
-      onError: (what, e) =>
-        this.#log.warn({ what, err: errorMessage(e) }, 'dataplane background step failed'),
+      onResult: (ok) => this.metrics.statusReports.inc({ outcome: ok ? 'ok' : 'failed' }),
     });
-    await this.#configureForwarding(cfg);
-    if (cfg.HealthEnabled) await this.#serveHealth(cfg.HealthHost, cfg.HealthPort);
-    else if (this.#healthServer) {
-      await closeServer(this.#healthServer);
-      this.#healthServer = undefined;
-      this.#healthAt = undefined;
-    }
-    if (cfg.PrometheusMetricsEnabled) {
-      this.#metricsServer = await startMetricsServer(
-        this.metrics,
-        cfg.PrometheusMetricsHost,
-        cfg.PrometheusMetricsPort,
-      );
-      this.#log.info({ port: boundPort(this.#metricsServer) }, 'metrics server listening');
-    }
-    if (this.#o.statusStore && cfg.ReportingIntervalSecs > 0) {
-      this.#status = new StatusReporter({
-        store: this.#o.statusStore,
-        prefix: statusPrefix(cfg),
-        intervalSecs: cfg.ReportingIntervalSecs,
-        ttlSecs: cfg.ReportingTTLSecs,
-        startedAt: this.#startedAt,
-        ...(this.#o.now ? { now: this.#o.now } : {}),
-        log: this.#log,
-        onResult: (ok) => this.metrics.statusReports.inc({ outcome: ok ? 'ok' : 'failed' }),
-      });
-      this.#status.start();
-    }
-    this.#dataplane.start();
+    this.#status.start();
+  }
+
+  #startSyncer(cfg: FelixConfig): void {
     const makeSyncer = this.#o.syncerFactory ?? ((o: SyncerOptions) => new Syncer(o));
     this.#syncer = makeSyncer(
       {
@@ -411,143 +303,28 @@ export class FelixDaemon {
         onInSync: () => {
           this.#log.info({}, 'datastore in sync');
           this.#graph.onUpdate({ kind: 'in-sync' });
-          this.#reportCalcHealth();
+          this.#calcHealth.report();
           this.#scheduleFlush(0);
-          this.#scheduleEncap();
         },
-        onConnection: (source, connected, why) => this.#setConnection(source, connected, why),
+        onConnection: (source, connected, why) => this.#calcHealth.setConnection(source, connected, why),
         log: this.#log,
         ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}),
       },
       cfg,
     );
     this.#syncer.start();
-    if (this.#o.probe) {
-      const every = this.#o.probeIntervalMs ?? 2000;
-      this.#probeTimer = setInterval(() => this.#runProbe(), every);
-    }
-  }
-
-  async stop(): Promise<void> {
-    if (this.#stopped) return;
-    this.#stopped = true;
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
-    if (this.#probeTimer !== undefined) clearInterval(this.#probeTimer);
-    if (this.#encapTimer !== undefined) clearTimeout(this.#encapTimer);
-    // A report still being written would otherwise fail against the datastore closed after this.
-    await this.#status?.stop();
-    await this.#syncer?.stop();
-    await this.#flushing?.catch(() => {});
-    await this.#dataplane?.stop();
-    await closeServer(this.#healthServer);
-    await closeServer(this.#metricsServer);
-    this.#log.info({}, 'Felix stopped; programmed rules and routes left in place');
-  }
-
-  // ---- configuration -------------------------------------------------------------------------
-
-  /** Serves health on `host:port`, moving the server there if it listens elsewhere. */
-  async #serveHealth(host: string, port: number): Promise<void> {
-    const at = `${host}:${port}`;
-    if (this.#healthServer && this.#healthAt === at) return;
-    await closeServer(this.#healthServer);
-    this.#healthServer = await startHealthServer(this.health, host, port);
-    this.#healthAt = at;
-    this.#log.info({ host, port: boundPort(this.#healthServer) }, 'health server listening');
-  }
-
-  async #loadDatastoreConfig(): Promise<void> {
-    const host = resolveWith(this.#o.local).config.FelixHostname;
-    let delay = this.#o.retryMs ?? 500;
-    const timeoutMs = this.#o.probeTimeoutMs ?? 2000;
-    for (;;) {
-      try {
-        // A datastore that does not answer at all counts as unreachable after the probe timeout
-        // (the call is abandoned; its late answer is ignored).
-        let timer: NodeJS.Timeout | undefined;
-        const list = await Promise.race([
-          this.#o.datastore.list('FelixConfiguration'),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
-          }),
-        ]).finally(() => clearTimeout(timer));
-        for (const fc of list.items) {
-          if (fc.metadata.name === 'default') this.#globalSpec = fc.spec;
-          if (fc.metadata.name === `node.${host}`) this.#hostSpec = fc.spec;
-        }
-        break;
-      } catch (e) {
-        this.#log.warn(
-          { err: errorMessage(e), retryMs: delay },
-          'cannot read FelixConfiguration yet; retrying',
-        );
-        this.health.report(CALC_GRAPH, {
-          live: true,
-          ready: false,
-          detail: `datastore unreachable: ${errorMessage(e)}`.slice(0, 120),
-        });
-        this.metrics.datastoreConnected.set(0);
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 5000);
-        if (this.#stopped) throw new Error('stopped before the configuration could be read');
-      }
-    }
-    this.#resolved = this.#resolve();
-  }
-
-  #resolve(): ResolvedConfig {
-    return resolveWith(this.#o.local, {
-      ...(this.#hostSpec ? { perHost: this.#hostSpec } : {}),
-      ...(this.#globalSpec ? { global: this.#globalSpec } : {}),
-    });
-  }
-
-  #onConfigResource(u: SyncerUpdate, r: SyncedResource): void {
-    const name = r.metadata.name;
-    const spec = u.kind === 'set' ? (r.spec as FelixConfigurationSpec) : undefined;
-    if (name === 'default') this.#globalSpec = spec;
-    else if (name === `node.${this.config.FelixHostname}`) this.#hostSpec = spec;
-    else return;
-    const before = this.config;
-    const next = this.#resolve();
-    const changed = changedParams(before, next.config);
-    if (changed.length === 0) return;
-    this.#resolved = next;
-    this.#log.info({ changed }, 'Felix configuration changed');
-    if (changed.includes('LogSeverityScreen')) this.#o.setLogLevel?.(next.config.LogSeverityScreen);
-    if (JSON.stringify(rulesConfigOf(before)) !== JSON.stringify(rulesConfigOf(next.config))) {
-      this.#dataplane.setRulesConfig(rulesConfigOf(next.config));
-      this.#forceApply = true;
-      this.#scheduleFlush();
-    }
-    this.#scheduleEncap();
-    const needRestart = changed.filter((p) => !LIVE_PARAMS.has(p));
-    if (needRestart.length > 0) {
-      this.#log.warn({ params: needRestart }, 'these parameters take effect when Felix restarts');
-    }
   }
 
   // ---- datastore updates ---------------------------------------------------------------------
 
   #onUpdate(u: SyncerUpdate): void {
-    if (u.source === IPAM_BLOCKS_SOURCE) {
-      this.#onBlock(u as SyncerUpdate<{ key: string; value: BlockRecord }>);
-      return;
-    }
-    if (u.source === 'Service' || u.source === 'EndpointSlice') {
-      const obj = (u.item as { value: CalcResource }).value;
-      this.metrics.calcGraphUpdates.inc({ type: u.source });
-      try {
-        this.#graph.onUpdate({ kind: u.kind, resource: obj });
-      } catch (e) {
-        this.#log.warn({ kind: u.source, err: errorMessage(e) }, 'resource ignored');
-      }
-      this.#scheduleFlush();
-      return;
-    }
-    const r = u.item as SyncedResource;
+    const r = u.item as { kind?: Kind; metadata: { name: string; namespace?: string }; spec?: unknown };
     if (r.kind === 'FelixConfiguration') {
-      this.#onConfigResource(u, r);
+      const change = this.#config.onResource(
+        r.metadata.name,
+        u.kind === 'set' ? (r.spec as FelixConfigurationSpec) : undefined,
+      );
+      if (change) this.#onConfigChange(change);
       return;
     }
     if (r.kind === 'ClusterInformation') {
@@ -555,44 +332,61 @@ export class FelixDaemon {
         this.#setDatastoreLock(u.kind === 'set' ? (r.spec as ClusterInformationSpec) : undefined);
       return;
     }
-    if (r.kind === 'Node') {
-      if (u.kind === 'set') this.#nodes.set(r.metadata.name, r as Node);
-      else this.#nodes.delete(r.metadata.name);
-      this.#scheduleEncap();
-      return;
-    }
-    this.metrics.calcGraphUpdates.inc({ type: r.kind });
-    if (r.kind === 'IPPool') {
-      const key = r.metadata.name;
-      if (u.kind === 'set') {
-        const spec = r.spec as { vxlanMode?: string; ipipMode?: string; disabled?: boolean };
-        const used = (m?: string) => m !== undefined && m !== 'Never' && spec.disabled !== true;
-        this.#pools.set(key, { vxlan: used(spec.vxlanMode), ipip: used(spec.ipipMode) });
-        this.#ipPools.set(key, r as IPPool);
-      } else {
-        this.#pools.delete(key);
-        this.#ipPools.delete(key);
-      }
-      this.#poolsChanged = true;
-      this.#scheduleEncap();
-    }
-    if (r.kind === 'WorkloadEndpoint') {
+    const update = calcUpdateOf(u);
+    if (!update || update.kind === 'in-sync') return;
+    const kind = update.resource.kind;
+    const fromKube = u.source === 'Service' || u.source === 'EndpointSlice';
+    if (kind !== 'Node' && kind !== 'IPAMBlock')
+      this.metrics.calcGraphUpdates.inc({ type: fromKube ? u.source : kind });
+    if (kind === 'WorkloadEndpoint') {
       const key = `${r.metadata.namespace}/${r.metadata.name}`;
       if (u.kind === 'set') this.#weps.add(key);
       else this.#weps.delete(key);
       this.metrics.clusterWorkloadEndpoints.set(this.#weps.size);
     }
     try {
-      this.#graph.onUpdate(
-        u.kind === 'set'
-          ? { kind: 'set', resource: r as unknown as CalcResource }
-          : { kind: 'delete', resource: r as unknown as CalcResource },
-      );
+      this.#graph.onUpdate(update);
     } catch (e) {
-      this.#log.warn({ kind: r.kind, name: r.metadata.name, err: errorMessage(e) }, 'resource ignored');
+      const { name } = update.resource.metadata;
+      this.#log.warn({ kind, ...(name ? { name } : {}), err: errorMessage(e) }, 'resource ignored');
     }
     this.#scheduleFlush();
   }
+
+  #onConfigChange(change: ConfigChange): void {
+    const { before, after } = change;
+    if (change.changed.includes('LogSeverityScreen')) this.#o.setLogLevel?.(after.LogSeverityScreen);
+    if (JSON.stringify(rulesConfigOf(before)) !== JSON.stringify(rulesConfigOf(after))) {
+      this.#dataplane.setRulesConfig(rulesConfigOf(after));
+      this.#forceApply = true;
+    }
+    this.#encapConfigStale = true;
+    this.#scheduleFlush();
+    this.#config.warnRestartNeeded(change);
+  }
+
+  /**
+   * Upstream's datastore lock: `datastoreReady: false` holds applies (a missing ClusterInformation
+   * does not: a cluster that never had one is not locked).
+   */
+  #setDatastoreLock(spec: ClusterInformationSpec | undefined): void {
+    const locked = spec?.datastoreReady === false;
+    if (locked === this.#datastoreLocked) return;
+    this.#datastoreLocked = locked;
+    if (locked) {
+      this.#log.warn(
+        {},
+        'ClusterInformation datastoreReady is false: keeping the programmed dataplane and applying no change until it is true',
+      );
+    } else {
+      this.#log.info({}, 'ClusterInformation datastoreReady is true again: applying what changed meanwhile');
+      this.#forceApply = true;
+      this.#scheduleFlush(0);
+    }
+    this.#calcHealth.report();
+  }
+
+  // ---- flush and apply -----------------------------------------------------------------------
 
   #scheduleFlush(delayMs = this.#o.debounceMs ?? 50): void {
     if (this.#stopped || this.#flushTimer !== undefined) return;
@@ -616,70 +410,30 @@ export class FelixDaemon {
     });
   }
 
-  /**
-   * Upstream's datastore lock: `datastoreReady: false` holds applies (a missing ClusterInformation
-   * does not: a cluster that never had one is not locked).
-   */
-  #setDatastoreLock(spec: ClusterInformationSpec | undefined): void {
-    const locked = spec?.datastoreReady === false;
-    if (locked === this.#datastoreLocked) return;
-    this.#datastoreLocked = locked;
-    if (locked) {
-      this.#log.warn(
-        {},
-        'ClusterInformation datastoreReady is false: keeping the programmed dataplane and applying no change until it is true',
-      );
-    } else {
-      this.#log.info({}, 'ClusterInformation datastoreReady is true again: applying what changed meanwhile');
-      this.#forceApply = true;
-      this.#scheduleFlush(0);
-      this.#scheduleEncap();
-    }
-    this.#reportCalcHealth();
-  }
-
-  /** Logs each active policy's or profile's unenforced fields once per distinct rule set. */
-  #logUnenforced(diff: DataplaneDiff): void {
-    const fields = (dir: string, rules: readonly NormalizedRule[]) =>
-      rules.flatMap((r, i) =>
-        (r.unenforced ?? []).map(
-          (f) =>
-            `${dir}[${i}].${f} (${r.action === 'deny' ? 'Deny rule applies its other criteria' : `${r.action} rule matches nothing`})`,
-        ),
-      );
-    const owners = [
-      ...diff.policiesUpdated.map((p) => ({ kind: 'policy', id: p.id, in: p.inbound, out: p.outbound })),
-      ...diff.profilesUpdated.map((p) => ({ kind: 'profile', id: p.id, in: p.inbound, out: p.outbound })),
-    ];
-    for (const o of owners) {
-      const list = [...fields('ingress', o.in), ...fields('egress', o.out)];
-      const key = `${o.kind}:${o.id}`;
-      const text = list.join('; ');
-      if (text === (this.#unenforcedLogged.get(key) ?? '')) continue;
-      if (list.length === 0) {
-        this.#unenforcedLogged.delete(key);
-        continue;
-      }
-      this.#unenforcedLogged.set(key, text);
-      this.#log.warn(
-        { [o.kind]: o.id, unenforced: list },
-        'rule fields this dataplane does not enforce: they fail closed',
-      );
-    }
-    for (const id of diff.policiesRemoved) this.#unenforcedLogged.delete(`policy:${id}`);
-    for (const id of diff.profilesRemoved) this.#unenforcedLogged.delete(`profile:${id}`);
-  }
-
   async #flushOnce(): Promise<void> {
     if (this.#datastoreLocked) return;
+    // The tunnels read the host MTU, which is the kernel's: read it whenever they are derived.
+    if (this.#encapConfigStale || this.#graph.encapPending) {
+      this.#encapConfigStale = false;
+      const cfg = this.config;
+      const hostMtu = await readHostMtu(cfg, this.#o.net, this.#o.netns, this.#log);
+      if (this.#stopped) return;
+      this.#graph.setEncapConfig(encapConfigOf(cfg, hostMtu));
+    }
     const diff = this.#graph.flush();
-    this.#logUnenforced(diff);
+    this.#unenforced.log(diff);
+    logTunnelChanges(this.#log, diff);
+    this.#mtuFile.onUpdate(diff);
     // Every diff reaches the dataplane, which keeps the state they add up to; it is programmed
     // once the datastore is in sync.
     this.#dataplane.onUpdate(diff);
     if (!diff.inSync) return;
-    if (isEmptyDiff(diff) && !this.#forceApply) return;
+    if (!changesRules(diff) && !this.#forceApply) return;
     this.#forceApply = false;
+    await this.#apply();
+  }
+
+  async #apply(): Promise<void> {
     const t0 = performance.now();
     try {
       const report = await this.#dataplane.apply();
@@ -694,7 +448,7 @@ export class FelixDaemon {
       this.metrics.activeLocalPolicies.set(counts.policies);
       this.metrics.activeLocalIPSets.set(counts.ipSets);
       // The MTU file first: a node reported ready has it (the CNI plugin reads it for each pod).
-      await this.#maybeWriteMtu();
+      await this.#mtuFile.maybeWrite(() => this.config);
       this.health.report(DATAPLANE, { live: true, ready: true });
     } catch (e) {
       this.#failures++;
@@ -713,203 +467,5 @@ export class FelixDaemon {
         setTimeout(() => this.#scheduleFlush(0), Math.min(500 * 2 ** Math.min(this.#failures, 4), 8000));
       }
     }
-  }
-
-  async #maybeWriteMtu(): Promise<void> {
-    if (!this.#poolsChanged) return;
-    this.#poolsChanged = false;
-    try {
-      const links = await this.#o.net.listLinks(this.#o.netns);
-      const pools = [...this.#pools.values()];
-      const mtu = podMtu(this.config, hostMtuOf(this.config, links), {
-        vxlan: pools.some((p) => p.vxlan),
-        ipip: pools.some((p) => p.ipip),
-      });
-      if (await writeMtuFile(this.config.MTUFilePath, mtu)) {
-        this.#log.info({ mtu, path: this.config.MTUFilePath }, 'pod MTU file written');
-      }
-    } catch (e) {
-      this.#poolsChanged = true;
-      this.#log.warn({ err: errorMessage(e) }, 'writing the pod MTU file failed; retrying');
-      // No later apply may come to retry it: try again on our own.
-      if (!this.#stopped) setTimeout(() => void this.#maybeWriteMtu(), 1000).unref();
-    }
-  }
-
-  // ---- tunnels: VXLAN from Nodes, IPPools and IPAM blocks ------------------------------------
-
-  /** An IPAM block changed: its routing facts feed the VXLAN state. */
-  #onBlock(u: SyncerUpdate<{ key: string; value: BlockRecord }>): void {
-    const routes = u.kind === 'set' && u.item.value ? blockRoutesOf(u.item.value) : undefined;
-    const before = JSON.stringify(this.#blockMap.get(u.item.key));
-    if (routes) this.#blockMap.set(u.item.key, routes);
-    else this.#blockMap.delete(u.item.key);
-    if (JSON.stringify(routes) !== before) this.#scheduleEncap();
-  }
-
-  #scheduleEncap(): void {
-    if (this.#stopped || this.#encapTimer !== undefined) return;
-    this.#encapTimer = setTimeout(() => {
-      this.#encapTimer = undefined;
-      this.#computeEncap().catch((e: unknown) =>
-        this.#log.warn({ err: errorMessage(e) }, 'computing the tunnel state failed'),
-      );
-    }, this.#o.debounceMs ?? 50);
-  }
-
-  /** The desired VXLAN and IPIP states from what is known now; each handed to the dataplane when it changed. */
-  async #computeEncap(): Promise<void> {
-    if (!this.#syncer?.inSync || this.#stopped || this.#datastoreLocked) return;
-    const cfg = this.config;
-    let hostMtu = 1500;
-    try {
-      hostMtu = hostMtuOf(cfg, await this.#o.net.listLinks(this.#o.netns));
-    } catch (e) {
-      this.#log.warn({ err: errorMessage(e) }, 'listing interfaces for the host MTU failed; assuming 1500');
-    }
-    const nodes = [...this.#nodes.values()];
-    const pools = [...this.#ipPools.values()];
-    const state: VxlanState = resolveVxlan(
-      { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
-      { enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, hostMtu },
-    );
-    const ipip: IpipState = resolveIpip(
-      { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
-      {
-        enabled: cfg.IpInIpEnabled,
-        mtu: cfg.IpInIpMtu,
-        hostMtu,
-        programRoutes: cfg.ProgramClusterRoutes === 'Enabled',
-      },
-    );
-    // IPv6 over vxlan-v6.calico, when Felix does IPv6 at all (on when an IPv6 pool uses VXLAN).
-    const state6 = cfg.Ipv6Support
-      ? resolveVxlan(
-          { hostname: cfg.FelixHostname, nodes, pools, blocks: [...this.#blockMap.values()] },
-          { vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, mtuV6: cfg.VXLANMTUV6, hostMtu },
-          6,
-        )
-      : undefined;
-    // The hosts tunnel packets may come from are part of the rules: a change re-renders them.
-    const allHosts = [...hostAddresses(nodes), ...cfg.ExternalNodesCIDRList];
-    const externalOf = (family: 4 | 6) => cfg.ExternalNodesCIDRList.filter((c) => ipFamily(c) === family);
-    const tunnelRules: TunnelRules = {
-      ...(ipip.enabled ? { ipipSources: allHosts } : {}),
-      ...(cfg.NATOutgoingExclusions === 'IPPoolsAndHostIPs' ? { natExcludedHosts: allHosts } : {}),
-      ...(state.enabled ? { vxlanSources: [...state.allowedSources, ...externalOf(4)] } : {}),
-      ...(state6?.enabled ? { vxlanSourcesV6: [...state6.allowedSources, ...externalOf(6)] } : {}),
-    };
-    const tunnelRulesKey = JSON.stringify(tunnelRules);
-    if (tunnelRulesKey !== this.#tunnelRulesKey) {
-      this.#tunnelRulesKey = tunnelRulesKey;
-      this.#dataplane.setTunnelRules(tunnelRules);
-      this.#forceApply = true;
-      this.#scheduleFlush();
-    }
-    const ipipKey = JSON.stringify(ipip);
-    if (ipipKey !== this.#ipipKey) {
-      this.#ipipKey = ipipKey;
-      if (ipip.enabled) {
-        this.#log.info(
-          {
-            device: ipip.device?.name,
-            mtu: ipip.device?.mtu,
-            tunnelAddress: ipip.device?.tunnelAddress,
-            routes: ipip.routes.length,
-            ...(ipip.waiting.length > 0 ? { waiting: ipip.waiting } : {}),
-          },
-          'IPIP state changed',
-        );
-      }
-      this.#dataplane.setIpipState(ipip);
-    }
-    if (state6 !== undefined) {
-      const key6 = JSON.stringify(state6);
-      if (key6 !== this.#vxlanKey6) {
-        this.#vxlanKey6 = key6;
-        if (state6.enabled) {
-          this.#log.info(
-            {
-              device: state6.device?.name,
-              tunnelAddress: state6.device?.tunnelAddress,
-              routes: state6.routes.length,
-              vteps: state6.fdb.length,
-              ...(state6.waiting.length > 0 ? { waiting: state6.waiting } : {}),
-            },
-            'IPv6 VXLAN state changed',
-          );
-        }
-        this.#dataplane.setVxlanState(state6, 6);
-      }
-    }
-    const key = JSON.stringify(state);
-    if (key === this.#vxlanKey) return;
-    this.#vxlanKey = key;
-    if (state.enabled) {
-      this.#log.info(
-        {
-          device: state.device?.name,
-          tunnelAddress: state.device?.tunnelAddress,
-          routes: state.routes.length,
-          vteps: state.fdb.length,
-          ...(state.waiting.length > 0 ? { waiting: state.waiting } : {}),
-        },
-        'VXLAN state changed',
-      );
-    }
-    this.#dataplane.setVxlanState(state);
-  }
-
-  // ---- datastore reachability and health -----------------------------------------------------
-
-  #setConnection(source: string, connected: boolean, why?: string): void {
-    const wasUp = this.#down.size === 0;
-    if (connected) this.#down.delete(source);
-    else this.#down.set(source, why ?? 'unreachable');
-    const up = this.#down.size === 0;
-    if (wasUp !== up) {
-      if (up) this.#log.info({}, 'datastore reachable again');
-      else this.#log.warn({ source, why }, 'datastore unreachable; keeping the programmed rules');
-    }
-    this.metrics.datastoreConnected.set(up ? 1 : 0);
-    this.#reportCalcHealth();
-  }
-
-  #reportCalcHealth(): void {
-    const inSync = this.#syncer?.inSync ?? false;
-    const up = this.#down.size === 0;
-    const detail = !up
-      ? `datastore unreachable: ${[...this.#down.values()][0]}`.slice(0, 120)
-      : this.#datastoreLocked
-        ? 'datastore locked (ClusterInformation datastoreReady: false); dataplane held as programmed'
-        : inSync
-          ? undefined
-          : 'waiting for the datastore to sync';
-    const ready = inSync && up && !this.#datastoreLocked;
-    this.health.report(CALC_GRAPH, { live: true, ready, ...(detail ? { detail } : {}) });
-  }
-
-  #runProbe(): void {
-    const probe = this.#o.probe;
-    if (!probe) return;
-    const timeout = this.#o.probeTimeoutMs ?? 2000;
-    const now = Date.now();
-    if (this.#probePending) {
-      if (now - this.#probeStarted <= timeout) return;
-      // No answer in time: unreachable. Abandon that call (its late answer is ignored) and try anew.
-      this.#setConnection('probe', false, `no answer in ${timeout} ms`);
-    }
-    const generation = ++this.#probeGeneration;
-    this.#probePending = true;
-    this.#probeStarted = now;
-    const settle = (connected: boolean, why?: string) => {
-      if (generation !== this.#probeGeneration || this.#stopped) return;
-      this.#probePending = false;
-      this.#setConnection('probe', connected, why);
-    };
-    probe().then(
-      () => settle(true),
-      (e: unknown) => settle(false, errorMessage(e)),
-    );
   }
 }

@@ -5,7 +5,9 @@
  *   onUpdate(diff) ──► IncrementalRenderer (rules/): records; apply() re-renders the sections the
  *                │    diffs touched ──► NftablesDataplane: compares just those objects with what it
  *                │    programmed ── one transaction per apply, of only the changed objects
- *                └──► RouteManager.setEndpoints ──► routes + sysctls of workload interfaces
+ *                ├──► RouteManager.setEndpoints ──► routes + sysctls of workload interfaces
+ *                └──► the diff's tunnel parts: tunnelSources ──► setTunnelRules (next apply),
+ *                     ipip ──► setIpipState, vxlanV6 / vxlan ──► setVxlanState (each soon)
  *   update(state): the same from a whole state (everything compared)
  *   InterfaceMonitor (poll `ip link`) ──► RouteManager.onInterface ──► route apply (soon)
  *   setVxlanState(state) ──► VxlanManager ──► vxlan.calico, its routes, neighbours, FDB (soon)
@@ -28,7 +30,7 @@
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
 import type { IpipState } from '../calc/ipip-resolver.js';
-import type { DataplaneDiff, DataplaneState } from '../calc/types.js';
+import type { DataplaneDiff, DataplaneState, EncapDiff } from '../calc/types.js';
 import type { VxlanState } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesConfig } from '../rules/config.js';
@@ -178,6 +180,7 @@ export class LinuxDataplane {
     this.#renderer.reset(state);
     this.#hasState = true;
     this.#routes.setEndpoints(this.#renderer.workloadEndpoints());
+    this.#onTunnels(state);
   }
 
   /** Records one change of the desired state; the next `apply()` programs just what it changed. */
@@ -187,6 +190,15 @@ export class LinuxDataplane {
     if (diff.endpointsUpdated.length > 0 || diff.endpointsRemoved.length > 0) {
       this.#routes.setEndpoints(this.#renderer.workloadEndpoints());
     }
+    this.#onTunnels(diff);
+  }
+
+  /** The tunnel parts the graph emitted (each present only when it changed). */
+  #onTunnels(t: EncapDiff): void {
+    if (t.tunnelSources) this.setTunnelRules(t.tunnelSources);
+    if (t.ipip) this.setIpipState(t.ipip);
+    if (t.vxlanV6) this.setVxlanState(t.vxlanV6, 6);
+    if (t.vxlan) this.setVxlanState(t.vxlan);
   }
 
   setRulesConfig(cfg: RulesConfig): void {

@@ -1,12 +1,13 @@
 /**
  * The start-up the Felix lab tests share (see felix-lab.ts for the topology): their
- * prerequisites, the bundled `calico-cni` and `calico-felix`, and `calico-felix` started in the
- * node namespace with its log collected.
+ * prerequisites, the bundled `calico-cni` and `calico-node`, and `calico-node -felix` started in
+ * the node namespace with its log collected.
  */
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { etcdAvailable } from '@calico-ts/datastore/testing';
 import { describe, it } from 'vitest';
+import { bundleFelix, FELIX_ARGS } from './felix-executable.js';
 import { collectLines, type FelixLab, logFile } from './felix-lab.js';
 
 /**
@@ -47,21 +48,19 @@ export async function eventually(
 }
 
 /**
- * Bundles the CNI plugin into the lab's temp dir and Felix into this package's own bin/ (the
- * executable finds koffi, which is native, in this package's node_modules).
+ * Bundles the CNI plugin into the lab's temp dir and Felix (`calico-node -felix`, see
+ * felix-executable.ts) into calico-node's bin/.
  */
 export async function bundleLabBinaries(lab: FelixLab): Promise<{ cniBin: string; felixBin: string }> {
   // @ts-expect-error: a plain .mjs build script without type declarations
   const { bundle: bundleCni } = await import('../../../cni-plugin/scripts/bundle.mjs');
-  // @ts-expect-error: a plain .mjs build script without type declarations
-  const { bundle: bundleFelix } = await import('../../scripts/bundle.mjs');
   const cniBin = join(lab.tmp, 'cni-bin');
   await bundleCni(cniBin);
   const felixBin: string = await bundleFelix();
   return { cniBin, felixBin };
 }
 
-/** A running `calico-felix` and the lines it has written so far. */
+/** A running Felix (`calico-node -felix`) and the lines it has written so far. */
 export interface FelixProcess {
   readonly child: ChildProcess;
   readonly lines: string[];
@@ -78,7 +77,7 @@ export function startLabFelix(
   healthPort: number,
   env: Record<string, string> = {},
 ): FelixProcess {
-  const child = lab.spawnIn(lab.node, felixBin, [], {
+  const child = lab.spawnIn(lab.node, felixBin, [...FELIX_ARGS], {
     PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
     FELIX_FELIXHOSTNAME: lab.nodeName,
     FELIX_ETCDENDPOINTS: 'http://127.0.0.1:2379',

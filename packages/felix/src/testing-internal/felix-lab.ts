@@ -1,7 +1,7 @@
 /**
  * A one-node lab for Felix's integration test: a private etcd, a node network namespace with a
  * fabric link and default route (so proxy ARP answers for the pods' gateway), the real CNI plugin
- * run inside the node namespace to make pods, the bundled `calico-felix` run inside it too, and
+ * run inside the node namespace to make pods, the bundled `calico-node -felix` run inside it too, and
  * small TCP/UDP echo agents in the pods. Nothing is created in the host's own network namespace.
  *
  * ```

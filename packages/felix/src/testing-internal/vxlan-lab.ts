@@ -1,6 +1,6 @@
 /**
  * A two-node lab for the VXLAN integration test: a private etcd, a fabric namespace with a bridge,
- * two node namespaces on it, the real CNI plugin and the bundled `calico-felix` run inside each
+ * two node namespaces on it, the real CNI plugin and the bundled `calico-node -felix` run inside each
  * node, and TCP/UDP echo agents in the pods. Nothing is created in the host's own namespace.
  *
  * ```
@@ -23,6 +23,7 @@ import type { Resource } from '@calico-ts/api';
 import { createKVStore, type Datastore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
 import { IpamClient, IpamStore } from '@calico-ts/ipam';
+import { FELIX_ARGS } from './felix-executable.js';
 import { collectLines, logFile, runCapture, vethToFabric } from './felix-lab.js';
 
 const V3 = 'projectcalico.org/v3';
@@ -209,7 +210,7 @@ export class VxlanLab {
       FELIX_MTUFILEPATH: join(node.dir, 'mtu'),
       ...extraEnv,
     };
-    const child = this.spawnIn(node.netns, felixBin, [], env);
+    const child = this.spawnIn(node.netns, felixBin, [...FELIX_ARGS], env);
     const lines: string[] = [];
     this.logs.set(node.name, lines);
     collectLines(child, lines, logFile(join(node.dir, 'felix.log')));
