@@ -61,6 +61,7 @@ const KINDS_OF: Record<Verb, readonly string[]> = {
 };
 const FAMILIES: ReadonlySet<string> = new Set(NFT_FAMILIES);
 
+/** One batch of nft commands, built with add/create/insert/replace/flush/delete and run at once. */
 export class Transaction {
   readonly #commands: NftCommand[] = [];
   #error: NftablesError | undefined;

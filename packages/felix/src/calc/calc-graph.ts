@@ -42,11 +42,16 @@ import type { CalcUpdate, DataplaneDiff, DataplaneState, ResourceRef } from './t
 
 export { DEFAULT_ALLOW_PROFILE } from './active-rules.js';
 
+/** What the graph is built for: the node it calculates. */
 export interface CalcGraphOptions {
   /** This node's name: endpoints whose `spec.node` equals it are local. */
   readonly hostname: string;
 }
 
+/**
+ * The calculation graph: datastore updates in (`onUpdate`), one `DataplaneDiff` out per `flush()`,
+ * wired from the nodes drawn at the top of this file. Pure: no I/O, no clock.
+ */
 export class CalcGraph {
   readonly #dispatcher = new Dispatcher();
   readonly #emitter = new Emitter();

@@ -33,12 +33,17 @@ import { resolveVxlan, type VxlanState } from './vxlan-resolver.js';
 export interface EncapConfig {
   /** VXLANEnabled; undefined: on when a pool uses VXLAN. */
   readonly vxlanEnabled?: boolean | undefined;
+  /** VXLANVNI: the VXLAN network identifier of the tunnel devices. */
   readonly vxlanVni: number;
+  /** VXLANPort: the UDP port the tunnels use. */
   readonly vxlanPort: number;
+  /** VXLANMTU: the IPv4 tunnel device's MTU; 0 derives it from the host MTU. */
   readonly vxlanMtu: number;
+  /** VXLANMTUV6: the IPv6 tunnel device's MTU; 0 derives it from the host MTU. */
   readonly vxlanMtuV6: number;
   /** IpInIpEnabled; undefined: on when a pool uses IPIP. */
   readonly ipipEnabled?: boolean | undefined;
+  /** IpInIpMtu: the IPIP device's MTU; 0 derives it from the host MTU. */
   readonly ipipMtu: number;
   /** ProgramClusterRoutes is Enabled: Felix, not BIRD, programs the IPIP pools' routes. */
   readonly programClusterRoutes: boolean;

@@ -32,6 +32,7 @@ import type { VxlanState } from './vxlan-resolver.js';
 export interface IPAMBlockResource {
   readonly kind: 'IPAMBlock';
   readonly metadata: { readonly name: string; readonly namespace?: string };
+  /** The block as stored: its CIDR, affinity and allocations. */
   readonly spec: BlockRecord;
 }
 
@@ -232,15 +233,21 @@ export interface PoolState {
  * tunnel (or exclusion) is off.
  */
 export interface TunnelSources {
+  /** IPv4 addresses of the nodes VXLAN packets are accepted from. */
   readonly vxlanSources?: readonly string[];
+  /** IPv6 addresses of the nodes VXLAN packets are accepted from. */
   readonly vxlanSourcesV6?: readonly string[];
+  /** Addresses of the nodes IPIP packets are accepted from. */
   readonly ipipSources?: readonly string[];
+  /** Hosts that NAT outgoing leaves alone (the other nodes). */
   readonly natExcludedHosts?: readonly string[];
 }
 
 /** Which encapsulations the enabled pools use: what the pod MTU is reduced for. */
 export interface PoolEncaps {
+  /** An enabled pool uses VXLAN. */
   readonly vxlan: boolean;
+  /** An enabled pool uses IPIP. */
   readonly ipip: boolean;
 }
 
@@ -253,8 +260,11 @@ export interface EncapDiff {
   readonly vxlan?: VxlanState;
   /** The IPv6 VXLAN state (vxlan-v6.calico); only with IPv6 support on. */
   readonly vxlanV6?: VxlanState;
+  /** The IPIP state (tunl0, its routes to other nodes' blocks). */
   readonly ipip?: IpipState;
+  /** The hosts the rules accept tunnel packets from and exclude from NAT. */
   readonly tunnelSources?: TunnelSources;
+  /** Which encapsulations the enabled pools use. */
   readonly poolEncaps?: PoolEncaps;
 }
 
