@@ -79,7 +79,7 @@ export type {
   KubeControllersConfigurationSpec,
   KubeControllersConfigurationStatus,
 } from './resources/config.js';
-export { decodeDocuments } from './resources/decode.js';
+export { decodeDocuments, emptyDocuments } from './resources/decode.js';
 export {
   type EndpointPort,
   type GlobalNetworkSet,

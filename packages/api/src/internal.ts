@@ -88,3 +88,4 @@ export {
   stagedKubernetesNetworkPolicySpecSchema,
   stagedNetworkPolicySpecSchema,
 } from './resources/staged.js';
+export { type StringScalar, storeStringScalars } from './resources/string-scalars.js';

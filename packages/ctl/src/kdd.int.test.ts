@@ -190,7 +190,7 @@ spec:
     });
     expect(await ctl('get', 'globalnetworkpolicies')).toEqual({
       code: 0,
-      stdout: 'NAME        \nallow-dns   \n\n',
+      stdout: 'NAME        TIER      \nallow-dns   default   \n\n',
       stderr: '',
     });
     const np = await ctl('get', 'networkpolicy', 'web', '-n', 'prod', '-o', 'yaml');

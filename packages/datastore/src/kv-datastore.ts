@@ -186,6 +186,7 @@ export class KVDatastore implements Datastore {
     const v = this.validate(resource, 'update');
     const parts = partsOf(v);
     const rv = resource.metadata.resourceVersion!;
+    await this.checkReferences(v);
     if (hasStoredStateRules(v)) await this.checkUpdate(v, rv);
     const prepared = prepareResource(v);
     const key = resourceKey(parts.kind, parts.name, parts.namespace);
@@ -220,6 +221,7 @@ export class KVDatastore implements Datastore {
           );
           return withRevision(prepared.resource, kv.modRevision) as ResourceOf<K>;
         }
+        await this.checkReferences(v);
         // Keep what the store owns: identity and creation time of the existing object.
         const current = decodeResource(found.kv, found.parts);
         throwIfProblems(v, storedStateProblems(v, current));
@@ -324,6 +326,7 @@ export class KVDatastore implements Datastore {
    * cannot be deleted), so it is not looked up. Throws `invalid`.
    */
   private async checkCreate(v: Resource): Promise<void> {
+    await this.checkReferences(v);
     if (v.kind === 'IPPool') {
       const pools = await this.list('IPPool');
       throwIfProblems(v, ipPoolCreateProblems(v, pools.items));
@@ -335,6 +338,26 @@ export class KVDatastore implements Datastore {
     if (await this.find('Tier', tier, undefined)) return;
     throwIfProblems(v, [
       { path: 'spec.tier', rule: `tier "${tier}" does not exist; create the Tier before policies in it` },
+    ]);
+  }
+
+  /**
+   * References that must name stored objects, on create and on update: a BGPPeer's
+   * `spec.filters` must each name a BGPFilter (upstream clientv3's BGPPeer Create and Update look
+   * them up and refuse with its message). Throws `invalid`; nothing is written.
+   */
+  private async checkReferences(v: Resource): Promise<void> {
+    if (v.kind !== 'BGPPeer') return;
+    const filters = v.spec.filters ?? [];
+    if (filters.length === 0) return;
+    const missing: string[] = [];
+    for (const name of filters) if (!(await this.find('BGPFilter', name, undefined))) missing.push(name);
+    if (missing.length === 0) return;
+    throwIfProblems(v, [
+      {
+        path: 'spec.filters',
+        rule: `error with field BGPPeer.Spec.Filters = '[${missing.join(' ')}]' (BGPFilter(s) not found)`,
+      },
     ]);
   }
 

@@ -52,9 +52,9 @@ items:
     expect(decodeDocuments('---\n---\n')).toEqual([]);
   });
 
-  it('keeps strings that look like other types as YAML 1.2 reads them', () => {
+  it('reads YAML 1.1 as upstream calicoctl does: no is a boolean, a quoted value and a date stay strings', () => {
     expect(decodeDocuments('a: "10"\nb: 10\nc: 1.5\nd: no\ne: 2024-01-01')).toEqual([
-      { a: '10', b: 10, c: 1.5, d: 'no', e: '2024-01-01' },
+      { a: '10', b: 10, c: 1.5, d: false, e: '2024-01-01' },
     ]);
   });
 

@@ -15,6 +15,7 @@ import type * as z from 'zod';
 import { isKind, type Kind } from '../kinds.js';
 import { objectMetaSchema } from './metadata.js';
 import { KIND_DEFINITIONS } from './registry.js';
+import { defOf, isPlainObject } from './schema-walk.js';
 import { formatPath } from './validate.js';
 
 /** One key read under its canonical spelling. */
@@ -23,33 +24,6 @@ export interface FoldedField {
   readonly path: string;
   /** The same place with the canonical spelling (`spec.controllers.loadBalancer`). */
   readonly canonical: string;
-}
-
-type Def = {
-  type: string;
-  shape?: Record<string, z.ZodType>;
-  innerType?: z.ZodType;
-  element?: z.ZodType;
-  in?: z.ZodType;
-  options?: z.ZodType[];
-};
-
-const WRAPPERS = new Set(['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);
-
-function defOf(schema: z.ZodType): Def | undefined {
-  let cur: z.ZodType = schema;
-  for (let i = 0; i < 10; i++) {
-    const d = (cur as unknown as { _zod?: { def?: Def } })._zod?.def;
-    if (!d) return undefined;
-    if (WRAPPERS.has(d.type) && d.innerType) cur = d.innerType;
-    else if (d.type === 'pipe' && d.in) cur = d.in;
-    else return d;
-  }
-  return undefined;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function fold(

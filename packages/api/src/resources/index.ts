@@ -30,7 +30,7 @@ export {
   qualifiedNameProblem,
 } from './common.js';
 export * from './config.js';
-export { decodeDocuments } from './decode.js';
+export { decodeDocuments, emptyDocuments } from './decode.js';
 export * from './endpoints.js';
 export {
   ENTITY_RULE_FIELDS,
@@ -85,6 +85,7 @@ export {
   stagedKubernetesNetworkPolicySpecSchema,
   stagedNetworkPolicySpecSchema,
 } from './staged.js';
+export { type StringScalar, storeStringScalars } from './string-scalars.js';
 export {
   applyDefaults,
   formatPath,

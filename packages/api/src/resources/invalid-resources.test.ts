@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FieldError } from '../errors.js';
-import { decodeDocuments, validateResource } from './index.js';
+import { decodeDocuments, storeStringScalars, validateResource } from './index.js';
 
 const SUBDOMAIN =
   "must be a lower-case DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters";
@@ -182,7 +182,8 @@ const cases: Array<[string, string, FieldError[]]> = [
     'kind: IPReservation\nmetadata: {name: r}\nspec: {reservedCIDRs: [10.0.0.0/8, nope, 7]}\n',
     [
       { path: 'spec.reservedCIDRs[1]', rule: 'must be a valid CIDR (such as 10.0.0.0/16) or IP address' },
-      { path: 'spec.reservedCIDRs[2]', rule: 'must be a string' },
+      // A number in a string field is read as its text ("7"), as upstream reads it, then refused.
+      { path: 'spec.reservedCIDRs[2]', rule: 'must be a valid CIDR (such as 10.0.0.0/16) or IP address' },
     ],
   ],
 
@@ -621,7 +622,7 @@ spec:
         rule: "must not be set on the 'default' or a per-node ('node.<name>') FelixConfiguration",
       },
       { path: 'spec.notAFelixField', rule: 'is not a known field' },
-      { path: 'spec.reportingInterval', rule: 'must be a string' },
+      { path: 'spec.reportingInterval', rule: 'must be a duration such as "90s", "5m" or "1h30m"' },
       { path: 'spec.vxlanVNI', rule: 'must be a whole number between 0 and 16777215' },
     ],
   ],
@@ -773,7 +774,8 @@ describe('invalid documents report every broken rule', () => {
 
   it.each(cases)('%s', (_title, body, expected) => {
     const text = /^apiVersion:|^- |^#/.test(body) ? body : `apiVersion: projectcalico.org/v3\n${body}`;
-    const docs = decodeDocuments(text, 'case.yaml');
+    // As calicoctl reads a file: YAML 1.1, its scalars in string fields stored as upstream does.
+    const docs = decodeDocuments(text, 'case.yaml').map((d) => storeStringScalars(d).doc);
     const input = docs.length === 1 ? docs[0] : docs;
     const r = validateResource(input);
     expect(r.ok).toBe(false);

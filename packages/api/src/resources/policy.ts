@@ -129,11 +129,10 @@ export function defaultPolicyTypes(
 }
 
 /**
- * What clientv3 stores for a policy, and what a reader sees (`api/pkg/defaults/networkpolicy.go`):
- * `types` from the rules when empty, and the `projectcalico.org/tier` label naming the tier
- * (`default` when unset). The tier itself is left as given: upstream neither writes nor reads an
- * unset tier into the spec, so what is exported and imported again stays byte for byte the same.
- * Consumers take an unset tier as `default`.
+ * What a reader sees of a stored policy (`api/pkg/defaults/networkpolicy.go`): `types` from the
+ * rules when empty, and the `projectcalico.org/tier` label naming the tier (`default` when unset).
+ * An unset tier stays unset on read, as upstream leaves it: objects stored before tiers were
+ * written read back as they were stored. Consumers take an unset tier as `default`.
  */
 export function defaultPolicy<P extends NetworkPolicy | GlobalNetworkPolicy>(p: P): P {
   const tier = p.spec.tier || DEFAULT_TIER;
@@ -142,6 +141,20 @@ export function defaultPolicy<P extends NetworkPolicy | GlobalNetworkPolicy>(p: 
   const spec = hasTypes ? p.spec : { ...p.spec, types: defaultPolicyTypes(p.spec.ingress, p.spec.egress) };
   const labels = { ...(p.metadata.labels ?? {}), [TIER_LABEL]: tier };
   return { ...p, metadata: { ...p.metadata, labels }, spec };
+}
+
+/**
+ * What clientv3 stores for a policy: what a reader sees (`defaultPolicy`), and `spec.tier:
+ * default` written into a policy given without a tier, as upstream v3.32 stores it (its
+ * `calicoctl get` then shows the tier, and the CRD object carries it).
+ */
+export function defaultPolicyOnWrite<P extends NetworkPolicy | GlobalNetworkPolicy>(p: P): P {
+  return defaultPolicy(withStoredTier(p));
+}
+
+/** The policy with `spec.tier` set to `default` when it names no tier. */
+export function withStoredTier<P extends { spec: { tier?: string } }>(p: P): P {
+  return p.spec.tier ? p : { ...p, spec: { ...p.spec, tier: DEFAULT_TIER } };
 }
 
 // ---- Tier ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import {
   globalNetworkPolicySpecSchema,
   networkPolicySpecSchema,
   TIER_LABEL,
+  withStoredTier,
 } from './policy.js';
 
 export const STAGED_ACTIONS = ['Set', 'Delete', 'Learn', 'Ignore'] as const;
@@ -126,7 +127,7 @@ export function checkStagedKubernetesNetworkPolicy(spec: unknown, ctx: CheckCont
 }
 
 /**
- * What clientv3 stores for a staged Calico policy: the tier label as for a policy; `types` from the
+ * What a reader sees of a staged Calico policy: the tier label as for a policy; `types` from the
  * rules when empty, except that a staged Delete carries no types at all.
  */
 export function defaultStagedPolicy<P extends StagedNetworkPolicy | StagedGlobalNetworkPolicy>(p: P): P {
@@ -146,4 +147,11 @@ export function defaultStagedPolicy<P extends StagedNetworkPolicy | StagedGlobal
     metadata: { ...p.metadata, labels: { ...(p.metadata.labels ?? {}), [TIER_LABEL]: tier } },
     spec,
   };
+}
+
+/** What clientv3 stores for a staged Calico policy: as read, with `spec.tier: default` when unset. */
+export function defaultStagedPolicyOnWrite<P extends StagedNetworkPolicy | StagedGlobalNetworkPolicy>(
+  p: P,
+): P {
+  return defaultStagedPolicy(withStoredTier(p));
 }

@@ -8,13 +8,15 @@ import {
   type NetworkPolicy,
   type Resource,
   resourceSchemas,
+  storeStringScalars,
   validateResource,
   validateResourceOrThrow,
 } from './index.js';
 
 /** Decode one YAML document, validate it, and return the defaulted resource (failing on errors). */
 function accept(yaml: string): Resource {
-  const docs = decodeDocuments(yaml, 'test.yaml');
+  // As calicoctl reads a file: YAML 1.1, its scalars in string fields stored as upstream does.
+  const docs = decodeDocuments(yaml, 'test.yaml').map((d) => storeStringScalars(d).doc);
   expect(docs).toHaveLength(1);
   const before = JSON.stringify(docs[0]);
   const r = validateResource(docs[0]);
@@ -104,7 +106,8 @@ spec:
       apiVersion: 'projectcalico.org/v3',
       kind: 'GlobalNetworkPolicy',
       metadata: { name: 'allow-tcp-6379', labels: { 'projectcalico.org/tier': 'default' } },
-      spec: expectedSpec,
+      // Upstream v3.32 stores the default tier into a policy that names none.
+      spec: { tier: 'default', ...expectedSpec },
     });
   });
 
@@ -120,7 +123,7 @@ spec:
         namespace: 'production',
         labels: { 'projectcalico.org/tier': 'default' },
       },
-      spec: expectedSpec,
+      spec: { tier: 'default', ...expectedSpec },
     });
   });
 
@@ -409,6 +412,7 @@ spec: {selector: has(host-endpoint), preDNAT: true, applyOnForward: true}`,
       {
         metadata: { name: 'pre-dnat', labels: { 'projectcalico.org/tier': 'default' } },
         spec: {
+          tier: 'default',
           selector: 'has(host-endpoint)',
           preDNAT: true,
           applyOnForward: true,
@@ -501,6 +505,7 @@ spec: {stagedAction: Set, selector: app == 'web', ingress: [{action: Allow}]}`,
         metadata: { name: 'allow-web', namespace: 'prod', labels: { 'projectcalico.org/tier': 'default' } },
         spec: {
           stagedAction: 'Set',
+          tier: 'default',
           selector: "app == 'web'",
           ingress: [{ action: 'Allow' }],
           types: ['Ingress'],

@@ -161,9 +161,9 @@ export const KIND_TABLES: Record<Kind, KindTable> = {
   },
   FelixConfiguration: { ps: ['NAME'], wide: ['NAME'], cells: { NAME } },
   GlobalNetworkPolicy: {
-    ps: ['NAME'],
-    wide: ['NAME', 'ORDER', 'SELECTOR'],
-    cells: { NAME, ORDER: ptr('spec', 'order'), SELECTOR: str('spec', 'selector') },
+    ps: ['NAME', 'TIER'],
+    wide: ['NAME', 'TIER', 'ORDER', 'SELECTOR'],
+    cells: { NAME, TIER: tierOrDefault, ORDER: ptr('spec', 'order'), SELECTOR: str('spec', 'selector') },
   },
   GlobalNetworkSet: {
     ps: ['NAME'],

@@ -57,7 +57,7 @@ describe('tables', () => {
       spec: { peerIP: '198.18.0.9', asNumber: 64513 },
     };
     expect(renderTables([gnp, peer], { wide: true, printNamespace: false })).toBe(
-      'NAME   ORDER   SELECTOR   \ng      <nil>              \n\n' +
+      'NAME   TIER      ORDER   SELECTOR   \ng      default   <nil>              \n\n' +
         'NAME   PEERIP       NODE       ASN     \np      198.18.0.9   (global)   64513   \n\n',
     );
   });

@@ -22,7 +22,7 @@ import {
   resolveKind,
   validateResource,
 } from '@calico-ts/api';
-import { foldFieldCase } from '@calico-ts/api/internal';
+import { foldFieldCase, storeStringScalars } from '@calico-ts/api/internal';
 import { K8S_NETWORK_POLICY_PREFIX } from '../kinds.js';
 import type { Obj } from '../output/columns.js';
 import type { SourceDocument } from './read-documents.js';
@@ -160,6 +160,15 @@ export function prepareDocuments(docs: readonly SourceDocument[], opts: PrepareO
         for (const x of f.folded) {
           out.notes.push(
             `${origin}: warning: ${x.path} is read as ${x.canonical}, its canonical spelling in ${API_VERSION}`,
+          );
+        }
+        // Upstream reads YAML 1.1 and stores a boolean or number in a string field as its text.
+        const t = storeStringScalars(doc);
+        doc = t.doc;
+        for (const x of t.scalars) {
+          out.notes.push(
+            `${origin}: warning: ${x.path} is stored as "${x.stored}": the unquoted value is a YAML 1.1 ${x.read}` +
+              ' (y, yes, on, n, no, off are booleans), as upstream calicoctl reads it; quote it to store it as written',
           );
         }
       }

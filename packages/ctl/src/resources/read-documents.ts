@@ -3,7 +3,7 @@
  * lexical order for `.yaml`, `.yml` and `.json` files (subdirectories only with `-R`); every
  * file is a YAML stream or JSON (objects, arrays, `…List` objects), flattened into documents.
  */
-import { ApiError, decodeDocuments } from '@calico-ts/api';
+import { ApiError, decodeDocuments, emptyDocuments } from '@calico-ts/api';
 import { CtlError } from '../errors.js';
 import type { CommandIO } from '../io.js';
 
@@ -46,7 +46,24 @@ function readError(path: string, e: unknown): CtlError {
   return new CtlError('invalid-input', `open ${path}: ${why}`, { cause: e });
 }
 
+/**
+ * The refusal of a file with an empty document (only comments or blank lines between `---` lines,
+ * such as a leading comment block closed by `---`), as upstream calicoctl refuses it.
+ */
+function emptyDocumentError(source: string, positions: number[]): CtlError {
+  const which =
+    positions.length === 1 ? `document ${positions[0]} is` : `documents ${positions.join(', ')} are`;
+  return new CtlError(
+    'invalid-input',
+    `${source}: ${which} empty (only comments or blank lines between '---' lines): ` +
+      'unknown resource type () and/or version (); remove the empty document or put its comments ' +
+      'inside the next one (after its --- line)',
+  );
+}
+
 function decode(text: string, source: string): SourceDocument[] {
+  const empty = emptyDocuments(text);
+  if (empty.length > 0) throw emptyDocumentError(source, empty);
   try {
     return decodeDocuments(text, source).map((doc, i) => ({ source, index: i + 1, doc }));
   } catch (e) {
