@@ -37,6 +37,7 @@ import { DatastoreError, isDatastoreError } from './errors.js';
 import { ipPoolCreateProblems, ipPoolUpdateProblems } from './ippool-checks.js';
 import type { KV, KVEvent, KVStore, KVWatchMessage } from './kv/kv-store.js';
 import { parseRevision } from './kv/revision.js';
+import { referenceProblems } from './reference-checks.js';
 import {
   decodeResource,
   isPolicyKind,
@@ -341,24 +342,12 @@ export class KVDatastore implements Datastore {
     ]);
   }
 
-  /**
-   * References that must name stored objects, on create and on update: a BGPPeer's
-   * `spec.filters` must each name a BGPFilter (upstream clientv3's BGPPeer Create and Update look
-   * them up and refuse with its message). Throws `invalid`; nothing is written.
-   */
+  /** References that must name stored objects, on create and on update (reference-checks.ts). */
   private async checkReferences(v: Resource): Promise<void> {
-    if (v.kind !== 'BGPPeer') return;
-    const filters = v.spec.filters ?? [];
-    if (filters.length === 0) return;
-    const missing: string[] = [];
-    for (const name of filters) if (!(await this.find('BGPFilter', name, undefined))) missing.push(name);
-    if (missing.length === 0) return;
-    throwIfProblems(v, [
-      {
-        path: 'spec.filters',
-        rule: `error with field BGPPeer.Spec.Filters = '[${missing.join(' ')}]' (BGPFilter(s) not found)`,
-      },
-    ]);
+    throwIfProblems(
+      v,
+      await referenceProblems(v, async (kind, name) => !!(await this.find(kind, name, undefined))),
+    );
   }
 
   /**
