@@ -243,14 +243,15 @@ describe('stored value of every kind, in upstream Go field order and form', () =
             order: 10,
           },
         );
-        // No tier is written for the default tier (only its label); an empty source is left out
+        // The default tier is written into a policy given none, as upstream v3.32 stores it (and its
+        // label); an empty source is left out
         // (omitzero); "17" is stored as the protocol number, "53" and "8000:8000" as port numbers.
         expect(text).toBe(
           `${head(
             'GlobalNetworkPolicy',
             `"name":"allow-dns",${META},"labels":{"projectcalico.org/tier":"default"},` +
               '"annotations":{"projectcalico.org/metadata":"{\\"name\\":\\"allow-dns\\"}"}',
-          )},"spec":{"order":10,"ingress":[{"action":"Allow","protocol":"ICMP","icmp":{"type":8,"code":0},` +
+          )},"spec":{"tier":"default","order":10,"ingress":[{"action":"Allow","protocol":"ICMP","icmp":{"type":8,"code":0},` +
             '"notProtocol":"TCP","destination":{"nets":["198.18.0.0/16"],"selector":"a == \\"b\\"",' +
             '"notNets":["198.18.9.0/24"]}}],"egress":[{"action":"Allow","protocol":17,' +
             '"destination":{"ports":[53,8000,"8080:8090"]}}],"selector":"role == \\"web\\"",' +
@@ -306,7 +307,7 @@ describe('stored value of every kind, in upstream Go field order and form', () =
           )},"spec":{"stagedAction":"Set","tier":"security","ingress":[{"action":"Allow","protocol":"TCP",` +
             `"destination":{"ports":[6379]}}],"selector":"role == 'db'","types":["Ingress"]}}`,
         );
-        // A staged removal names only the tier: no types are stored.
+        // A staged removal names only the tier (default when it gives none): no types are stored.
         expect(
           stored('StagedNetworkPolicy', { namespace: 'prod', name: 'old' }, { stagedAction: 'Delete' }),
         ).toBe(
@@ -314,7 +315,7 @@ describe('stored value of every kind, in upstream Go field order and form', () =
             'StagedNetworkPolicy',
             `"name":"old","namespace":"prod",${META},"labels":{"projectcalico.org/tier":"default"},` +
               '"annotations":{"projectcalico.org/metadata":"{\\"name\\":\\"old\\"}"}',
-          )},"spec":{"stagedAction":"Delete"}}`,
+          )},"spec":{"stagedAction":"Delete","tier":"default"}}`,
         );
       },
     ],
@@ -331,7 +332,7 @@ describe('stored value of every kind, in upstream Go field order and form', () =
             'StagedGlobalNetworkPolicy',
             `"name":"deny-egress",${META},"labels":{"projectcalico.org/tier":"default"},` +
               '"annotations":{"projectcalico.org/metadata":"{\\"name\\":\\"deny-egress\\"}"}',
-          )},"spec":{"order":5,"egress":[{"action":"Deny"}],"types":["Egress"],"applyOnForward":true,` +
+          )},"spec":{"tier":"default","order":5,"egress":[{"action":"Deny"}],"types":["Egress"],"applyOnForward":true,` +
             '"namespaceSelector":"has(env)"}}',
         );
       },
