@@ -26,7 +26,6 @@ export {
   type IpamSnapshot,
   type LeakedAddress,
 } from './check/check-report.js';
-export { IPAM_ERROR_CODES, IpamError, type IpamErrorCode, isIpamError } from './errors.js';
 export {
   type AffinityReleaseResult,
   type AssignedIP,
@@ -37,11 +36,12 @@ export {
   DEFAULT_MAX_BLOCKS_PER_HOST,
   type GcOptions,
   type GcResult,
-  IpamClient,
   type IpamClientOptions,
   type ReleaseIPsResult,
   type ReleaseSpec,
-} from './ipam-client.js';
+} from './client/types.js';
+export { IPAM_ERROR_CODES, IpamError, type IpamErrorCode, isIpamError } from './errors.js';
+export { IpamClient } from './ipam-client.js';
 export {
   type AssignEnvRecords,
   DEFAULT_IPAM_CONFIG,

@@ -7,7 +7,7 @@ import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import { parseJsonExact } from '@calico-ts/datastore/internal';
 import { type EtcdServer, etcdAvailable, startEtcd } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AssignedIP } from './ipam-client.js';
+import type { AssignedIP } from './client/types.js';
 import { type IpamFixture, ipamFixture } from './testing-internal/ipam-fixture.js';
 
 const HOSTS = ['node-1', 'node-2', 'node-3'];

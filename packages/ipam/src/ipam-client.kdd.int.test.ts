@@ -21,7 +21,8 @@ import {
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AssignedIP, IpamClient } from './ipam-client.js';
+import type { AssignedIP } from './client/types.js';
+import { IpamClient } from './ipam-client.js';
 import { IpamStore } from './store/ipam-store.js';
 
 const REPO = join(import.meta.dirname, '../../..');

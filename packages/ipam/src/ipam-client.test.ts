@@ -1,7 +1,7 @@
 import { type KVStore, type KVWatchOptions, MemoryKVStore } from '@calico-ts/datastore';
 import { describe, expect, it, vi } from 'vitest';
 import { newGcState } from './check/gc-plan.js';
-import type { AutoAssignRequest } from './ipam-client.js';
+import type { AutoAssignRequest } from './client/types.js';
 import { type IpamFixture, ipamFixture } from './testing-internal/ipam-fixture.js';
 
 const T0 = new Date('2026-01-02T03:04:05.678Z');

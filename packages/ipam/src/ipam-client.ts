@@ -48,23 +48,6 @@ import type {
 import { IpamError } from './errors.js';
 import type { IpamStore } from './store/ipam-store.js';
 
-export {
-  type AffinityReleaseResult,
-  type AssignedIP,
-  type AssignIPRequest,
-  type AssignmentAttributes,
-  type AutoAssignRequest,
-  type AutoAssignResult,
-  DEFAULT_MAX_BLOCKS_PER_HOST,
-  EMPTY_BLOCK_MIN_RECLAIM_AGE_MS,
-  effectiveMaxBlocks,
-  type GcOptions,
-  type GcResult,
-  type IpamClientOptions,
-  type ReleaseIPsResult,
-  type ReleaseSpec,
-} from './client/types.js';
-
 export class IpamClient {
   readonly #ctx: ClientContext;
   readonly #envs: AssignEnvLoader;

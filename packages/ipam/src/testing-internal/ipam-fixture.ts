@@ -5,7 +5,8 @@
 import type { IPPoolSpec } from '@calico-ts/api';
 import { KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { parseJsonExact } from '@calico-ts/datastore/internal';
-import { IpamClient, type IpamClientOptions } from '../ipam-client.js';
+import type { IpamClientOptions } from '../client/types.js';
+import { IpamClient } from '../ipam-client.js';
 import { IpamStore } from '../store/ipam-store.js';
 
 export interface IpamFixture {
