@@ -3,10 +3,12 @@
  * through a real BirdBridge into the BIRD configuration it renders; and what a node with neither
  * files nor a Kubernetes API does: the sessions needing a password are kept down, never up without.
  */
+
 import { mkdir, mkdtemp, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BGPPeer, Node } from '@calico-ts/api';
+import { loggerOf } from '@calico-ts/api/log';
 import {
   type ApplyOutcome,
   BirdBridge,
@@ -85,7 +87,7 @@ describe('BGP passwords from files and from the environment', () => {
       nodeName: 'node-a',
       targets: { 4: target },
       debounceMs: 10,
-      log: (level, msg) => logs.push(`${level} ${msg}`),
+      log: loggerOf((level, msg) => logs.push(`${level} ${msg}`)),
       ...(provider ? { secretProvider: provider } : {}),
     });
     cleanup.push(async () => {
@@ -164,16 +166,10 @@ describe('BGP passwords from files and from the environment', () => {
   test('CALICO_BGP_PASSWORD_<SECRET>_<KEY> names the password; it is rendered and never logged', async () => {
     expect(bgpPasswordEnvName('bgp-secrets', 'tor')).toBe('CALICO_BGP_PASSWORD_BGP_SECRETS_TOR');
     const lines: string[] = [];
-    const log = {
-      ...NOOP_LOGGER,
-      info: (_o: object, m: string) => lines.push(m),
-      warn: (_o: object, m: string) => lines.push(m),
-    };
-    const p = await bgpSecretProviderFor(
-      etcd,
-      { CALICO_BGP_PASSWORD_BGP_SECRETS_TOR: 'env-pw' },
-      log as never,
-    );
+    const log = loggerOf((level, m) => {
+      if (level === 'info' || level === 'warn') lines.push(m);
+    });
+    const p = await bgpSecretProviderFor(etcd, { CALICO_BGP_PASSWORD_BGP_SECRETS_TOR: 'env-pw' }, log);
     expect(p).toBeInstanceOf(LayeredSecretProvider);
     cleanup.push(() => p!.close());
     const { target, logs } = await bridgeWith(p!);
@@ -199,9 +195,11 @@ describe('BGP passwords from files and from the environment', () => {
 
   test('a variable two followed references could both mean is used by neither, with a warning', async () => {
     const warnings: string[] = [];
-    const log = { ...NOOP_LOGGER, warn: (_o: object, m: string) => warnings.push(m) };
+    const log = loggerOf((level, m) => {
+      if (level === 'warn') warnings.push(m);
+    });
     const env = { CALICO_BGP_PASSWORD_A_B_C: 'pw', CALICO_BGP_PASSWORD_OTHER_K: 'ok' };
-    const p = new EnvSecretProvider(env, log as never);
+    const p = new EnvSecretProvider(env, log);
     await p.follow(['a-b', 'a', 'other']);
     expect(p.value('a-b', 'c')).toBeUndefined();
     expect(p.value('a', 'b-c')).toBeUndefined();

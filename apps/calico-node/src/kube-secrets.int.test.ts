@@ -6,6 +6,7 @@
  * ever holds a secret value (also while the API server is down).
  */
 
+import { loggerOf } from '@calico-ts/api/log';
 import { connectionFromKubeconfig, KubeHttp } from '@calico-ts/datastore/kube';
 import { type KubeApiServer, kubeApiServerAvailable, startKubeApiServer } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,12 +34,7 @@ describe.skipIf(!available)('KubeSecretProvider on a real kube-apiserver', () =>
   let admin: KubeHttp;
   const ns = `bgp-${Math.random().toString(16).slice(2, 8)}`;
   const lines: string[] = [];
-  const log = {
-    debug: (o: object, m?: string) => lines.push(JSON.stringify({ level: 'debug', m, ...o })),
-    info: (o: object, m?: string) => lines.push(JSON.stringify({ level: 'info', m, ...o })),
-    warn: (o: object, m?: string) => lines.push(JSON.stringify({ level: 'warn', m, ...o })),
-    error: (o: object, m?: string) => lines.push(JSON.stringify({ level: 'error', m, ...o })),
-  };
+  const log = loggerOf((level, m, o) => lines.push(JSON.stringify({ level, m, ...o })));
   const providers: KubeSecretProvider[] = [];
   const open = async (namespace: string | null = ns) => {
     const p = await kubeSecretProviderFor(

@@ -94,7 +94,7 @@ async function main(): Promise<number> {
     datastore,
     interfaces: () => listHostInterfaces(net),
     reachSource: (d) => reachSource(d),
-    log: (message, fields) => startupLog.info(fields ?? {}, message),
+    log: startupLog,
     ipam,
   });
   if (cmd.kind === 'startup') {

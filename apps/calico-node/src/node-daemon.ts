@@ -18,15 +18,11 @@
  * /readiness answers "policy programmed and routes exchanged". `stop()` stops BIRD (by the PID it
  * started) and Felix, leaving Felix's rules in place, as upstream does on SIGTERM.
  */
+
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  BirdBridge,
-  type BirdLogger,
-  BirdSupervisor,
-  nodeAffinitySource,
-  type SecretProvider,
-} from '@calico-ts/bird-bridge';
+import { withFields } from '@calico-ts/api/log';
+import { BirdBridge, BirdSupervisor, nodeAffinitySource, type SecretProvider } from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
 import type { Datastore, KVStore, SyncerOptions } from '@calico-ts/datastore';
 import {
@@ -169,8 +165,8 @@ export class CalicoNode {
     if (ipam && env.networkingBackend !== 'none') {
       const log = this.#o.log.child?.({ component: 'tunnel-address' }) ?? this.#o.log;
       this.#tunnelTimer = setInterval(() => {
-        reconcileTunnelAddresses(this.#o.datastore, ipam, env.nodeName, (m, f) => log.info(f ?? {}, m)).catch(
-          (e: unknown) => log.warn({ err: errorMessage(e) }, 'tunnel address check failed; will retry'),
+        reconcileTunnelAddresses(this.#o.datastore, ipam, env.nodeName, log).catch((e: unknown) =>
+          log.warn({ err: errorMessage(e) }, 'tunnel address check failed; will retry'),
         );
       }, this.#o.tunnelCheckMs ?? 60_000);
     }
@@ -233,7 +229,7 @@ export class CalicoNode {
       this.#cniService = await startPluginService({
         socketPath,
         version: CALICO_VERSION,
-        log: (m) => log.warn({}, m),
+        log,
       });
       log.info({ socket: socketPath }, 'CNI plugin service listening');
     } catch (e) {
@@ -286,8 +282,7 @@ export class CalicoNode {
       });
   }
 
-  #birdLogger(): BirdLogger {
-    const log = this.#o.log.child?.({ component: 'bird' }) ?? this.#o.log;
-    return (level, message, fields) => log[level](fields ?? {}, message);
+  #birdLogger(): Logger {
+    return this.#o.log.child?.({ component: 'bird' }) ?? withFields(this.#o.log, { component: 'bird' });
   }
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { loggerOf } from '@calico-ts/api/log';
 import { describe, expect, it } from 'vitest';
 import { onShutdownSignals } from './shutdown.js';
 
@@ -7,10 +8,9 @@ function harness(stop: () => Promise<void>) {
   const signals = new EventEmitter();
   const exits: number[] = [];
   const shutdown = onShutdownSignals({
-    log: {
-      info: (_f, msg) => events.push(`info ${msg}`),
-      error: (f, msg) => events.push(`error ${msg}: ${String(f.err)}`),
-    },
+    log: loggerOf((level, msg, f) =>
+      events.push(level === 'error' ? `error ${msg}: ${String(f?.err)}` : `${level} ${msg}`),
+    ),
     stop: async () => {
       events.push('stop');
       await stop();

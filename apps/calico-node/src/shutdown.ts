@@ -8,13 +8,11 @@
  *
  * Both process modes use it: the whole node (start-up, Felix, BIRD) and Felix alone (`-felix`).
  */
+import type { Logger } from '@calico-ts/api/log';
 import { errorMessage } from './errors.js';
 
 export interface ShutdownOptions {
-  readonly log: {
-    info(fields: Record<string, unknown>, msg: string): void;
-    error(fields: Record<string, unknown>, msg: string): void;
-  };
+  readonly log: Logger;
   /** Stops what runs (Felix leaves its rules and routes in place). */
   readonly stop: () => Promise<void>;
   /** Closes what `stop` used (nftables contexts, the datastore), after it. */

@@ -2,9 +2,11 @@
  * The start-up sequence on the in-memory datastore: what lands at upstream's etcd keys, with
  * fake interfaces and a temp directory for the nodename file.
  */
+
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loggerOf } from '@calico-ts/api/log';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { HostInterface } from './autodetect.js';
@@ -35,7 +37,7 @@ describe('start-up', () => {
     datastore: ds,
     interfaces: async () => ifaces,
     reachSource: async () => undefined,
-    log: (m) => logs.push(m),
+    log: loggerOf((_level, m) => logs.push(m)),
     guid: () => GUID,
   });
   const eth0 = (ip: string): HostInterface[] => [

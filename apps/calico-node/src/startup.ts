@@ -11,9 +11,11 @@
  * that race with other nodes (the pool, ClusterInformation, tiers) accept "already exists" and retry
  * on a conflict, as upstream does.
  */
+
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ClusterInformation, FelixConfiguration, Kind, Node, ResourceOf } from '@calico-ts/api';
+import type { Logger } from '@calico-ts/api/log';
 import { type Datastore, isDatastoreError } from '@calico-ts/datastore';
 import { autodetectIP, type HostInterface } from './autodetect.js';
 import type { NodeEnv } from './env.js';
@@ -40,7 +42,7 @@ export interface StartupDeps {
   readonly reachSource: (destination: string) => Promise<string | undefined>;
   /** The default IPv6 pool's CIDR when CALICO_IPV6POOL_CIDR is unset (default: a random ULA /48). */
   readonly ula?: () => string;
-  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  readonly log: Logger;
   readonly guid?: () => string;
   /** IPAM, for this node's VXLAN tunnel address; absent: no tunnel address is managed. */
   readonly ipam?: TunnelIpam;
@@ -105,7 +107,7 @@ export async function registerNode(env: NodeEnv, deps: StartupDeps): Promise<Nod
           () => autodetectIP(family, method, ifaces, reach),
           ifaces,
         );
-        for (const n of decision.notes) deps.log(n);
+        for (const n of decision.notes) deps.log.info(n);
         return decision.address;
       };
       ipv4Address = await decide(4);
@@ -139,11 +141,14 @@ export async function registerNode(env: NodeEnv, deps: StartupDeps): Promise<Nod
     if (!changed) return existing!;
     try {
       const written = existing === undefined ? await ds.create(node) : await ds.update(node);
-      deps.log(existing === undefined ? 'created Node' : 'updated Node', {
-        node: env.nodeName,
-        ipv4Address: written.spec.bgp?.ipv4Address,
-        ipv6Address: written.spec.bgp?.ipv6Address,
-      });
+      deps.log.info(
+        {
+          node: env.nodeName,
+          ipv4Address: written.spec.bgp?.ipv4Address,
+          ipv6Address: written.spec.bgp?.ipv6Address,
+        },
+        existing === undefined ? 'created Node' : 'updated Node',
+      );
       return written;
     } catch (e) {
       const retry = isDatastoreError(e, 'conflict') || isDatastoreError(e, 'already-exists');
@@ -160,7 +165,7 @@ export async function ensurePools(
   ula?: () => string,
 ): Promise<void> {
   if (!env.pool.enabled && !env.pool6.enabled) {
-    log('skipping IP pool configuration');
+    log.info('skipping IP pool configuration');
     return;
   }
   const pools = await ds.list('IPPool');
@@ -170,12 +175,15 @@ export async function ensurePools(
   ] as const) {
     if (pool === undefined) continue;
     if (await createIgnoringExists(ds, pool)) {
-      log(`created default ${v} pool`, {
-        cidr: pool.spec.cidr,
-        ipipMode: pool.spec.ipipMode,
-        vxlanMode: pool.spec.vxlanMode,
-        natOutgoing: pool.spec.natOutgoing,
-      });
+      log.info(
+        {
+          cidr: pool.spec.cidr,
+          ipipMode: pool.spec.ipipMode,
+          vxlanMode: pool.spec.vxlanMode,
+          natOutgoing: pool.spec.natOutgoing,
+        },
+        `created default ${v} pool`,
+      );
     }
   }
 }
@@ -245,7 +253,7 @@ export async function ensureDefaultConfig(env: NodeEnv, ds: Datastore, guid: () 
 /** The whole start-up sequence. Throws `NodeError` with a message for the operator. */
 export async function runStartup(env: NodeEnv, deps: StartupDeps): Promise<StartupResult> {
   const guid = deps.guid ?? newClusterGUID;
-  deps.log('starting node', { node: env.nodeName, backend: env.networkingBackend });
+  deps.log.info({ node: env.nodeName, backend: env.networkingBackend }, 'starting node');
   const node = await registerNode(env, deps);
   await ensurePools(env, deps.datastore, deps.log, deps.ula);
   await ensureDefaultConfig(env, deps.datastore, guid);
@@ -254,6 +262,6 @@ export async function runStartup(env: NodeEnv, deps: StartupDeps): Promise<Start
   }
   const nodenameFile = join(env.varLibDir, 'nodename');
   await writeFileAtomic(nodenameFile, env.nodeName);
-  deps.log('using node name', { node: env.nodeName, nodenameFile });
+  deps.log.info({ node: env.nodeName, nodenameFile }, 'using node name');
   return { node, nodenameFile };
 }

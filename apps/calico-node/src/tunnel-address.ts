@@ -4,6 +4,7 @@
  * its pools use (`Node.spec.ipv4VXLANTunnelAddr`, `spec.ipv6VXLANTunnelAddr`, `spec.bgp.ipv4IPIPTunnelAddr`) and release it when
  * no pool needs it. calico-node runs them at start-up and then every minute.
  */
+import type { Logger } from '@calico-ts/api/log';
 import type { Datastore } from '@calico-ts/datastore';
 import {
   ensureIpipTunnelAddress,
@@ -19,7 +20,7 @@ export async function reconcileTunnelAddresses(
   ds: Datastore,
   ipam: TunnelIpam,
   nodeName: string,
-  log: (message: string, fields?: Record<string, unknown>) => void,
+  log: Logger,
 ): Promise<string | undefined> {
   const vxlan = await ensureVxlanTunnelAddress(ds, ipam, nodeName);
   const vxlan6 = await ensureVxlanV6TunnelAddress(ds, ipam, nodeName);
@@ -30,7 +31,10 @@ export async function reconcileTunnelAddresses(
     ['IPIP', ipip],
   ] as const) {
     if (r.action === 'assigned' || r.action === 'removed') {
-      log(`${kind} tunnel address ${r.action}`, { node: nodeName, address: r.address, previous: r.previous });
+      log.info(
+        { node: nodeName, address: r.address, previous: r.previous },
+        `${kind} tunnel address ${r.action}`,
+      );
     }
   }
   return vxlan.address;

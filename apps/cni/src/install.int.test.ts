@@ -5,6 +5,7 @@
  * own token, renewal and etcd-secret rotation in the sidecar, and a malformed template that exits
  * 1 and leaves the previous config in place.
  */
+
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import {
@@ -24,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { type Logger, loggerOf } from '@calico-ts/api/log';
 import {
   findKubectl,
   type KubeApiServer,
@@ -31,7 +33,7 @@ import {
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HostPaths, Log } from './install.js';
+import type { HostPaths } from './install.js';
 import { main } from './main.js';
 
 const run = promisify(execFile);
@@ -55,9 +57,10 @@ if (missing.length > 0) {
 }
 
 /** A log that keeps its lines, so a test can assert on them (and on what they must not hold). */
-function recordingLog(): Log & { lines: string[] } {
+function recordingLog(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, info: (m) => lines.push(`INFO ${m}`), warn: (m) => lines.push(`WARN ${m}`) };
+  const tag = { error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG' } as const;
+  return { lines, ...loggerOf((level, msg) => lines.push(`${tag[level]} ${msg}`)) };
 }
 
 const TEMPLATE = JSON.stringify({

@@ -6,6 +6,7 @@
  *
  * Paths are given (`HostPaths`); the program uses the container's mounts (`/host/...`).
  */
+
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import {
@@ -23,6 +24,7 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger } from '@calico-ts/api/log';
 import {
   DEFAULT_CONF_NAME,
   DEFAULT_SINGLE_CONF_NAME,
@@ -62,11 +64,6 @@ export const CONTAINER_PATHS: HostPaths = {
 /** Names in the source directory that are never installed: the installer itself. */
 const NOT_PLUGINS = new Set(['install', 'calico-install-cni']);
 
-export interface Log {
-  info(msg: string): void;
-  warn(msg: string): void;
-}
-
 async function writeAtomically(path: string, data: string | Buffer, mode: number): Promise<void> {
   const tmp = `${path}.tmp`;
   try {
@@ -95,7 +92,7 @@ async function readIfExists(path: string): Promise<Buffer | undefined> {
 export async function installTls(
   cfg: InstallConfig,
   paths: HostPaths,
-  log: Log,
+  log: Logger,
 ): Promise<Set<(typeof TLS_FILES)[number]>> {
   const dest = join(paths.hostNetDir, 'calico-tls');
   await rm(dest, { recursive: true, force: true });
@@ -136,7 +133,7 @@ export interface BinaryReport {
 export async function installBinaries(
   cfg: InstallConfig,
   paths: HostPaths,
-  log: Log,
+  log: Logger,
 ): Promise<BinaryReport[]> {
   let entries: import('node:fs').Dirent[];
   try {
@@ -228,7 +225,7 @@ export interface KubeconfigState {
 export async function installKubeconfig(
   cfg: InstallConfig,
   paths: HostPaths,
-  log: Log,
+  log: Logger,
 ): Promise<KubeconfigState | undefined> {
   if (cfg.apiServer === undefined) {
     log.info('not in a pod (KUBERNETES_SERVICE_HOST unset): no calico-kubeconfig written');
@@ -289,7 +286,7 @@ export async function installNetworkConfig(
   cfg: InstallConfig,
   paths: HostPaths,
   facts: { token: string; tlsFiles: ReadonlySet<(typeof TLS_FILES)[number]> },
-  log: Log,
+  log: Logger,
 ): Promise<string> {
   const template = await readTemplate(cfg);
   const rendered = renderNetworkConfig(template.text, placeholderValues(env, cfg, facts), template.source);

@@ -8,8 +8,10 @@
  * Exit: 0 when installed (init container) or stopped by SIGTERM/SIGINT; 1 with a message naming
  * what was wrong otherwise. No token or key is ever logged.
  */
+
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type Logger, loggerOf } from '@calico-ts/api/log';
 import { configFromEnv, type InstallConfig } from './config.js';
 import { isInstallError } from './errors.js';
 import {
@@ -20,7 +22,6 @@ import {
   installNetworkConfig,
   installTls,
   type KubeconfigState,
-  type Log,
   readTemplate,
   tlsDigest,
 } from './install.js';
@@ -37,13 +38,16 @@ export interface MainOptions {
   readonly checkIntervalMs?: number;
   /** When the plugin's token is renewed (default: a quarter of its requested life). */
   readonly tokenRefreshMs?: number;
-  readonly log?: Log;
+  readonly log?: Logger;
 }
 
-const consoleLog: Log = {
-  info: (m) => process.stdout.write(`${new Date().toISOString()} [INFO] ${m}\n`),
-  warn: (m) => process.stdout.write(`${new Date().toISOString()} [WARNING] ${m}\n`),
-};
+const TAG = { error: 'ERROR', warn: 'WARNING', info: 'INFO', debug: 'DEBUG' } as const;
+const consoleLog: Logger = loggerOf((level, msg, fields) => {
+  const kv = Object.entries(fields ?? {}).map(
+    ([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`,
+  );
+  process.stdout.write(`${new Date().toISOString()} [${TAG[level]}] ${msg}${kv.join('')}\n`);
+});
 
 interface Installed {
   kube: KubeconfigState | undefined;
@@ -51,7 +55,7 @@ interface Installed {
   tlsFiles: Awaited<ReturnType<typeof installTls>>;
 }
 
-async function installAll(env: Env, cfg: InstallConfig, paths: HostPaths, log: Log): Promise<Installed> {
+async function installAll(env: Env, cfg: InstallConfig, paths: HostPaths, log: Logger): Promise<Installed> {
   const tls = await tlsDigest(cfg);
   const tlsFiles = await installTls(cfg, paths, log);
   await installBinaries(cfg, paths, log);
@@ -88,7 +92,7 @@ async function refresh(
   paths: HostPaths,
   state: Installed,
   tokenRefreshMs: number,
-  log: Log,
+  log: Logger,
 ): Promise<Installed> {
   let { kube, tls, tlsFiles } = state;
   let rerender = false;

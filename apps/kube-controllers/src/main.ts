@@ -8,8 +8,10 @@
  *   calico-kube-controllers            run
  *   calico-kube-controllers -r | -l    readiness / liveness probe from the status file (exit 0/1)
  */
+
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { type Logger, loggerOf } from '@calico-ts/api/log';
 import type { Datastore, KVStore } from '@calico-ts/datastore';
 import {
   configFromEnv,
@@ -36,18 +38,14 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const LEVELS = ['debug', 'info', 'warning', 'warn', 'error', 'fatal', 'panic'];
 
-function logger(level: string) {
+/** JSON lines on stdout at or above `level` (`warning` is `warn`; an unknown level is `info`). */
+function logger(level: string): Logger {
   const rank = (l: string) => LEVELS.indexOf(l === 'warning' ? 'warn' : l);
   const min = rank(level.toLowerCase()) < 0 ? rank('info') : rank(level.toLowerCase());
-  const emit = (l: string, fields: Record<string, unknown>, msg: string) => {
+  return loggerOf((l, msg, fields) => {
     if (rank(l) < min) return;
     process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: l, msg, ...fields })}\n`);
-  };
-  return {
-    info: (f: Record<string, unknown>, m: string) => emit('info', f, m),
-    warn: (f: Record<string, unknown>, m: string) => emit('warn', f, m),
-    error: (f: Record<string, unknown>, m: string) => emit('error', f, m),
-  };
+  });
 }
 
 const UNIT_MS: Readonly<Record<string, number>> = {

@@ -12,10 +12,12 @@
  *
  * Thread-safety: one event loop.
  */
+
 import { createHash } from 'node:crypto';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
-import type { SyncerLogger, SyncerUpdate } from '@calico-ts/datastore';
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
+import type { SyncerUpdate } from '@calico-ts/datastore';
 import { peerMismatch } from './peer-identity.js';
 import {
   decodeServerMessage,
@@ -65,7 +67,7 @@ export interface TyphaClientOptions {
   readonly connectTimeoutMs?: number;
   readonly retryMs?: number;
   readonly maxRetryMs?: number;
-  readonly log?: SyncerLogger;
+  readonly log?: Logger;
 }
 
 /** The source name a Typha client reports its connection under. */
@@ -81,11 +83,9 @@ function digestOf(line: string): string {
   return createHash('sha1').update(line).digest('base64');
 }
 
-const QUIET: SyncerLogger = { info: () => {}, warn: () => {} };
-
 export class TyphaClient {
   readonly #o: TyphaClientOptions;
-  readonly #log: SyncerLogger;
+  readonly #log: Logger;
   /** What the consumer has been told: `source\0key` → the item and its line's digest. */
   #known = new Map<string, Held & { readonly source: string }>();
   #inSync = false;
@@ -98,7 +98,7 @@ export class TyphaClient {
 
   constructor(opts: TyphaClientOptions) {
     this.#o = opts;
-    this.#log = opts.log ?? QUIET;
+    this.#log = opts.log ?? NOOP_LOGGER;
   }
 
   /** Whether the first in-sync has been delivered. */

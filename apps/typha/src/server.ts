@@ -16,9 +16,11 @@
  * `port`, `inSync`, `stats()` for health and tests.
  * Thread-safety: one event loop.
  */
+
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
-import { type Datastore, Syncer, type SyncerLogger, type SyncSource } from '@calico-ts/datastore';
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
+import { type Datastore, Syncer, type SyncSource } from '@calico-ts/datastore';
 import { peerMismatch } from './peer-identity.js';
 import {
   type ClientMessage,
@@ -59,7 +61,7 @@ export interface TyphaServerOptions {
   readonly maxBufferBytes?: number;
   readonly maxConnections?: number;
   readonly serverName?: string;
-  readonly log?: SyncerLogger;
+  readonly log?: Logger;
   /** Passed to the syncer. */
   readonly retryMs?: number;
   /** Told of timings as they happen (the Prometheus metrics). */
@@ -101,11 +103,9 @@ interface Conn {
   readonly name: string;
 }
 
-const QUIET: SyncerLogger = { info: () => {}, warn: () => {} };
-
 export class TyphaServer {
   readonly #o: TyphaServerOptions;
-  readonly #log: SyncerLogger;
+  readonly #log: Logger;
   readonly #syncer: Syncer;
   readonly #keyOf = new Map<string, (item: unknown) => string>();
   /** Source → key → the encoded `set` line. */
@@ -122,7 +122,7 @@ export class TyphaServer {
 
   constructor(opts: TyphaServerOptions) {
     this.#o = opts;
-    this.#log = opts.log ?? QUIET;
+    this.#log = opts.log ?? NOOP_LOGGER;
     for (const s of opts.sources) {
       this.#keyOf.set(s.name, (item) => s.keyOf(item));
       this.#cache.set(s.name, new Map());

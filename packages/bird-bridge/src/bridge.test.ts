@@ -3,6 +3,7 @@
  * datastore change.
  */
 
+import { loggerOf } from '@calico-ts/api/log';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { IpamStore } from '@calico-ts/ipam';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -59,7 +60,7 @@ async function setup(extra: { secretProvider?: SecretProvider; secrets?: Record<
     nodeName: 'node-a',
     targets: { 4: target },
     debounceMs: 10,
-    log: (level, msg) => logs.push(`${level} ${msg}`),
+    log: loggerOf((level, msg) => logs.push(`${level} ${msg}`)),
     ...extra,
   });
   return { ds, ipam, target, logs, bridge };

@@ -21,7 +21,9 @@
  * waits until it has read them; a change the provider reports is one more render. The bridge
  * closes the provider on `stop()`.
  */
+
 import type { BGPConfiguration, BGPFilter, BGPPeer, IPPool, Node, ResourceOf } from '@calico-ts/api';
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 import {
   type BlockAffinity,
   type Datastore,
@@ -34,7 +36,7 @@ import {
   type SyncSource,
 } from '@calico-ts/datastore';
 import { decodeAffinity, IPAM_ROOT } from '@calico-ts/datastore/internal';
-import type { ApplyOutcome, BirdLogger } from './bird/bird-supervisor.js';
+import type { ApplyOutcome } from './bird/bird-supervisor.js';
 import { BirdBridgeError } from './errors.js';
 import type { AffineBlock, BgpInput, IPFamily } from './render/bgp-input.js';
 import { renderBirdConfig } from './render/bird-config-renderer.js';
@@ -79,7 +81,7 @@ export interface BirdBridgeOptions {
    * `affinities.name`).
    */
   syncerFactory?: (opts: SyncerOptions) => BridgeSyncer;
-  log?: BirdLogger;
+  log?: Logger;
 }
 
 /** What the bridge needs of its syncer. */
@@ -95,7 +97,7 @@ type WatchedKind = (typeof WATCHED)[number];
 
 export class BirdBridge {
   private readonly opts: BirdBridgeOptions;
-  private readonly log: BirdLogger;
+  private readonly log: Logger;
   private readonly cache: { [K in WatchedKind]: Map<string, ResourceOf<K>> } = {
     Node: new Map(),
     BGPConfiguration: new Map(),
@@ -120,7 +122,7 @@ export class BirdBridge {
   constructor(opts: BirdBridgeOptions) {
     if (!opts.nodeName) throw new BirdBridgeError('invalid-input', 'nodeName is required');
     this.opts = opts;
-    this.log = opts.log ?? (() => {});
+    this.log = opts.log ?? NOOP_LOGGER;
   }
 
   /** Wait until every source is listed, render and apply once, then follow changes. */
@@ -144,14 +146,14 @@ export class BirdBridge {
         },
         onConnection: (source, connected, why) => {
           if (!connected)
-            this.log('warn', `${source}: datastore unreachable; keeping the last configuration`, {
-              error: why,
-            });
+            this.log.warn(
+              {
+                error: why,
+              },
+              `${source}: datastore unreachable; keeping the last configuration`,
+            );
         },
-        log: {
-          info: (fields, msg) => this.log('info', msg, fields),
-          warn: (fields, msg) => this.log('warn', msg, fields),
-        },
+        log: this.log,
         ...(this.opts.retryMs !== undefined ? { retryMs: this.opts.retryMs } : {}),
       });
       this.syncer.start();
@@ -236,7 +238,7 @@ export class BirdBridge {
     clearTimeout(this.debounceTimer);
     this.debounceTimer = setTimeout(() => {
       void this.renderNow().catch((e) =>
-        this.log('error', 'rendering BIRD configuration failed', { error: (e as Error).message }),
+        this.log.error({ error: (e as Error).message }, 'rendering BIRD configuration failed'),
       );
     }, this.opts.debounceMs ?? 50);
   }
@@ -281,11 +283,11 @@ export class BirdBridge {
       warnings.push(...rendered.model.warnings);
       const outcome = await target.apply(rendered);
       this.outcomes.set(family, outcome);
-      if (outcome.kind !== 'unchanged') this.log('info', `IPv${family} BIRD configuration: ${outcome.kind}`);
+      if (outcome.kind !== 'unchanged') this.log.info(`IPv${family} BIRD configuration: ${outcome.kind}`);
     }
     const w = warnings.join('\n');
     if (w !== this.lastWarnings) {
-      for (const line of warnings) this.log('warn', line);
+      for (const line of warnings) this.log.warn(line);
       this.lastWarnings = w;
     }
   }

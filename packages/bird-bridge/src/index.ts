@@ -7,8 +7,6 @@ export { BirdControlClient, type BirdControlClientOptions } from './bird/bird-co
 export {
   type ApplyOutcome,
   type BirdConfigSet,
-  type BirdLogger,
-  type BirdLogLevel,
   BirdSupervisor,
   type BirdSupervisorOptions,
   type BirdSupervisorStatus,

@@ -3,6 +3,7 @@
  * service to hand it to (service/client.ts), and for flags and VERSION. The datastore client
  * (etcd over node:http2) is loaded only by commands that use it, so `-v` and VERSION stay fast.
  */
+import { loggerOf } from '@calico-ts/api/log';
 import { readStdinSync, writeStdout } from '@calico-ts/api/stdio';
 import { openKubeOnce, openOnce, pluginEffects } from './effects.js';
 import { FileLock } from './io/host-lock.js';
@@ -21,6 +22,8 @@ export interface DirectRun {
 }
 
 export async function runDirect(r: DirectRun): Promise<number> {
+  // The lock logs through the invocation's logger, which the effects below make.
+  const lockLog = loggerOf((level, msg, fields) => effects.log[level](fields ?? {}, msg));
   const effects: PluginEffects = pluginEffects({
     program: r.program,
     version: r.version,
@@ -31,11 +34,14 @@ export async function runDirect(r: DirectRun): Promise<number> {
       const { openCalicoBackend } = await import('./io/calico-backend.js');
       const t1 = performance.now();
       const backend = await openCalicoBackend(conf, env, log);
-      log.debug('opened the datastore', {
-        loadMs: Math.round(t1 - t0),
-        connectMs: Math.round(performance.now() - t1),
-        sinceStartMs: Math.round(performance.now()),
-      });
+      log.debug(
+        {
+          loadMs: Math.round(t1 - t0),
+          connectMs: Math.round(performance.now() - t1),
+          sinceStartMs: Math.round(performance.now()),
+        },
+        'opened the datastore',
+      );
       return backend;
     }),
     openKube: openKubeOnce(async (conf, env) => {
@@ -43,7 +49,7 @@ export async function runDirect(r: DirectRun): Promise<number> {
       const http = await openKubeHttp(kubeApiSettings(conf.kubeApi, env), env);
       return memoizedReader(new KubeApiReader(http, true));
     }),
-    lock: new FileLock({ log: (m) => effects.log.warn(m) }),
+    lock: new FileLock({ log: lockLog }),
   });
   const out = await runPlugin(r.program, r.args, r.env, effects, r.version);
   writeStdout(out.stdout);

@@ -7,13 +7,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import type { Logger } from '@calico-ts/api/log';
 import { Netlinux } from '@calico-ts/netlinux';
 import { borrowBackend, type PluginBackend } from './io/backend.js';
 import { type DelegateHandler, delegateCniArgs, delegateError, ExecDelegateRunner } from './io/delegate.js';
 import type { HostLock } from './io/host-lock.js';
 import { borrowReader, type KubeReader } from './io/kube.js';
 import { LinuxDataplane } from './io/linux-dataplane.js';
-import { createLogger, type Logger } from './io/logger.js';
+import { createLogger } from './io/logger.js';
 import { type PluginEffects, type Program, runPlugin } from './plugin.js';
 import type { Env } from './spec/env.js';
 import type { NetConf } from './spec/netconf.js';
@@ -66,7 +67,7 @@ export function pluginEffects(o: EffectsOptions): PluginEffects {
     openBackend: o.openBackend,
     openKube: o.openKube,
     // rtnetlink from this process where the runtime allows (no `ip` process per change).
-    dataplane: (log) => new LinuxDataplane(new Netlinux({ netlink: true }), { log: (m) => log.info(m) }),
+    dataplane: (log) => new LinuxDataplane(new Netlinux({ netlink: true }), { log }),
     lock: o.lock,
   };
 

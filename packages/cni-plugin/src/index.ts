@@ -33,7 +33,7 @@ export {
 } from './io/dataplane.js';
 export { type DelegateRunner, ExecDelegateRunner } from './io/delegate.js';
 export { LinuxDataplane, type NetOps } from './io/linux-dataplane.js';
-export { createLogger, type Logger } from './io/logger.js';
+export { createLogger, type LineLogger } from './io/logger.js';
 export {
   containerIdOfHandle,
   DEFAULT_INTERFACE_PREFIX,

@@ -8,6 +8,7 @@
  * error object on stdout and exit code 1; nothing else is printed on stdout.
  */
 
+import type { Logger } from '@calico-ts/api/log';
 import { writeStderr } from '@calico-ts/api/stdio';
 import { CniPluginError, messageOf } from './errors.js';
 import { cmdAdd } from './handlers/add.js';
@@ -27,7 +28,7 @@ import type { Dataplane } from './io/dataplane.js';
 import type { DelegateRunner } from './io/delegate.js';
 import type { HostLock } from './io/host-lock.js';
 import type { KubeReader } from './io/kube.js';
-import type { Logger } from './io/logger.js';
+import type { LineLogger } from './io/logger.js';
 import type { Program } from './program.js';
 import { type Env, type Invocation, parseCommand, parseInvocation } from './spec/env.js';
 import { formatJson, toCniErrorObject } from './spec/error.js';
@@ -48,7 +49,7 @@ import {
 export { type Program, programFromPath } from './program.js';
 
 export interface PluginEffects {
-  log: Logger;
+  log: LineLogger;
   host: HostInfo;
   readStdin(): Promise<string>;
   delegate(inv: Invocation, env: Env): DelegateRunner;
@@ -102,10 +103,13 @@ export async function runPlugin(
     fx.log.setLevel(conf.logLevel);
     if (conf.logFilePath) fx.log.setFile(conf.logFilePath);
     const log = fx.log;
-    log.debug(`${program} ${command}`, {
-      ContainerID: inv.containerId || undefined,
-      Netns: inv.netns || undefined,
-    });
+    log.debug(
+      {
+        ContainerID: inv.containerId || undefined,
+        Netns: inv.netns || undefined,
+      },
+      `${program} ${command}`,
+    );
 
     let dataplane: Dataplane | undefined;
     const ctx: PluginContext = {
@@ -131,13 +135,16 @@ export async function runPlugin(
       lock: fx.lock,
     };
     const out = await HANDLERS[program][command](ctx);
-    log.debug(`${program} ${command} done`, { sinceStartMs: Math.round(performance.now()) });
+    log.debug({ sinceStartMs: Math.round(performance.now()) }, `${program} ${command} done`);
     return out === undefined ? { stdout: '', exitCode: 0 } : ok(out);
   } catch (e) {
     const obj = toCniErrorObject(e, errorVersion);
-    fx.log.error(`${program} failed: ${obj.msg}${obj.details ? ` (${obj.details})` : ''}`, {
-      code: obj.code,
-    });
+    fx.log.error(
+      {
+        code: obj.code,
+      },
+      `${program} failed: ${obj.msg}${obj.details ? ` (${obj.details})` : ''}`,
+    );
     return { stdout: formatJson(obj), exitCode: 1 };
   } finally {
     if (kube) {

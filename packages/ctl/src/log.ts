@@ -2,15 +2,22 @@
  * calicoctl's logging: logrus-style lines (`INFO[0000] message`) on stderr, at or above the level
  * set with `-l/--log-level` (default `panic`, i.e. silent).
  */
+import { type LogFields, type Logger, type LogLevelName, loggerOf } from '@calico-ts/api/log';
+
 export const LOG_LEVELS = ['panic', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export interface Logger {
-  readonly level: LogLevel;
-  error(msg: string): void;
-  warn(msg: string): void;
-  info(msg: string): void;
-  debug(msg: string): void;
+/** calicoctl's parts take the one logger shape of every package. */
+export type { Logger } from '@calico-ts/api/log';
+
+const TAG: Record<LogLevelName, string> = { error: 'ERRO', warn: 'WARN', info: 'INFO', debug: 'DEBU' };
+
+/** Fields after the message, logrus-style: `key=value`, values with spaces quoted. */
+function fieldsText(fields: LogFields | undefined): string {
+  const parts = Object.entries(fields ?? {})
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${typeof v === 'string' && !/[\s"]/.test(v) ? v : JSON.stringify(v)}`);
+  return parts.length > 0 ? ` ${parts.join(' ')}` : '';
 }
 
 /** `warning` is accepted for `warn`, as logrus does. */
@@ -27,18 +34,11 @@ export function createLogger(
 ): Logger {
   const start = now();
   const rank = LOG_LEVELS.indexOf(level);
-  const emit = (l: LogLevel, tag: string, msg: string) => {
+  return loggerOf((l, msg, fields) => {
     if (LOG_LEVELS.indexOf(l) > rank) return;
     const secs = String(Math.floor((now() - start) / 1000)).padStart(4, '0');
-    write(`${tag}[${secs}] ${msg}\n`);
-  };
-  return {
-    level,
-    error: (m) => emit('error', 'ERRO', m),
-    warn: (m) => emit('warn', 'WARN', m),
-    info: (m) => emit('info', 'INFO', m),
-    debug: (m) => emit('debug', 'DEBU', m),
-  };
+    write(`${TAG[l]}[${secs}] ${msg}${fieldsText(fields)}\n`);
+  });
 }
 
 export const silentLogger: Logger = createLogger('panic', () => {});

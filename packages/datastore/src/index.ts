@@ -70,7 +70,6 @@ export {
   resourceSource,
   type SourceEvent,
   Syncer,
-  type SyncerLogger,
   type SyncerOptions,
   type SyncerUpdate,
   type SyncSource,

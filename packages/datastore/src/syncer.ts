@@ -16,6 +16,7 @@
  * Thread-safety: one event loop.
  */
 import type { Kind, ResourceOf } from '@calico-ts/api';
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 import type { KV, KVStore } from './kv/kv-store.js';
 import type { Datastore } from './types.js';
 
@@ -44,23 +45,16 @@ export interface SyncerUpdate<T = unknown> {
   readonly item: T;
 }
 
-export interface SyncerLogger {
-  info(fields: Record<string, unknown>, msg: string): void;
-  warn(fields: Record<string, unknown>, msg: string): void;
-}
-
 export interface SyncerOptions {
   readonly sources: readonly SyncSource[];
   readonly onUpdate: (u: SyncerUpdate) => void;
   readonly onInSync: () => void;
   readonly onConnection?: (source: string, connected: boolean, why?: string) => void;
-  readonly log?: SyncerLogger;
+  readonly log?: Logger;
   /** Backoff after a failed list or a broken watch, doubling up to `maxRetryMs`. */
   readonly retryMs?: number;
   readonly maxRetryMs?: number;
 }
-
-const QUIET: SyncerLogger = { info: () => {}, warn: () => {} };
 
 function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -68,7 +62,7 @@ function messageOf(e: unknown): string {
 
 export class Syncer {
   readonly #o: SyncerOptions;
-  readonly #log: SyncerLogger;
+  readonly #log: Logger;
   readonly #abort = new AbortController();
   readonly #known = new Map<string, Map<string, unknown>>();
   readonly #synced = new Set<string>();
@@ -82,7 +76,7 @@ export class Syncer {
       names.add(s.name);
     }
     this.#o = opts;
-    this.#log = opts.log ?? QUIET;
+    this.#log = opts.log ?? NOOP_LOGGER;
   }
 
   get inSync(): boolean {

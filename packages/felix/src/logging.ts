@@ -1,20 +1,5 @@
-/**
- * The logger shape Felix's parts take: the subset of pino's API they call, so a part can be given
- * the daemon's pino logger, a child of it, or `NOOP_LOGGER` in a unit test.
- */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-export const NOOP_LOGGER: Logger = {
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: () => {},
-};
+/** Felix's parts take the one logger shape of every package (`@calico-ts/api/log`). */
+export { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 
 /** The message of anything thrown. */
 export function errorMessage(e: unknown): string {

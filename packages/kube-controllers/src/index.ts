@@ -26,7 +26,6 @@ export {
 } from './metrics.js';
 export { type MetricsServer, registerProcessMetrics, serveMetrics } from './metrics-server.js';
 export {
-  type ControllerLogger,
   MirrorController,
   type MirrorControllerOptions,
   type ReconcileReport,

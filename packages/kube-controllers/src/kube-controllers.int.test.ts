@@ -4,9 +4,11 @@
  * policies in etcd (at upstream's keys), WorkloadEndpoint labels follow their Pods, drift in etcd
  * is repaired, and a restart loses nothing.
  */
+
 import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NOOP_LOGGER } from '@calico-ts/api/log';
 
 import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
@@ -33,8 +35,6 @@ if (missing.length > 0) {
     });
   });
 }
-
-const QUIET = { info: () => {}, warn: () => {} };
 
 async function until<T>(what: string, f: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
   const end = Date.now() + ms;
@@ -84,7 +84,7 @@ describe.skipIf(missing.length > 0)(
         leakGracePeriodMs: 1,
         ipamBlocks: async () => (await new IpamStore(calicoKv).listBlocks()).items.map((b) => b.value),
         reconcilePeriodMs: 300,
-        log: QUIET,
+        log: NOOP_LOGGER,
         debounceMs: 20,
       });
       await controllers.start();

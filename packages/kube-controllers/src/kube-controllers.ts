@@ -12,12 +12,13 @@
  * API: `start()` resolves when every controller has done its first reconcile; `status()` says
  * which are running and when each last reconciled; `stop()`.
  */
+import type { Logger } from '@calico-ts/api/log';
 import type { AllocationBlock, Datastore, KVStore } from '@calico-ts/datastore';
 import type { IpamClient } from '@calico-ts/ipam';
 import { type ControllerName, IMPLEMENTED } from './config.js';
 import { KubeControllersError } from './errors.js';
 import { controllerMetrics, MetricsRegistry } from './metrics.js';
-import { type ControllerLogger, MirrorController, type ReconcileReport } from './mirror-controller.js';
+import { MirrorController, type ReconcileReport } from './mirror-controller.js';
 import { NodeController } from './node-controller.js';
 import { WepLabelController } from './wep-label-controller.js';
 
@@ -42,7 +43,7 @@ export interface KubeControllersOptions {
   readonly ipamBlocks?: () => Promise<readonly AllocationBlock[]>;
   /** Where the metrics go (served by `serveMetrics`); a fresh registry when not given. */
   readonly metrics?: MetricsRegistry;
-  readonly log: ControllerLogger;
+  readonly log: Logger;
   readonly reconcilePeriodMs?: number;
   readonly debounceMs?: number;
   readonly now?: () => number;

@@ -16,7 +16,9 @@
  * API: `start()` resolves once both sides are in sync and the first reconcile ran; `stop()`.
  * Thread-safety: one event loop; one reconcile at a time.
  */
+
 import type { Kind, Resource, ResourceOf } from '@calico-ts/api';
+import type { Logger } from '@calico-ts/api/log';
 import {
   type Datastore,
   isDatastoreError,
@@ -28,11 +30,6 @@ import { planMirror, resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
 
-export interface ControllerLogger {
-  info(fields: Record<string, unknown>, msg: string): void;
-  warn(fields: Record<string, unknown>, msg: string): void;
-}
-
 export interface MirrorControllerOptions<K extends Kind> {
   /** Controller name for logs and health: `namespace`, `serviceaccount`, `policy`. */
   readonly name: string;
@@ -43,7 +40,7 @@ export interface MirrorControllerOptions<K extends Kind> {
   readonly kubernetes: Datastore;
   /** Where they are written: the Calico datastore (etcd). */
   readonly calico: Datastore;
-  readonly log: ControllerLogger;
+  readonly log: Logger;
   readonly debounceMs?: number;
   readonly reconcilePeriodMs?: number;
   readonly retryMs?: number;

@@ -24,7 +24,9 @@
  * release the Kubernetes object that decided it (the Node, the Pod) is read again from the API.
  * Nothing is judged before the Kubernetes view has been listed once.
  */
+
 import type { HostEndpoint, IPPool, Node } from '@calico-ts/api';
+import type { Logger } from '@calico-ts/api/log';
 import {
   type AllocationBlock,
   type Datastore,
@@ -48,7 +50,7 @@ import {
 } from './ipam-leaks.js';
 import { ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
 import type { MetricsRegistry } from './metrics.js';
-import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
+import type { ReconcileReport } from './mirror-controller.js';
 import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-sync.js';
 import { resourceKeyOf } from './reconcile.js';
 import { ReconcileLoop } from './reconcile-loop.js';
@@ -86,7 +88,7 @@ export interface NodeControllerOptions {
    * False deletes the ones this controller made.
    */
   readonly autoHostEndpoints?: boolean;
-  readonly log: ControllerLogger;
+  readonly log: Logger;
   /**
    * How long a Pod's allocation must stay a leak, its node still there, before it is released
    * (upstream's `leakGracePeriod`). Default 15 min; 0 turns that collection off.

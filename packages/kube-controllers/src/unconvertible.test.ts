@@ -4,6 +4,7 @@
  * objects as stored (a bad one put there raw, as no API server would let us), the Calico side the
  * in-memory datastore, which validates as the etcd one does.
  */
+import { loggerOf } from '@calico-ts/api/log';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { PODS_PREFIX } from '@calico-ts/datastore/internal';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,10 +20,9 @@ function recorder() {
   const warnings: Logged[] = [];
   return {
     warnings,
-    log: {
-      info: () => {},
-      warn: (fields: Record<string, unknown>, msg: string) => warnings.push({ fields, msg }),
-    },
+    log: loggerOf((level, msg, fields) => {
+      if (level === 'warn') warnings.push({ fields: { ...fields }, msg });
+    }),
   };
 }
 

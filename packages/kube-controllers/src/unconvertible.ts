@@ -4,15 +4,16 @@
  * counter through `onSkipped`) and skipped, so one bad object never stops a controller or makes it
  * retry in a loop; the others are written. A new version of the object is judged again.
  */
+
 import { validateResource } from '@calico-ts/api';
+import type { Logger } from '@calico-ts/api/log';
 import { isDatastoreError } from '@calico-ts/datastore';
-import type { ControllerLogger } from './mirror-controller.js';
 
 export class UnconvertibleReporter {
   readonly #seen = new Map<string, string>();
   constructor(
     private readonly controller: string,
-    private readonly log: ControllerLogger,
+    private readonly log: Logger,
     private readonly onSkipped?: (name: string) => void,
   ) {}
 

@@ -10,7 +10,9 @@
  * A WEP's labels: the Pod's labels, plus `projectcalico.org/namespace`, `…/orchestrator: k8s` and
  * `…/serviceaccount` (when the name is under 63 characters), as upstream sets them.
  */
+
 import type { WorkloadEndpoint } from '@calico-ts/api';
+import type { Logger } from '@calico-ts/api/log';
 import {
   type Datastore,
   type KVStore,
@@ -20,7 +22,7 @@ import {
   type SyncSource,
 } from '@calico-ts/datastore';
 import { PODS_PREFIX } from '@calico-ts/datastore/internal';
-import type { ControllerLogger, ReconcileReport } from './mirror-controller.js';
+import type { ReconcileReport } from './mirror-controller.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { invalidReason, isInvalid, UnconvertibleReporter } from './unconvertible.js';
 
@@ -37,7 +39,7 @@ export interface WepLabelControllerOptions {
   /** The Kubernetes datastore's key store (for the Pods as they are). */
   readonly kubernetes: KVStore;
   readonly calico: Datastore;
-  readonly log: ControllerLogger;
+  readonly log: Logger;
   readonly debounceMs?: number;
   readonly retryMs?: number;
   readonly reconcilePeriodMs?: number;

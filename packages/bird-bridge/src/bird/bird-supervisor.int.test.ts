@@ -3,9 +3,11 @@
  * configuration refused while BIRD keeps running, a reload that programs a new kernel route, a
  * restart after BIRD is killed, and a clean stop. Needs root, ip, nsenter and bird.
  */
+
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loggerOf } from '@calico-ts/api/log';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { renderBirdConfig } from '../render/bird-config-renderer.js';
 import { node, pool } from '../render/testdata/golden-cases.js';
@@ -19,7 +21,7 @@ import {
   uniqueTag,
   until,
 } from '../testing-internal/netns.js';
-import { type BirdLogger, BirdSupervisor } from './bird-supervisor.js';
+import { BirdSupervisor } from './bird-supervisor.js';
 
 const input = (blocks: string[]) => ({
   nodeName: 'node-a',
@@ -34,8 +36,10 @@ describe.runIf(privilegedTestsCanRun())('BirdSupervisor with a real BIRD', () =>
   const ns = `bbtest-${uniqueTag()}-sup`;
   let dir: string;
   let sup: BirdSupervisor;
-  const logs: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
-  const log: BirdLogger = (level, message, fields) => logs.push({ level, message, fields });
+  const logs: { level: string; message: string; fields?: Readonly<Record<string, unknown>> }[] = [];
+  const log = loggerOf((level, message, fields) =>
+    logs.push({ level, message, ...(fields ? { fields } : {}) }),
+  );
   const routes = () => ip(['-n', ns, 'route', 'show', 'proto', 'bird']);
 
   beforeAll(async () => {

@@ -41,16 +41,15 @@
  * `commandPrefix` runs BIRD inside something else, e.g. `['nsenter', '--net=/run/netns/n1']`
  * (nsenter execs BIRD, so the tracked PID is BIRD's own).
  */
+
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 import { BirdBridgeError, isBirdBridgeError } from '../errors.js';
 import { BirdControlClient } from './bird-control-client.js';
 import { StaleMetricSweeper } from './stale-metric-routes.js';
-
-export type BirdLogLevel = 'debug' | 'info' | 'warn' | 'error';
-export type BirdLogger = (level: BirdLogLevel, message: string, fields?: Record<string, unknown>) => void;
 
 /** What `apply` is given: file name → text, and which file is the main one. */
 export interface BirdConfigSet {
@@ -76,7 +75,7 @@ export interface BirdSupervisorOptions {
   birdPath?: string;
   /** Command words put before the bird executable when starting it (not for `bird -p`). */
   commandPrefix?: string[];
-  log?: BirdLogger;
+  log?: Logger;
   /** Restart delays after a crash: doubling from `initialMs` (500) up to `maxMs` (30000). */
   backoff?: { initialMs?: number; maxMs?: number };
   /** How long a new BIRD may take to open its control socket. Default 10000 ms. */
@@ -119,14 +118,12 @@ export interface BirdSupervisorStatus {
   stopped: boolean;
 }
 
-const noLog: BirdLogger = () => {};
-
 export class BirdSupervisor {
   readonly client: BirdControlClient;
   private readonly opts: Required<Omit<BirdSupervisorOptions, 'backoff' | 'log' | 'dieWithParent'>> & {
     backoff: { initialMs: number; maxMs: number };
   };
-  private readonly log: BirdLogger;
+  private readonly log: Logger;
   private child: ChildProcess | undefined;
   private childStartedAt = 0;
   private live: BirdConfigSet | undefined;
@@ -156,16 +153,14 @@ export class BirdSupervisor {
       gracefulRestart: opts.gracefulRestart ?? 'auto',
       backoff: { initialMs: opts.backoff?.initialMs ?? 500, maxMs: opts.backoff?.maxMs ?? 30_000 },
     };
-    this.log = opts.log ?? noLog;
+    this.log = opts.log ?? NOOP_LOGGER;
     this.deathPrefix = [];
     if (opts.dieWithParent ?? true) {
       if (existsSync(SETPRIV)) this.deathPrefix = [SETPRIV, '--pdeathsig', 'KILL', '--'];
-      else this.log('warn', `${SETPRIV} not found: BIRD will outlive this process if it dies unstopped`);
+      else this.log.warn(`${SETPRIV} not found: BIRD will outlive this process if it dies unstopped`);
     }
     this.client = new BirdControlClient(opts.socketPath);
-    this.sweeper = new StaleMetricSweeper(this.opts.commandPrefix, (level, msg, fields) =>
-      this.log(level, msg, fields),
-    );
+    this.sweeper = new StaleMetricSweeper(this.opts.commandPrefix, this.log);
   }
 
   /** PID of the running BIRD this supervisor started, if any. */
@@ -219,7 +214,7 @@ export class BirdSupervisor {
     const problem = await this.check(config);
     if (problem !== undefined) {
       this.lastError = problem;
-      this.log('error', 'new BIRD configuration rejected; keeping the running one', { error: problem });
+      this.log.error({ error: problem }, 'new BIRD configuration rejected; keeping the running one');
       return { kind: 'rejected', error: problem };
     }
     for (const [name, text] of Object.entries(config.files)) {
@@ -231,12 +226,12 @@ export class BirdSupervisor {
     if (this.isRunning()) {
       try {
         const r = await this.client.configure();
-        this.log('info', 'BIRD reloaded its configuration', { reply: r.message });
+        this.log.info({ reply: r.message }, 'BIRD reloaded its configuration');
         this.sweeper.kick(config.files[config.main]!);
         return { kind: 'reloaded' };
       } catch (e) {
         this.lastError = (e as Error).message;
-        this.log('error', 'BIRD did not reload its configuration', { error: this.lastError });
+        this.log.error({ error: this.lastError }, 'BIRD did not reload its configuration');
         if (!isBirdBridgeError(e, 'control-connect') && !isBirdBridgeError(e, 'control-timeout')) throw e;
         // BIRD is going away; the exit handler restarts it with the files just written.
         return { kind: 'not-running', error: this.lastError };
@@ -292,7 +287,7 @@ export class BirdSupervisor {
       stream?.on('data', (d: string) => {
         const lines = (partial + d).split('\n');
         partial = lines.pop() ?? '';
-        for (const l of lines) if (l.trim()) this.log('info', `bird: ${l}`, { pid: child.pid });
+        for (const l of lines) if (l.trim()) this.log.info({ pid: child.pid }, `bird: ${l}`);
       });
     }
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
@@ -301,16 +296,19 @@ export class BirdSupervisor {
       spawnError.then((e) => `cannot start ${cmd}: ${e.message}`),
     ]);
     if (ready === true) {
-      this.log('info', 'BIRD started', {
-        pid: child.pid,
-        config: join(this.opts.configDir, this.live.main),
-        gracefulRestartRecovery: recover,
-      });
+      this.log.info(
+        {
+          pid: child.pid,
+          config: join(this.opts.configDir, this.live.main),
+          gracefulRestartRecovery: recover,
+        },
+        'BIRD started',
+      );
       this.sweeper.kick(this.live.files[this.live.main]!);
       return { kind: 'started', pid: child.pid! };
     }
     this.lastError = ready;
-    this.log('error', 'BIRD did not come up', { error: ready });
+    this.log.error({ error: ready }, 'BIRD did not come up');
     if (this.isRunning() && child === this.child) child.kill('SIGKILL');
     return { kind: 'not-running', error: ready };
   }
@@ -330,9 +328,12 @@ export class BirdSupervisor {
       }
       return false;
     } catch (e) {
-      this.log('warn', 'cannot read the kernel routes; starting BIRD without graceful restart recovery', {
-        error: (e as Error).message,
-      });
+      this.log.warn(
+        {
+          error: (e as Error).message,
+        },
+        'cannot read the kernel routes; starting BIRD without graceful restart recovery',
+      );
       return false;
     }
   }
@@ -355,7 +356,7 @@ export class BirdSupervisor {
     this.failures = ranFor >= this.opts.stableAfterMs ? 1 : this.failures + 1;
     const delay = Math.min(this.opts.backoff.initialMs * 2 ** (this.failures - 1), this.opts.backoff.maxMs);
     this.lastError = `BIRD (pid ${child.pid}) exited: code ${code}, signal ${signal}`;
-    this.log('error', `${this.lastError}; restarting in ${delay} ms`);
+    this.log.error(`${this.lastError}; restarting in ${delay} ms`);
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
@@ -363,8 +364,8 @@ export class BirdSupervisor {
         if (this.stopped || this.isRunning()) return;
         this.restarts++;
         const r = await this.startNow();
-        if (r.kind === 'not-running') this.log('warn', 'BIRD restart failed', { error: r.error });
-      }).catch((e) => this.log('error', 'BIRD restart failed', { error: (e as Error).message }));
+        if (r.kind === 'not-running') this.log.warn({ error: r.error }, 'BIRD restart failed');
+      }).catch((e) => this.log.error({ error: (e as Error).message }, 'BIRD restart failed'));
     }, delay);
   }
 
@@ -375,9 +376,12 @@ export class BirdSupervisor {
     if (this.opts.stopMode === 'keep-routes') {
       child.kill('SIGKILL');
       await exited;
-      this.log('info', 'BIRD killed; peers keep its routes for their graceful restart time', {
-        pid: child.pid,
-      });
+      this.log.info(
+        {
+          pid: child.pid,
+        },
+        'BIRD killed; peers keep its routes for their graceful restart time',
+      );
       return;
     }
     child.kill('SIGTERM');
@@ -389,7 +393,7 @@ export class BirdSupervisor {
       child.kill('SIGKILL');
       await exited;
     }
-    this.log('info', 'BIRD stopped', { pid: child.pid });
+    this.log.info({ pid: child.pid }, 'BIRD stopped');
   }
 }
 

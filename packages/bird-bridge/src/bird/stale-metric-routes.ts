@@ -14,7 +14,9 @@
  * Pure parts first; `StaleMetricSweeper` does the I/O, again every `everyMs` while stale routes
  * remain (BIRD programs the new ones asynchronously after a reload or a start).
  */
+
 import { execFile } from 'node:child_process';
+import type { Logger } from '@calico-ts/api/log';
 
 /** One route of `ip -j route show`, as far as this needs it. */
 export interface KernelRouteRow {
@@ -44,8 +46,6 @@ export function deleteArgs(r: KernelRouteRow, family: 4 | 6): string[] {
   return [`-${family}`, 'route', 'del', ...type, r.dst, 'proto', 'bird', 'metric', String(r.metric ?? 0)];
 }
 
-export type SweepLogger = (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
-
 /** Removes stale-metric routes in BIRD's network namespace (see the top of this file). */
 export class StaleMetricSweeper {
   #timer: NodeJS.Timeout | undefined;
@@ -55,7 +55,7 @@ export class StaleMetricSweeper {
 
   constructor(
     private readonly commandPrefix: readonly string[],
-    private readonly log: SweepLogger,
+    private readonly log: Logger,
     private readonly everyMs = 2000,
     /** Give up on a destination's old route after this many sweeps (it was never re-announced). */
     private readonly maxRuns = 90,
@@ -88,19 +88,22 @@ export class StaleMetricSweeper {
     try {
       rows = JSON.parse((await this.#ip([`-${s.family}`, '-j', 'route', 'show', 'proto', 'bird'])) || '[]');
     } catch (e) {
-      this.log('warn', 'cannot list the routes BIRD programmed', { error: (e as Error).message });
+      this.log.warn({ error: (e as Error).message }, 'cannot list the routes BIRD programmed');
       return this.#schedule(this.everyMs);
     }
     for (const r of staleMetricRoutes(rows, s.metric)) {
       try {
         await this.#ip(deleteArgs(r, s.family));
-        this.log('info', 'removed a route BIRD programmed under an earlier route priority', {
-          dst: r.dst,
-          metric: r.metric ?? 0,
-          now: s.metric,
-        });
+        this.log.info(
+          {
+            dst: r.dst,
+            metric: r.metric ?? 0,
+            now: s.metric,
+          },
+          'removed a route BIRD programmed under an earlier route priority',
+        );
       } catch (e) {
-        this.log('warn', 'cannot remove a stale BIRD route', { dst: r.dst, error: (e as Error).message });
+        this.log.warn({ dst: r.dst, error: (e as Error).message }, 'cannot remove a stale BIRD route');
       }
     }
     const left = rows.some((r) => (r.metric ?? 0) !== s.metric);

@@ -5,15 +5,17 @@
  * BirdSupervisor running a real BIRD 2 in the node's namespace and a BirdBridge feeding it.
  * `close()` stops what was started (BIRD by its PID), deletes the namespaces it made and its dir.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loggerOf } from '@calico-ts/api/log';
 import { KVDatastore } from '@calico-ts/datastore';
 import { EtcdKVStore } from '@calico-ts/datastore/etcd3';
 import { type EtcdServer, startEtcd } from '@calico-ts/datastore/testing';
 import { IpamStore } from '@calico-ts/ipam';
 import { BirdControlClient } from '../bird/bird-control-client.js';
-import { type BirdLogger, BirdSupervisor } from '../bird/bird-supervisor.js';
+import { BirdSupervisor } from '../bird/bird-supervisor.js';
 import { BirdBridge, nodeAffinitySource } from '../bridge.js';
 import { node, pool } from '../render/testdata/golden-cases.js';
 import { addNetns, deleteNetns, ip, nsenterPrefix, pidAlive, uniqueTag } from './netns.js';
@@ -120,10 +122,11 @@ export class TwoNodes {
     const n = NODES.find((x) => x.side === side)!;
     const kv = new EtcdKVStore({ endpoints: this.etcd!.endpoints });
     this.stores.push(kv);
-    const log: BirdLogger = (level, message, fields) =>
+    const log = loggerOf((level, message, fields) =>
       this.logs.push(
         `${this.o.timestampLogs ? `${Date.now()} ` : ''}${n.name} ${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`,
-      );
+      ),
+    );
     const supervisor = new BirdSupervisor({
       configDir: join(this.dir, side, 'config'),
       socketPath: join(this.dir, side, 'bird.ctl'),

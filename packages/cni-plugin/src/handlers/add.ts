@@ -20,6 +20,7 @@
  * Any failure undoes what succeeded, newest first, and reports the first error in the order above
  * (readiness before the rest).
  */
+import { withFields } from '@calico-ts/api/log';
 import { CniPluginError, isCniPluginError } from '../errors.js';
 import type { WorkloadEndpoint } from '../io/backend.js';
 import { hostVethName, interfacePrefix, ipamHandleId, workloadEndpointName } from '../naming.js';
@@ -52,7 +53,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     containerId: inv.containerId,
     endpoint: inv.ifName,
   });
-  const log = ctx.log.with({ ContainerID: inv.containerId, WorkloadEndpoint: wepName });
+  const log = withFields(ctx.log, { ContainerID: inv.containerId, WorkloadEndpoint: wepName });
   const hostIf = hostVethName({
     orchestrator: id.orchestrator,
     namespace: id.namespace,
@@ -101,7 +102,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     // 2. Addresses: from the IPAM plugin, or as the pod's annotations say.
     const { addresses, dns } = await podAddresses(ctx, podInfo, existing, undo);
     const routes = podRouteDestinations(addresses, ipam.routes, conf.includeDefaultRoutes);
-    log.info('IPAM assigned addresses', { addresses: addresses.join(',') });
+    log.info({ addresses: addresses.join(',') }, 'IPAM assigned addresses');
     const ipNATs =
       podInfo && podInfo.request.floatingIps.length > 0
         ? floatingIpNats(`${id.namespace}/${id.pod}`, podInfo.request.floatingIps, addresses)
@@ -151,10 +152,13 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     if (configured.status === 'rejected') throw configured.reason;
     if (written.status === 'rejected') throw written.reason;
     const wl = configured.value;
-    log.info('networked the namespace and wrote the WorkloadEndpoint', {
-      HostVeth: hostIf,
-      ContainerMAC: wl.containerMac,
-    });
+    log.info(
+      {
+        HostVeth: hostIf,
+        ContainerMAC: wl.containerMac,
+      },
+      'networked the namespace and wrote the WorkloadEndpoint',
+    );
 
     // 4. Without a policy plugin, the network's profile (upstream creates it when missing).
     if (conf.policyType === '') await backend.ensureNetworkProfile(conf.name, id.orchestrator);
@@ -193,9 +197,12 @@ async function podAddresses(
   const release = () => ctx.delegate.run(ipam.type, 'DEL', ctx.stdin);
   switch (source.kind) {
     case 'no-ipam':
-      ctx.log.info('addresses from the ipAddrsNoIpam annotation, without IPAM', {
-        IPs: source.ips.join(','),
-      });
+      ctx.log.info(
+        {
+          IPs: source.ips.join(','),
+        },
+        'addresses from the ipAddrsNoIpam annotation, without IPAM',
+      );
       return { addresses: source.ips.map(hostCidr), dns: {} };
     case 'ipam-exact': {
       // An earlier sandbox of this pod still holds its addresses until its DEL: as upstream,
@@ -209,10 +216,13 @@ async function podAddresses(
           ipamHandleId(ctx.conf.name, oldContainer),
         );
         if (released.length > 0) {
-          ctx.log.info('released the addresses of the pod’s earlier sandbox', {
-            ContainerID: oldContainer,
-            IPs: released.join(','),
-          });
+          ctx.log.info(
+            {
+              ContainerID: oldContainer,
+              IPs: released.join(','),
+            },
+            'released the addresses of the pod’s earlier sandbox',
+          );
         }
       }
       const addresses: string[] = [];

@@ -2,13 +2,14 @@
  * What every handler receives: the parsed invocation and config, and the effects it may use. The
  * entry point (main.ts) builds the real one; tests build one from fakes.
  */
+
+import type { Logger } from '@calico-ts/api/log';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
 import type { PluginBackend } from '../io/backend.js';
 import type { Dataplane } from '../io/dataplane.js';
 import type { DelegateRunner } from '../io/delegate.js';
 import type { HostLock } from '../io/host-lock.js';
 import type { KubeReader } from '../io/kube.js';
-import type { Logger } from '../io/logger.js';
 import type { Env, Invocation } from '../spec/env.js';
 import type { IpamConf, NetConf } from '../spec/netconf.js';
 

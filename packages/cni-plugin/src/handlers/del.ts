@@ -18,6 +18,7 @@
  * Steps 2 and 3 run even when an earlier one failed, so as much as possible is cleaned up; the
  * first error is reported.
  */
+import { withFields } from '@calico-ts/api/log';
 import { messageOf } from '../errors.js';
 import { workloadEndpointName } from '../naming.js';
 import { workloadIdentity } from '../spec/cni-args.js';
@@ -41,7 +42,7 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
     containerId: inv.containerId,
     endpoint: inv.ifName,
   });
-  const log = ctx.log.with({ ContainerID: inv.containerId, WorkloadEndpoint: wepName });
+  const log = withFields(ctx.log, { ContainerID: inv.containerId, WorkloadEndpoint: wepName });
   const backend = await ctx.backend();
   await requireReady(backend);
 
@@ -81,9 +82,12 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
         return;
       }
       if (wep.spec.containerID && wep.spec.containerID !== inv.containerId) {
-        log.info('WorkloadEndpoint belongs to another container, keeping it', {
-          Owner: wep.spec.containerID,
-        });
+        log.info(
+          {
+            Owner: wep.spec.containerID,
+          },
+          'WorkloadEndpoint belongs to another container, keeping it',
+        );
         return;
       }
       ownHostIf = wep.spec.interfaceName;

@@ -9,6 +9,7 @@
  * namespaceSelectors match (upstream; a calico plugin running this in process has read it already).
  * The result is an IPAM result: `ips` with the block's prefix length, no interfaces.
  */
+import { withFields } from '@calico-ts/api/log';
 import { CniPluginError } from '../errors.js';
 import { DEFAULT_IPAM_LOCK_FILE } from '../io/host-lock.js';
 import { ipamHandleId } from '../naming.js';
@@ -28,7 +29,7 @@ export async function cmdIpamAdd(ctx: PluginContext): Promise<Record<string, unk
     attrs.namespace = id.namespace;
     attrs.pod = id.pod;
   }
-  const log = ctx.log.with({ ContainerID: inv.containerId, HandleID: handleId });
+  const log = withFields(ctx.log, { ContainerID: inv.containerId, HandleID: handleId });
   const backend = await ctx.backend();
   let namespaceLabels: Record<string, string> | undefined;
   if (inv.args.ip === undefined && id.pod !== undefined && ipamReadsNamespace(conf)) {
@@ -41,7 +42,7 @@ export async function cmdIpamAdd(ctx: PluginContext): Promise<Record<string, unk
   let cidrs: string[];
   try {
     if (inv.args.ip !== undefined) {
-      log.info('assigning the requested address', { IP: inv.args.ip });
+      log.info({ IP: inv.args.ip }, 'assigning the requested address');
       cidrs = [await backend.assignIp({ ip: inv.args.ip, handleId, node, attrs })];
     } else {
       const num4 = ipam.assignIpv4 ? 1 : 0;
@@ -66,7 +67,7 @@ export async function cmdIpamAdd(ctx: PluginContext): Promise<Record<string, unk
   } finally {
     await release();
   }
-  log.info('assigned addresses', { addresses: cidrs.join(',') });
+  log.info({ addresses: cidrs.join(',') }, 'assigned addresses');
   return encodeResult(
     { interfaces: [], ips: cidrs.map((address) => ({ address })), routes: [], dns: {} },
     conf.cniVersion,

@@ -20,7 +20,7 @@ export async function cmdIpamGc(ctx: PluginContext): Promise<undefined> {
     if (cid === undefined || valid.has(cid)) continue;
     try {
       if (await backend.releaseByHandle(h)) released++;
-      ctx.log.info('GC released a stale allocation', { HandleID: h });
+      ctx.log.info({ HandleID: h }, 'GC released a stale allocation');
     } catch (e) {
       ctx.log.error(`GC failed to release ${h}: ${messageOf(e)}`);
       firstError ??= e;

@@ -12,6 +12,7 @@
  * `datastore-failed`.
  */
 import type { ResourceObject } from '@calico-ts/api';
+import type { Logger } from '@calico-ts/api/log';
 import { cidrContains, cidrSize, formatIP, parseCidr } from '@calico-ts/api/net';
 import {
   type ClientConfig,
@@ -37,7 +38,6 @@ import type {
   WorkloadEndpoint,
   WriteEndpointOptions,
 } from './backend.js';
-import type { Logger } from './logger.js';
 
 export async function openCalicoBackend(conf: NetConf, env: Env, log: Logger): Promise<PluginBackend> {
   return openCalicoBackendWith(await loadBackendConfig(conf, env, log), interfacePrefixOf(env));

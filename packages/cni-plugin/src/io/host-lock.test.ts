@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loggerOf } from '@calico-ts/api/log';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileLock, QueuedLock } from './host-lock.js';
 
@@ -48,13 +49,15 @@ describe('FileLock', () => {
     const logs: string[] = [];
     const blocked = join(dir, 'file');
     await writeFile(blocked, 'x');
-    const release = await new FileLock({ log: (m) => logs.push(m) }).acquire(join(blocked, 'ipam.lock'));
+    const release = await new FileLock({ log: loggerOf((_level, m) => logs.push(m)) }).acquire(
+      join(blocked, 'ipam.lock'),
+    );
     await release();
     expect(logs[0]).toContain('going ahead without it');
     const held = join(dir, 'held.lock');
     await writeFile(held, String(process.pid));
     const t0 = Date.now();
-    await (await new FileLock({ waitMs: 100, log: (m) => logs.push(m) }).acquire(held))();
+    await (await new FileLock({ waitMs: 100, log: loggerOf((_level, m) => logs.push(m)) }).acquire(held))();
     expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
     expect(logs[1]).toContain('was not released in time');
     expect(await readFile(held, 'utf8')).toBe(String(process.pid));

@@ -9,9 +9,11 @@
  * permission, read-only file system) or is not released within `waitMs`, the caller goes ahead
  * unlocked, as upstream does.
  */
+
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { readFile, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 
 export const DEFAULT_IPAM_LOCK_FILE = '/var/run/calico/ipam.lock';
 
@@ -22,16 +24,16 @@ export interface HostLock {
 
 export interface FileLockOptions {
   waitMs?: number;
-  log?: (msg: string) => void;
+  log?: Logger;
 }
 
 export class FileLock implements HostLock {
   readonly #waitMs: number;
-  readonly #log: (msg: string) => void;
+  readonly #log: Logger;
 
   constructor(options: FileLockOptions = {}) {
     this.#waitMs = options.waitMs ?? 60_000;
-    this.#log = options.log ?? (() => {});
+    this.#log = options.log ?? NOOP_LOGGER;
   }
 
   async acquire(path: string): Promise<() => Promise<void>> {
@@ -62,13 +64,13 @@ export class FileLock implements HostLock {
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code !== 'EEXIST') {
-          this.#log(`cannot use the IPAM lock ${path} (${code}); going ahead without it`);
+          this.#log.warn(`cannot use the IPAM lock ${path} (${code}); going ahead without it`);
           return async () => {};
         }
       }
       if (await this.#ownerIsGone(path)) continue;
       if (Date.now() >= deadline) {
-        this.#log(`the IPAM lock ${path} was not released in time; going ahead without it`);
+        this.#log.warn(`the IPAM lock ${path} was not released in time; going ahead without it`);
         return async () => {};
       }
       await new Promise((r) => setTimeout(r, delay + Math.random() * delay));

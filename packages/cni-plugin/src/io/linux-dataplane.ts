@@ -21,6 +21,7 @@
  * end, which takes the pod end and every route with it. With netlinux's rtnetlink path (the
  * plugin's), no process is started; otherwise three `ip` processes, the last two side by side.
  */
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 import {
   isNetlinuxError,
   type LinkOp,
@@ -59,16 +60,16 @@ export type NetOps = Pick<
 >;
 
 export interface LinuxDataplaneOptions {
-  log?: (msg: string) => void;
+  log?: Logger;
 }
 
 export class LinuxDataplane implements Dataplane {
   readonly #net: NetOps;
-  readonly #log: (msg: string) => void;
+  readonly #log: Logger;
 
   constructor(net: NetOps, options: LinuxDataplaneOptions = {}) {
     this.#net = net;
-    this.#log = options.log ?? (() => {});
+    this.#log = options.log ?? NOOP_LOGGER;
   }
 
   async preflight(netns: string, ifName: string): Promise<void> {
@@ -103,7 +104,7 @@ export class LinuxDataplane implements Dataplane {
       // is left from an earlier sandbox of the same pod (delete it and create the pair again).
       await this.preflight(netns, cont);
       if (await step(`delete stale ${host}`, () => this.#net.deleteLink(host, { ignoreMissing: true }))) {
-        this.#log(`deleted stale host interface ${host}`);
+        this.#log.info(`deleted stale host interface ${host}`);
       }
       await step(`create veth ${host} <-> ${cont} in ${netns}`, () => this.#net.createVethPair(pair));
     }
@@ -125,7 +126,7 @@ export class LinuxDataplane implements Dataplane {
       try {
         await this.#net.deleteLink(spec.hostIfName, { ignoreMissing: true });
       } catch (undoError) {
-        this.#log(`failed to delete ${spec.hostIfName} after a failed set-up: ${messageOf(undoError)}`);
+        this.#log.warn(`failed to delete ${spec.hostIfName} after a failed set-up: ${messageOf(undoError)}`);
       }
       throw e;
     }

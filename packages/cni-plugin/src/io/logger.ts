@@ -5,21 +5,23 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { type LogFields, type Logger, type LogLevelName, loggerOf } from '@calico-ts/api/log';
 import { writeStderr } from '@calico-ts/api/stdio';
 import type { LogLevel } from '../spec/netconf.js';
 
-export type LogFields = Record<string, unknown>;
-
-export interface Logger {
-  debug(msg: string, fields?: LogFields): void;
-  info(msg: string, fields?: LogFields): void;
-  warn(msg: string, fields?: LogFields): void;
-  error(msg: string, fields?: LogFields): void;
-  /** Adds fields to every line from now on (e.g. ContainerID). */
-  with(fields: LogFields): Logger;
+/** The plugin's logger: the shared shape, plus what the network config sets for the process. */
+export interface LineLogger extends Logger {
   setLevel(level: LogLevel): void;
   setFile(path: string | undefined): void;
 }
+
+/** The shared level names to the network config's `log_level` names and their line tags. */
+const LEVEL: Record<LogLevelName, { level: LogLevel; tag: string }> = {
+  debug: { level: 'debug', tag: 'DEBUG' },
+  info: { level: 'info', tag: 'INFO' },
+  warn: { level: 'warning', tag: 'WARNING' },
+  error: { level: 'error', tag: 'ERROR' },
+};
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3 };
 
@@ -35,16 +37,12 @@ export function createLogger(
   component: string,
   write: (line: string) => void = writeStderr,
   pid: number = process.pid,
-): Logger {
+): LineLogger {
   const sink: Sink = { level: 'info', write, pid };
-  return makeLogger(component, sink, {});
-}
-
-function makeLogger(component: string, sink: Sink, base: LogFields): Logger {
-  const emit = (level: LogLevel, tag: string, msg: string, fields?: LogFields) => {
+  const emit = (name: LogLevelName, msg: string, fields: LogFields | undefined) => {
+    const { level, tag } = LEVEL[name];
     if (RANK[level] < RANK[sink.level]) return;
-    const all = { ...base, ...fields };
-    const kv = Object.entries(all)
+    const kv = Object.entries(fields ?? {})
       .filter(([, v]) => v !== undefined)
       .map(
         ([k, v]) =>
@@ -62,11 +60,7 @@ function makeLogger(component: string, sink: Sink, base: LogFields): Logger {
     }
   };
   return {
-    debug: (m, f) => emit('debug', 'DEBUG', m, f),
-    info: (m, f) => emit('info', 'INFO', m, f),
-    warn: (m, f) => emit('warning', 'WARNING', m, f),
-    error: (m, f) => emit('error', 'ERROR', m, f),
-    with: (fields) => makeLogger(component, sink, { ...base, ...fields }),
+    ...loggerOf(emit),
     setLevel: (level) => {
       sink.level = level;
     },
@@ -92,6 +86,6 @@ function timestamp(): string {
 }
 
 /** A logger that drops everything (tests). */
-export function silentLogger(): Logger {
+export function silentLogger(): LineLogger {
   return createLogger('test', () => {});
 }

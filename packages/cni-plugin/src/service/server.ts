@@ -19,6 +19,7 @@ import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
+import { type Logger, loggerOf, NOOP_LOGGER } from '@calico-ts/api/log';
 import { writeStderr } from '@calico-ts/api/stdio';
 import type { KubeHttp } from '@calico-ts/datastore/kube';
 import { openKubeOnce, pluginEffects } from '../effects.js';
@@ -26,7 +27,6 @@ import { isCniPluginError, messageOf } from '../errors.js';
 import { borrowBackend, type PluginBackend } from '../io/backend.js';
 import { FileLock, QueuedLock } from '../io/host-lock.js';
 import { type KubeReader, memoizedReader } from '../io/kube.js';
-import type { Logger } from '../io/logger.js';
 import { runPlugin } from '../plugin.js';
 import type { Env } from '../spec/env.js';
 import { formatJson, toCniErrorObject } from '../spec/error.js';
@@ -46,7 +46,7 @@ export interface PluginServiceOptions {
   /** The version `-v` and VERSION would print. */
   version: string;
   /** The service's own messages (start, stop, refused requests). */
-  log?: (msg: string) => void;
+  log?: Logger;
   /** Datastore clients older than this are reopened on next use. Default 10 minutes. */
   clientMaxAgeMs?: number;
 }
@@ -60,7 +60,7 @@ export interface PluginService {
 }
 
 export async function startPluginService(o: PluginServiceOptions): Promise<PluginService> {
-  const log = o.log ?? (() => {});
+  const log = o.log ?? NOOP_LOGGER;
   const netns = ownNetnsId();
   const clients = new ClientCache(o.clientMaxAgeMs ?? 600_000);
   const kubeClients = new KubeClientCache(o.clientMaxAgeMs ?? 600_000);
@@ -127,7 +127,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
       size += b.length;
       if (size > MAX_MESSAGE_BYTES) {
         started = true;
-        log(`refused a request larger than ${MAX_MESSAGE_BYTES} bytes`);
+        log.warn(`refused a request larger than ${MAX_MESSAGE_BYTES} bytes`);
         sock.destroy();
         return;
       }
@@ -139,7 +139,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
         const req = parseRequest(text);
         const reply: ServiceReply =
           typeof req === 'string' ? { v: PROTOCOL_VERSION, declined: req } : await invoke(req);
-        if (typeof req === 'string') log(`declined a request: ${req}`);
+        if (typeof req === 'string') log.warn(`declined a request: ${req}`);
         sock.end(`${JSON.stringify(reply)}\n`);
       })();
       inFlight.add(work);
@@ -166,7 +166,7 @@ export async function startPluginService(o: PluginServiceOptions): Promise<Plugi
     process.umask(umask);
   }
   await chmod(o.socketPath, 0o600);
-  server.on('error', (e) => log(`plugin service: ${messageOf(e)}`));
+  server.on('error', (e) => log.error(`plugin service: ${messageOf(e)}`));
 
   return {
     socketPath: o.socketPath,
@@ -428,7 +428,7 @@ export async function serveFromCommandLine(args: readonly string[], version: str
   const say = (m: string) => writeStderr(`${new Date().toISOString()} calico plugin service: ${m}\n`);
   let service: PluginService;
   try {
-    service = await startPluginService({ socketPath, version, log: say });
+    service = await startPluginService({ socketPath, version, log: loggerOf((_level, m) => say(m)) });
   } catch (e) {
     say(`cannot start on ${socketPath}: ${messageOf(e)}`);
     return 1;

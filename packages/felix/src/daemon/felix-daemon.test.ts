@@ -4,10 +4,12 @@
  * the status keys and the MTU file; readiness follows in-sync, the first apply and datastore
  * reachability, and stopping leaves the rules in place.
  */
+
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Resource } from '@calico-ts/api';
+import { loggerOf } from '@calico-ts/api/log';
 import { KVDatastore, MemoryKVStore } from '@calico-ts/datastore';
 import { Netlinux } from '@calico-ts/netlinux';
 import type { ScriptedCommandRunner } from '@calico-ts/netlinux/testing';
@@ -77,10 +79,9 @@ describe('FelixDaemon on fakes', () => {
       nft,
       // Sysctls written outside a namespace go to this directory, never to the host's /proc/sys.
       net: new Netlinux({ runner, procSys: join(dir, 'proc-sys') }),
-      log: {
-        ...NOOP_LOGGER,
-        warn: (obj, msg) => warnings.push({ obj, ...(msg !== undefined ? { msg } : {}) }),
-      },
+      log: loggerOf((level, msg, obj) => {
+        if (level === 'warn') warnings.push({ obj: obj ?? {}, ...(msg !== '' ? { msg } : {}) });
+      }),
       debounceMs: 10,
       interfacePollMs: 50,
     });
