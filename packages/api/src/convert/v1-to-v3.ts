@@ -25,6 +25,7 @@ import { convertBGPPeer, convertIPPool } from './v1/network.js';
 import { convertNode } from './v1/node.js';
 import { convertPolicy, convertProfile, convertTier } from './v1/policy.js';
 
+/** The Calico v1 kinds `convertV1ToV3` converts, spelled as v1 spelled them. */
 export const V1_KINDS = [
   'ipPool',
   'policy',
@@ -35,6 +36,7 @@ export const V1_KINDS = [
   'bgpPeer',
   'tier',
 ] as const;
+/** One of `V1_KINDS`. */
 export type V1Kind = (typeof V1_KINDS)[number];
 
 function isV1Kind(k: string): k is V1Kind {
@@ -59,7 +61,9 @@ export function isV1Document(doc: unknown): boolean {
   return isV1Kind(doc.kind) || listItemKind(doc.kind) !== undefined;
 }
 
+/** What `convertV1ToV3` made of a v1 document. */
 export interface V1ConversionResult {
+  /** The v3 resources, in the order of the v1 documents. */
   resources: Resource[];
   /** One line per converted resource, plus lines about anything renamed or rewritten on the way. */
   notes: string[];

@@ -17,6 +17,7 @@ import { parseCidrOrIP } from '../net/cidr.js';
 import { type AddError, asArr, asNum, asObj, asStr, nonEmpty } from './common.js';
 import { protocolIs, protocolSupportsPorts } from './rule.js';
 
+/** Which list of a policy a rule is in: `spec.ingress` or `spec.egress`. */
 export type RuleDirection = 'ingress' | 'egress';
 
 export interface RuleCheckOptions {
