@@ -145,11 +145,11 @@ export {
   PROTOCOL_NAMES,
   type Protocol,
   type Rule,
-  type RuleDirection,
   type RuleMetadata,
   type ServiceAccountMatch,
   type ServiceMatch,
 } from './resources/rule.js';
+export type { RuleDirection } from './resources/rule-checks.js';
 export {
   STAGED_ACTIONS,
   type StagedAction,

@@ -186,3 +186,11 @@ export interface CheckContext {
   readonly labels: Raw | undefined;
   readonly add: AddError;
 }
+
+/** The name rule of a kind there is one of per cluster: it must be called `default`. */
+export function checkSingletonName(kind: string) {
+  return (_spec: unknown, ctx: CheckContext): void => {
+    if (ctx.name !== undefined && ctx.name !== 'default')
+      ctx.add('metadata.name', `must be "default": there is one ${kind} per cluster`);
+  };
+}

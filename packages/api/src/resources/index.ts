@@ -72,6 +72,7 @@ export {
   resourceSchemas,
 } from './registry.js';
 export * from './rule.js';
+export { checkRule, checkRules, type RuleCheckOptions, type RuleDirection } from './rule-checks.js';
 export {
   STAGED_ACTIONS,
   type StagedAction,

@@ -7,7 +7,8 @@ import type { ResourceObject } from '../meta.js';
 import { asArr, asObj, type CheckContext, DNS_LABEL_RE, labelMap, oneOf, selector } from './common.js';
 import { goPtr, goVal } from './go-encoding.js';
 import { lazySchema } from './lazy-schema.js';
-import { checkRules, POLICY_TYPES, type PolicyType, ruleSchema } from './rule.js';
+import { POLICY_TYPES, type PolicyType, ruleSchema } from './rule.js';
+import { checkRules } from './rule-checks.js';
 
 export const TIER_LABEL = 'projectcalico.org/tier';
 export const DEFAULT_TIER = 'default';

@@ -1,20 +1,13 @@
 /**
  * Policy rules shared by NetworkPolicy, GlobalNetworkPolicy and Profile: the Rule and EntityRule
- * schemas (upstream `policy_common.go`) and the cross-field rules upstream's validator applies to
- * them (ports need a port protocol, ICMP fields need an ICMP protocol, one IP family per rule,
- * HTTP only on Allow ingress rules, service matches that stand alone...).
+ * schemas (upstream `policy_common.go`), field by field, and what a protocol is (name or number,
+ * which ones have ports). The cross-field rules upstream's validator applies to a rule are in
+ * `rule-checks.ts`.
  */
 import * as z from 'zod';
-import { parseCidrOrIP } from '../net/cidr.js';
 import {
-  type AddError,
-  asArr,
-  asNum,
-  asObj,
-  asStr,
   intBetween,
   maskedCidrOrIP,
-  nonEmpty,
   oneOf,
   qualifiedNameProblem,
   selector,
@@ -188,9 +181,10 @@ export type Rule = z.infer<typeof ruleSchema>;
 export const POLICY_TYPES = ['Ingress', 'Egress'] as const;
 export type PolicyType = (typeof POLICY_TYPES)[number];
 
-// ---- cross-field rules -----------------------------------------------------------------------
+// ---- protocols --------------------------------------------------------------------------------
 
-function protocolIs(p: unknown, ...names: string[]): boolean {
+/** True if `p` is one of the named protocols, by v3 name or by number (as a number or its digits). */
+export function protocolIs(p: unknown, ...names: string[]): boolean {
   if (p === undefined) return false;
   const numbers: Record<string, number> = { TCP: 6, UDP: 17, ICMP: 1, ICMPv6: 58, SCTP: 132, UDPLite: 136 };
   return names.some((n) => p === n || p === numbers[n] || p === String(numbers[n]));
@@ -199,188 +193,4 @@ function protocolIs(p: unknown, ...names: string[]): boolean {
 /** Upstream `Protocol.SupportsPorts`: TCP, UDP and SCTP (by v3 or lower-case v1 name, or number). */
 export function protocolSupportsPorts(p: unknown): boolean {
   return protocolIs(p, 'TCP', 'UDP', 'SCTP') || p === 'tcp' || p === 'udp' || p === 'sctp';
-}
-
-export type RuleDirection = 'ingress' | 'egress';
-
-export interface RuleCheckOptions {
-  /** GlobalNetworkPolicy: a service match must name its namespace. */
-  readonly serviceNeedsNamespace?: boolean;
-}
-
-const ENTITY_SIDES = ['source', 'destination'] as const;
-
-/** Cross-field checks of one rule at `path` (e.g. `spec.ingress[0]`). */
-export function checkRule(
-  rawRule: unknown,
-  path: string,
-  direction: RuleDirection,
-  add: AddError,
-  opts: RuleCheckOptions = {},
-): void {
-  const rule = asObj(rawRule);
-  if (!rule) return;
-  const protocol = rule.protocol;
-  const ipVersion = asNum(rule.ipVersion);
-  const action = asStr(rule.action);
-
-  // Ports exist only for TCP, UDP and SCTP.
-  if (!protocolSupportsPorts(protocol)) {
-    for (const side of ENTITY_SIDES) {
-      const e = asObj(rule[side]);
-      for (const f of ['ports', 'notPorts'] as const) {
-        if ((asArr(e?.[f])?.length ?? 0) > 0) {
-          add(
-            `${path}.${side}.${f}`,
-            "needs the rule's protocol to be TCP, UDP or SCTP (only they have ports)",
-          );
-        }
-      }
-    }
-  }
-
-  // ICMP match fields.
-  if (rule.icmp !== undefined && !protocolIs(protocol, 'ICMP', 'ICMPv6')) {
-    add(`${path}.icmp`, "needs the rule's protocol to be ICMP or ICMPv6");
-  }
-  for (const f of ['icmp', 'notICMP'] as const) {
-    const icmp = asObj(rule[f]);
-    if (icmp && icmp.code !== undefined && icmp.type === undefined) {
-      add(`${path}.${f}.code`, `needs ${f}.type to be set too (a code alone cannot be matched)`);
-    }
-  }
-  if (ipVersion !== undefined) {
-    if ((protocolIs(protocol, 'ICMP') || protocolIs(rule.notProtocol, 'ICMP')) && ipVersion !== 4) {
-      add(`${path}.ipVersion`, 'must be 4 when the protocol is ICMP');
-    }
-    if ((protocolIs(protocol, 'ICMPv6') || protocolIs(rule.notProtocol, 'ICMPv6')) && ipVersion !== 6) {
-      add(`${path}.ipVersion`, 'must be 6 when the protocol is ICMPv6');
-    }
-  }
-
-  // One IP family per rule, matching ipVersion; notNets may not cover everything.
-  let seen4 = false;
-  let seen6 = false;
-  for (const side of ENTITY_SIDES) {
-    const e = asObj(rule[side]);
-    for (const f of ['nets', 'notNets'] as const) {
-      const nets = asArr(e?.[f]);
-      if (!nets) continue;
-      let has4 = false;
-      let has6 = false;
-      nets.forEach((n, i) => {
-        const c = typeof n === 'string' ? parseCidrOrIP(n) : undefined;
-        if (!c) return;
-        if (c.family === 4) has4 = true;
-        else has6 = true;
-        if (f === 'notNets' && c.prefix === 0) {
-          add(
-            `${path}.${side}.notNets[${i}]`,
-            `must not be ${n}: excluding every address would make the rule match nothing`,
-          );
-        }
-      });
-      const fieldPath = `${path}.${side}.${f}`;
-      if (ipVersion !== undefined && ((has4 && ipVersion !== 4) || (has6 && ipVersion !== 6))) {
-        add(fieldPath, `contains CIDRs of another IP version than the rule's ipVersion ${ipVersion}`);
-      }
-      if ((has4 && has6) || (has4 && seen6) || (has6 && seen4)) {
-        add(fieldPath, 'mixes IPv4 and IPv6: all CIDRs in one rule must be of the same IP version');
-      }
-      seen4 ||= has4;
-      seen6 ||= has6;
-    }
-  }
-
-  // HTTP match criteria: Allow ingress rules only, TCP.
-  if (rule.http !== undefined) {
-    if (action !== undefined && action !== 'Allow') add(`${path}.http`, 'is only allowed in Allow rules');
-    if (direction === 'egress') add(`${path}.http`, 'is not allowed in egress rules');
-    if (protocol !== undefined && !protocolIs(protocol, 'TCP')) {
-      add(`${path}.protocol`, 'must be TCP (or unset) in a rule with http match criteria');
-    }
-    const http = asObj(rule.http);
-    const methods = asArr(http?.methods);
-    if (methods && new Set(methods).size !== methods.length) {
-      add(`${path}.http.methods`, 'must not list a method twice');
-    }
-    asArr(http?.paths)?.forEach((p, i) => {
-      const po = asObj(p);
-      if (!po) return;
-      const exact = nonEmpty(po.exact);
-      const prefix = nonEmpty(po.prefix);
-      const pp = `${path}.http.paths[${i}]`;
-      if (exact !== undefined && prefix !== undefined) add(pp, 'must set either exact or prefix, not both');
-      else if (exact === undefined && prefix === undefined) add(pp, 'must set exact or prefix');
-      else {
-        const v = (exact ?? prefix)!;
-        if (!v.startsWith('/') || /[? #]/.test(v)) {
-          add(
-            `${pp}.${exact !== undefined ? 'exact' : 'prefix'}`,
-            "must start with '/' and contain no '?', '#' or space",
-          );
-        }
-      }
-    });
-  }
-
-  // Entity rules.
-  for (const side of ENTITY_SIDES) {
-    const e = asObj(rule[side]);
-    if (!e) continue;
-    const ep = `${path}.${side}`;
-    const ns = asStr(e.namespaceSelector);
-    if (ns?.includes('global(') && ns.trim() !== 'global()') {
-      add(`${ep}.namespaceSelector`, 'may not combine global() with other expressions');
-    }
-    const services = asObj(e.services);
-    if (!services) continue;
-    if (nonEmpty(services.name) === undefined) add(`${ep}.services.name`, 'is required');
-    const conflicts: Array<[string, boolean]> = [
-      ['namespaceSelector', nonEmpty(e.namespaceSelector) !== undefined],
-      ['selector', nonEmpty(e.selector) !== undefined],
-      ['notSelector', nonEmpty(e.notSelector) !== undefined],
-      ['serviceAccounts', e.serviceAccounts !== undefined],
-      ['nets', (asArr(e.nets)?.length ?? 0) > 0],
-      ['notNets', (asArr(e.notNets)?.length ?? 0) > 0],
-    ];
-    for (const [field, set] of conflicts) {
-      if (set) add(`${ep}.${field}`, `cannot be combined with ${side}.services`);
-    }
-    if (side === 'destination') {
-      for (const f of ['ports', 'notPorts'] as const) {
-        if ((asArr(e[f])?.length ?? 0) > 0) {
-          add(
-            `${ep}.${f}`,
-            "cannot be combined with destination.services (the service's own ports are used)",
-          );
-        }
-      }
-    }
-    if (direction === 'egress' && side === 'source') {
-      add(`${ep}.services`, 'is not allowed in egress rules; match services in destination');
-    }
-    if (direction === 'ingress' && side === 'destination') {
-      add(`${ep}.services`, 'is not allowed in ingress rules; match services in source');
-    }
-    const applies =
-      (direction === 'egress' && side === 'destination') || (direction === 'ingress' && side === 'source');
-    if (opts.serviceNeedsNamespace && applies && nonEmpty(services.namespace) === undefined) {
-      add(
-        `${ep}.services.namespace`,
-        'is required in a GlobalNetworkPolicy (service names are per namespace)',
-      );
-    }
-  }
-}
-
-/** Checks every rule in `spec.ingress` and `spec.egress`. */
-export function checkRules(spec: unknown, add: AddError, opts: RuleCheckOptions = {}): void {
-  const s = asObj(spec);
-  if (!s) return;
-  for (const direction of ['ingress', 'egress'] as const) {
-    asArr(s[direction])?.forEach((r, i) => {
-      checkRule(r, `spec.${direction}[${i}]`, direction, add, opts);
-    });
-  }
 }
