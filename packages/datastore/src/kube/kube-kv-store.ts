@@ -26,16 +26,17 @@
  *     and garbage collection find such records.
  *   - a watch whose resourceVersion is too old gets 410 Gone: reported as `resync` with the full
  *     current list, as etcd's compaction is. A broken watch is resumed from the last revision seen
- *     (bookmarks keep that fresh), with `disconnected` / `reconnected` around the gap.
+ *     (bookmarks keep that fresh), with `disconnected` / `reconnected` around the gap. The watch
+ *     is `kube-watch.ts`; it reports the connection through `WatchLink`, as the etcd stores do.
  *
  * Thread-safety: any number of concurrent calls.
  */
 import { DatastoreError, isDatastoreError } from '../errors.js';
 import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from '../kv/kv-store.js';
 import { parsedKV } from '../kv/parsed-kv.js';
-import { sleep } from '../syncer.js';
-import type { KubeHttp, KubeWatchEvent } from './kube-http.js';
-import { type Collection, collectionsForPrefix, locateKey, type Obj, restPath } from './kv-mapping.js';
+import type { KubeHttp } from './kube-http.js';
+import { type KubeWatchHost, watchPrefix } from './kube-watch.js';
+import { type Collection, collectionsForPrefix, locateKey, type Obj, restPath, rvOf } from './kv-mapping.js';
 
 interface KubeList {
   metadata?: { resourceVersion?: string; continue?: string };
@@ -63,10 +64,6 @@ function crdMissing(c: Collection, what: string, cause: unknown): DatastoreError
     `${what}: the API server does not serve ${crd}; install Calico's CRDs (kubectl apply --server-side -f deploy/crds/calico-crds.yaml)`,
     { cause },
   );
-}
-
-function rvOf(o: Obj): string {
-  return String((o.metadata as Obj | undefined)?.resourceVersion ?? '0');
 }
 
 function named(e: unknown, key: string): never {
@@ -114,9 +111,22 @@ export class KubeKVStore implements KVStore {
    */
   readonly #recent = new Map<string, { readonly obj: Obj; readonly at: number }>();
 
+  /** What this store's watches use of it. */
+  readonly #watchHost: KubeWatchHost;
+
   constructor(http: KubeHttp, opts: KubeKVStoreOptions = {}) {
     this.#http = http;
     this.#opts = opts;
+    this.#watchHost = {
+      http,
+      closing: this.#closing.signal,
+      retryMs: opts.retryMs ?? 250,
+      maxRetryMs: opts.maxRetryMs ?? 5000,
+      collections: (prefix) => this.#collections(prefix),
+      revision: () => this.revision(),
+      listCollection: (c, namespace) => this.#listCollection(c, namespace),
+      toKV: (c, o, created) => this.#toKV(c, o, created),
+    };
   }
 
   /**
@@ -466,143 +476,7 @@ export class KubeKVStore implements KVStore {
   }
 
   watch(prefix: string, options: KVWatchOptions = {}): AsyncIterable<KVWatchMessage> {
-    return this.#watch(prefix, options);
-  }
-
-  async *#watch(prefix: string, options: KVWatchOptions): AsyncGenerator<KVWatchMessage> {
-    const mine = new AbortController();
-    const signal = anySignal(options.signal, this.#closing.signal, mine.signal);
-    const targets = this.#collections(prefix);
-    // Every collection's watch feeds one queue; events are delivered in arrival order.
-    const queue: KVWatchMessage[] = [];
-    let wake: (() => void) | undefined;
-    const push = (m: KVWatchMessage) => {
-      queue.push(m);
-      wake?.();
-    };
-    const from = options.fromRevision ?? String(BigInt(await this.revision()) + 1n);
-    let down = 0;
-    const loops = targets.map((t) =>
-      this.#watchCollection(t.collection, t.namespace, prefix, from, signal, push, (isDown) => {
-        const was = down;
-        down += isDown ? 1 : -1;
-        if (was === 0 && down > 0)
-          push({ kind: 'disconnected', error: new DatastoreError('unavailable', 'watch connection lost') });
-        if (was > 0 && down === 0) push({ kind: 'reconnected' });
-      }),
-    );
-    let ended = false;
-    void Promise.allSettled(loops).then(() => {
-      ended = true;
-      wake?.();
-    });
-    signal.addEventListener('abort', () => wake?.(), { once: true });
-    try {
-      for (;;) {
-        while (queue.length === 0 && !ended && !signal.aborted) await new Promise<void>((r) => (wake = r));
-        wake = undefined;
-        if (queue.length === 0 || signal.aborted) return;
-        yield queue.shift()!;
-      }
-    } finally {
-      // The consumer stopped (or the signal fired): end every collection's watch.
-      mine.abort();
-    }
-  }
-
-  async #watchCollection(
-    c: Collection,
-    namespace: string | undefined,
-    prefix: string,
-    fromRevision: string,
-    signal: AbortSignal,
-    push: (m: KVWatchMessage) => void,
-    linkState: (down: boolean) => void,
-  ): Promise<void> {
-    // Kubernetes watches report changes after `resourceVersion`; etcd's fromRevision is inclusive.
-    let rv = String(BigInt(fromRevision) - 1n);
-    // The last value seen of each key, so a modification or deletion carries what it replaced
-    // (Kubernetes watch events do not).
-    const seen = new Map<string, KV>();
-    let delay = this.#opts.retryMs ?? 250;
-    let isDown = false;
-    while (!signal.aborted) {
-      const q = new URLSearchParams({ watch: '1', allowWatchBookmarks: 'true', resourceVersion: rv });
-      try {
-        const opened = () => {
-          if (isDown) {
-            isDown = false;
-            linkState(false);
-          }
-        };
-        for await (const ev of this.#http.watch(`${restPath(c, namespace)}?${q}`, signal, opened)) {
-          delay = this.#opts.retryMs ?? 250;
-          rv = this.#onEvent(c, ev, prefix, push, seen) ?? rv;
-        }
-        // The server ends watches after a while: resume from where it stopped.
-      } catch (e) {
-        if (signal.aborted) return;
-        if (isDatastoreError(e, 'compacted')) {
-          const list = await this.#listForResync(c, namespace, prefix).catch(() => undefined);
-          if (list) {
-            seen.clear();
-            for (const kv of list.kvs) seen.set(kv.key, kv);
-            push({ kind: 'resync', list, reason: 'compacted' });
-            rv = list.revision;
-            continue;
-          }
-        } else if (isDatastoreError(e, 'not-found')) {
-          // The CRD is not installed: nothing to watch until it is.
-        }
-        if (!isDown) {
-          isDown = true;
-          linkState(true);
-        }
-        await sleep(delay, signal);
-        delay = Math.min(delay * 2, this.#opts.maxRetryMs ?? 5000);
-      }
-    }
-  }
-
-  async #listForResync(c: Collection, namespace: string | undefined, prefix: string): Promise<KVList> {
-    const l = await this.#listCollection(c, namespace);
-    return {
-      kvs: l.kvs.filter((kv) => kv.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : 1)),
-      revision: l.revision,
-    };
-  }
-
-  /** Turns one Kubernetes watch event into KV events; returns the revision it moves to. */
-  #onEvent(
-    c: Collection,
-    ev: KubeWatchEvent,
-    prefix: string,
-    push: (m: KVWatchMessage) => void,
-    seen: Map<string, KV>,
-  ): string | undefined {
-    if (ev.type === 'ERROR') {
-      const status = ev.object as { code?: number; message?: string };
-      if (status.code === 410)
-        throw new DatastoreError('compacted', status.message ?? 'resourceVersion too old');
-      throw new DatastoreError('unavailable', status.message ?? 'watch error');
-    }
-    const rev = rvOf(ev.object);
-    if (ev.type === 'BOOKMARK') return rev;
-    const kv = this.#toKV(c, ev.object, ev.type === 'ADDED');
-    if (!kv?.key.startsWith(prefix)) return rev;
-    const prev = seen.get(kv.key);
-    if (ev.type === 'DELETED') {
-      seen.delete(kv.key);
-      push({
-        kind: 'events',
-        events: [{ kind: 'delete', key: kv.key, modRevision: rev, prev: prev ?? kv }],
-        revision: rev,
-      });
-    } else {
-      seen.set(kv.key, kv);
-      push({ kind: 'events', events: [{ kind: 'put', kv, ...(prev ? { prev } : {}) }], revision: rev });
-    }
-    return rev;
+    return watchPrefix(this.#watchHost, prefix, options);
   }
 
   async close(): Promise<void> {
@@ -614,9 +488,4 @@ export class KubeKVStore implements KVStore {
 /** A KV without its value (a copy: spreading a parsed KV would make its text). */
 function keyOnly(kv: KV): KV {
   return { key: kv.key, value: '', modRevision: kv.modRevision, createRevision: kv.createRevision };
-}
-
-function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
-  const live = signals.filter((s): s is AbortSignal => s !== undefined);
-  return live.length === 1 ? live[0]! : AbortSignal.any(live);
 }

@@ -105,6 +105,11 @@ function meta(o: Obj): Obj {
   return (o.metadata ?? {}) as Obj;
 }
 
+/** An object's `metadata.resourceVersion` (its etcd revision), '0' when it has none. */
+export function rvOf(o: Obj): string {
+  return String((o.metadata as Obj | undefined)?.resourceVersion ?? '0');
+}
+
 /** Upstream `names.CIDRToName`: `10.0.0.0/26` → `10-0-0-0-26`, `fd00::/122` → `fd00---122`. */
 export function cidrToName(cidr: string): string {
   return cidr.replace(/[.:/]/g, '-');

@@ -9,7 +9,7 @@ import { EtcdStatusError } from './etcd-http2-errors.js';
 /**
  * gRPC's wire protocol over Node's built-in HTTP/2 client, just enough for etcd: unary calls and
  * one kind of bidirectional stream (watch), uncompressed, with deadlines and endpoint failover.
- * Messages are opaque buffers here; `etcd-proto.ts` encodes and decodes them.
+ * Messages are opaque buffers here; the codec in `etcd-proto/` encodes and decodes them.
  *
  * Design:
  * - One HTTP/2 session per endpoint, opened on first use and dropped when it fails or closes; every

@@ -1,6 +1,8 @@
 import { DatastoreError } from '../errors.js';
 import { type CallKind, GrpcChannel, type GrpcStream, type GrpcStreamHandlers } from './etcd-grpc-channel.js';
+import { toKV } from './etcd-http2-convert.js';
 import { classifyEtcdHttp2Error, EtcdStatusError } from './etcd-http2-errors.js';
+import { Http2PrefixWatch, type Http2WatchHost } from './etcd-http2-watch.js';
 import {
   DEFAULT_DIAL_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -9,45 +11,30 @@ import {
   resolveEtcdOptions,
   ZERO_KEY,
 } from './etcd-options.js';
+import { authenticateRequest, decodeAuthenticateResponse } from './etcd-proto/auth.js';
 import {
-  authenticateRequest,
-  decodeAuthenticateResponse,
   decodeDeleteRangeResponse,
-  decodeLeaseGrantResponse,
   decodePutResponse,
   decodeRangeResponse,
   decodeTxnResponse,
-  decodeWatchResponse,
   deleteRangeRequest,
-  leaseGrantRequest,
-  type ProtoMessage,
-  type ProtoWriter,
   putRequest,
   rangeRequest,
   type TxnResponse,
   txnRequest,
-  type WatchEvent,
-  type WatchResponse,
-  type WireKV,
-  watchCreateRequest,
-} from './etcd-proto.js';
-import type {
-  KV,
-  KVEvent,
-  KVList,
-  KVRead,
-  KVStore,
-  KVWatchMessage,
-  KVWatchOptions,
-  KVWrite,
-} from './kv-store.js';
-import { PushStream } from './push-stream.js';
+} from './etcd-proto/kv.js';
+import { decodeLeaseGrantResponse, leaseGrantRequest } from './etcd-proto/lease.js';
+import type { ProtoMessage } from './etcd-proto/wire.js';
+import type { ProtoWriter } from './etcd-proto/writer.js';
+import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
 import { parseRevision } from './revision.js';
+import { StoreLifecycle } from './store-lifecycle.js';
 import { transactionFailure } from './transaction.js';
+import { watchStart } from './watch-cursor.js';
 
 /**
  * KVStore speaking etcd's gRPC protocol through Node's built-in HTTP/2 client, with a hand-written
- * codec for the few messages it uses (`etcd-proto.ts`): nothing to load but `node:http2`. For
+ * codec for the few messages it uses (`etcd-proto/`): nothing to load but `node:http2`. For
  * short-lived processes (calicoctl, the CNI plugin), where loading etcd3, grpc-js and protobufjs
  * cost more than the work itself. Long-running daemons keep `EtcdKVStore`. Same contract, same
  * errors: the shared contract tests run on both.
@@ -63,11 +50,14 @@ import { transactionFailure } from './transaction.js';
  * - Transport, deadlines and failover: `GrpcChannel`.
  * - With a username, a token from `Auth/Authenticate` goes with every call as `token` metadata and
  *   is renewed once when etcd reports it invalid.
- * - A watch is one Watch stream per prefix. It tracks the next revision to deliver; when the
- *   stream breaks it reports `disconnected`, reconnects with backoff (100 ms doubling to 2 s) from
- *   that revision and reports `reconnected` once etcd confirms the new watch: no gap, no duplicate.
- *   A compacted start revision (etcd cancels the watch with `compact_revision`) becomes a `resync`
- *   with a fresh list, and the watch goes on from that list's revision.
+ * - A watch is one Watch stream per prefix (`Http2PrefixWatch`, `etcd-http2-watch.ts`, over the
+ *   shared `WatchCursor`). When the stream breaks it reports `disconnected`, reconnects with backoff
+ *   (100 ms doubling to 2 s) from the next revision to deliver and reports `reconnected` once etcd
+ *   confirms the new watch: no gap, no duplicate. A compacted start revision (etcd cancels the
+ *   watch with `compact_revision`) becomes a `resync` with a fresh list, and the watch goes on from
+ *   that list's revision.
+ * - Open/closed state and the teardown of watches on `close()`: `StoreLifecycle`, shared with
+ *   `EtcdKVStore`.
  *
  * Thread-safety: safe for any number of concurrent operations and watches from one event loop.
  */
@@ -75,20 +65,28 @@ export class EtcdHttp2KVStore implements KVStore {
   private readonly channel: GrpcChannel;
   private readonly where: string;
   private readonly options: EtcdKVStoreOptions;
-  private readonly streams = new Set<PushStream<KVWatchMessage>>();
+  private readonly life: StoreLifecycle;
+  /** What this store's watches use of it. */
+  private readonly watchHost: Http2WatchHost;
   private token: Promise<string> | undefined;
-  private closed = false;
 
   constructor(options: EtcdKVStoreOptions) {
     const { hosts, where } = resolveEtcdOptions(options);
     this.options = options;
     this.where = where;
+    this.life = new StoreLifecycle(where);
     this.channel = new GrpcChannel({
       hosts,
       ...(options.tls ? { tls: options.tls } : {}),
       dialTimeoutMs: options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS,
       requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     });
+    this.watchHost = {
+      lifecycle: this.life,
+      list: (prefix) => this.list(prefix),
+      fail: (e, what) => this.fail(e, what),
+      openWatchStream: (what, handlers) => this.openWatchStream(what, handlers),
+    };
   }
 
   async get(key: string): Promise<KV | undefined> {
@@ -309,38 +307,32 @@ export class EtcdHttp2KVStore implements KVStore {
 
   watch(prefix: string, options: KVWatchOptions = {}): AsyncIterable<KVWatchMessage> {
     this.checkOpen();
-    const from =
-      options.fromRevision === undefined ? undefined : parseRevision(options.fromRevision, 'fromRevision');
-    const run = new Http2PrefixWatch(this, prefix, from && from > 0 ? from : undefined, options.signal);
-    this.streams.add(run.stream);
+    const run = new Http2PrefixWatch(
+      this.watchHost,
+      prefix,
+      watchStart(options.fromRevision),
+      options.signal,
+    );
     run.start();
     return run.stream;
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const s of [...this.streams]) s.end();
-    this.streams.clear();
-    this.channel.close();
+    if (this.life.close()) this.channel.close();
   }
 
+  /** True once `close()` was called: every call then fails `unavailable`. */
   get isClosed(): boolean {
-    return this.closed;
+    return this.life.isClosed;
   }
 
-  /** @internal */
-  forget(stream: PushStream<KVWatchMessage>): void {
-    this.streams.delete(stream);
-  }
-
-  /** @internal Wrap a foreign error with what was being done, classified. */
-  fail(e: unknown, what: string): DatastoreError {
+  /** Wrap a foreign error with what was being done, classified. */
+  private fail(e: unknown, what: string): DatastoreError {
     return classifyEtcdHttp2Error(e, `${this.where}: ${what}`);
   }
 
-  /** @internal Open a Watch stream with this store's credentials. */
-  async openWatchStream(what: string, handlers: GrpcStreamHandlers): Promise<GrpcStream> {
+  /** Open a Watch stream with this store's credentials. */
+  private async openWatchStream(what: string, handlers: GrpcStreamHandlers): Promise<GrpcStream> {
     const metadata = await this.metadata(what);
     return this.channel.openStream(WATCH, metadata, handlers);
   }
@@ -363,7 +355,7 @@ export class EtcdHttp2KVStore implements KVStore {
           this.token = undefined;
           continue;
         }
-        if (this.closed) throw new DatastoreError('unavailable', `${this.where}: the client is closed`);
+        if (this.life.isClosed) throw this.life.closedError();
         throw this.fail(e, what);
       }
     }
@@ -395,7 +387,7 @@ export class EtcdHttp2KVStore implements KVStore {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new DatastoreError('unavailable', `${this.where}: the client is closed`);
+    this.life.checkOpen();
   }
 }
 
@@ -409,215 +401,6 @@ const AUTHENTICATE = 'etcdserverpb.Auth/Authenticate';
 
 const READ: CallKind = { idempotent: true };
 const WRITE: CallKind = { idempotent: false };
-
-type WatchOutcome =
-  | { kind: 'ended'; created: boolean; error: Error | undefined }
-  | { kind: 'compacted' }
-  | { kind: 'cancelled'; error: Error };
-
-/**
- * One prefix watch over a Watch stream, re-opened from the next undelivered revision whenever the
- * stream breaks.
- */
-class Http2PrefixWatch {
-  readonly stream: PushStream<KVWatchMessage>;
-  /** The next revision to deliver; undefined until etcd tells us "now" for a watch from now. */
-  private next: number | undefined;
-  /** What the consumer was last told: nothing yet, connected, or disconnected. */
-  private link: 'new' | 'up' | 'down' = 'new';
-  private done = false;
-  private current: GrpcStream | undefined;
-  private readonly key: Buffer;
-  private readonly rangeEnd: Buffer;
-
-  constructor(
-    private readonly store: EtcdHttp2KVStore,
-    private readonly prefix: string,
-    from: number | undefined,
-    signal: AbortSignal | undefined,
-  ) {
-    this.next = from;
-    this.key = prefix === '' ? ZERO_KEY : Buffer.from(prefix);
-    this.rangeEnd = prefixEnd(this.key);
-    this.stream = new PushStream<KVWatchMessage>(() => this.stop(), signal);
-  }
-
-  start(): void {
-    void this.run();
-  }
-
-  private async run(): Promise<void> {
-    let delay = 100;
-    while (!this.done) {
-      let outcome: WatchOutcome;
-      try {
-        outcome = await this.openOnce();
-      } catch (e) {
-        outcome = { kind: 'ended', created: false, error: e as Error };
-      }
-      if (this.done) return;
-      if (outcome.kind === 'compacted') {
-        try {
-          const list = await this.store.list(this.prefix);
-          if (this.done) return;
-          this.stream.push({ kind: 'resync', list, reason: 'compacted' });
-          this.next = Number(list.revision) + 1;
-          delay = 100;
-          continue;
-        } catch (e) {
-          if (!this.down(this.store.fail(e, `watch ${this.prefix}`))) return;
-        }
-      } else if (outcome.kind === 'cancelled') {
-        this.stream.fail(this.store.fail(outcome.error, `watch ${this.prefix} cancelled by etcd`));
-        return;
-      } else {
-        if (outcome.created) delay = 100;
-        const error =
-          outcome.error ?? Object.assign(new Error('the watch stream ended'), { code: 'ECONNRESET' });
-        if (!this.down(this.store.fail(error, `watch ${this.prefix}`))) return;
-      }
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2_000);
-    }
-  }
-
-  /** Report a lost stream; false (and the stream failed) when the error is not one to retry. */
-  private down(error: DatastoreError): boolean {
-    if (error.code !== 'unavailable' || this.store.isClosed) {
-      this.stream.fail(error);
-      return false;
-    }
-    if (this.link !== 'down') {
-      this.link = 'down';
-      this.stream.push({ kind: 'disconnected', error });
-    }
-    return true;
-  }
-
-  /** Open the stream and feed its messages until it ends; resolves with how it ended. */
-  private openOnce(): Promise<WatchOutcome> {
-    return new Promise<WatchOutcome>((resolve, reject) => {
-      let created = false;
-      let settled = false;
-      let opened: GrpcStream | undefined;
-      const finish = (outcome: WatchOutcome) => {
-        if (settled) return;
-        settled = true;
-        opened?.cancel();
-        if (this.current === opened) this.current = undefined;
-        resolve(outcome);
-      };
-      this.store
-        .openWatchStream(`watch ${this.prefix}`, {
-          message: (m) => {
-            if (settled) return;
-            let res: WatchResponse;
-            try {
-              res = decodeWatchResponse(m);
-            } catch (e) {
-              finish({ kind: 'ended', created, error: e as Error });
-              return;
-            }
-            if (res.created) {
-              created = true;
-              this.onCreated(res.revision);
-            }
-            if (res.events.length > 0) this.onEvents(res.events);
-            if (res.canceled) {
-              finish(
-                res.compactRevision > 0
-                  ? { kind: 'compacted' }
-                  : {
-                      kind: 'cancelled',
-                      error: new EtcdStatusError(2, res.cancelReason || 'etcd cancelled the watch'),
-                    },
-              );
-            }
-          },
-          end: (error) => {
-            if (error instanceof EtcdStatusError && error.grpcCode !== 14 && error.grpcCode !== 1) {
-              finish({ kind: 'cancelled', error });
-            } else {
-              finish({ kind: 'ended', created, error });
-            }
-          },
-        })
-        .then((s) => {
-          opened = s;
-          if (settled || this.done) {
-            s.cancel();
-            if (!settled) finish({ kind: 'ended', created, error: undefined });
-            return;
-          }
-          this.current = s;
-          s.write(
-            watchCreateRequest({
-              key: this.key,
-              rangeEnd: this.rangeEnd,
-              ...(this.next !== undefined ? { startRevision: this.next } : {}),
-              prevKv: true,
-            }).finish(),
-          );
-        }, reject);
-    });
-  }
-
-  private onCreated(revision: number): void {
-    if (this.next === undefined) this.next = revision + 1;
-    if (this.link === 'down') this.stream.push({ kind: 'reconnected' });
-    this.link = 'up';
-  }
-
-  private onEvents(events: WatchEvent[]): void {
-    let batch: KVEvent[] = [];
-    let batchRev = -1;
-    const flush = () => {
-      if (batch.length > 0) this.stream.push({ kind: 'events', events: batch, revision: String(batchRev) });
-      batch = [];
-    };
-    for (const ev of events) {
-      const rev = ev.kv.modRevision;
-      if (this.next !== undefined && rev < this.next) continue; // already delivered before a reconnect
-      if (rev !== batchRev) {
-        flush();
-        batchRev = rev;
-      }
-      batch.push(toEvent(ev));
-    }
-    flush();
-    if (batchRev >= 0) this.next = batchRev + 1;
-  }
-
-  private stop(): void {
-    if (this.done) return;
-    this.done = true;
-    this.store.forget(this.stream);
-    const s = this.current;
-    this.current = undefined;
-    s?.cancel();
-  }
-}
-
-function toKV(kv: WireKV): KV {
-  return {
-    key: kv.key,
-    value: kv.value,
-    modRevision: String(kv.modRevision),
-    createRevision: String(kv.createRevision),
-  };
-}
-
-function toEvent(ev: WatchEvent): KVEvent {
-  if (ev.type === 'delete') {
-    const modRevision = String(ev.kv.modRevision);
-    return ev.prevKv
-      ? { kind: 'delete', key: ev.kv.key, modRevision, prev: toKV(ev.prevKv) }
-      : { kind: 'delete', key: ev.kv.key, modRevision };
-  }
-  return ev.prevKv
-    ? { kind: 'put', kv: toKV(ev.kv), prev: toKV(ev.prevKv) }
-    : { kind: 'put', kv: toKV(ev.kv) };
-}
 
 function casFailure(res: TxnResponse, key: string, rev: string): DatastoreError {
   const current = res.responses[0]?.range?.kvs[0];

@@ -5,12 +5,12 @@ import {
   Etcd3,
   type IKeyValue,
   type IOptions,
-  type IWatchResponse,
   isRecoverableError,
-  type Watcher,
 } from 'etcd3';
 import { DatastoreError } from '../errors.js';
 import { classifyEtcdError } from './etcd-errors.js';
+import { toKV } from './etcd-kv-convert.js';
+import { EtcdPrefixWatch, type EtcdWatchHost } from './etcd-kv-watch.js';
 import {
   DEFAULT_DIAL_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -19,19 +19,11 @@ import {
   resolveEtcdOptions,
   ZERO_KEY,
 } from './etcd-options.js';
-import type {
-  KV,
-  KVEvent,
-  KVList,
-  KVRead,
-  KVStore,
-  KVWatchMessage,
-  KVWatchOptions,
-  KVWrite,
-} from './kv-store.js';
-import { PushStream } from './push-stream.js';
+import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from './kv-store.js';
 import { parseRevision } from './revision.js';
+import { StoreLifecycle } from './store-lifecycle.js';
 import { transactionFailure } from './transaction.js';
+import { watchStart } from './watch-cursor.js';
 
 export type { EtcdKVStoreOptions } from './etcd-options.js';
 
@@ -43,11 +35,12 @@ export type { EtcdKVStoreOptions } from './etcd-options.js';
  *   a transaction on `version(key) == 0`, update and conditional delete compare `mod_revision`; the
  *   failure branch reads the key (keys only) so `not-found` and `conflict` are told apart without a
  *   second round trip. Puts ask for the previous KV to learn the create revision.
- * - Watches share one gRPC stream (the etcd3 watch manager). This class tracks the last revision it
- *   delivered and re-arms the server-side start revision after every message, so a reconnect
- *   resumes exactly after it: no gap, no duplicate. A watch whose revision was compacted (at start
- *   or across a reconnect) is cancelled by etcd; we confirm compaction with a range read at that
- *   revision, deliver a `resync` with a fresh list, and watch on from that list's revision.
+ * - Watches share one gRPC stream (the etcd3 watch manager); each is an `EtcdPrefixWatch`
+ *   (`etcd-kv-watch.ts`) over the shared `WatchCursor`: it resumes exactly after the last revision
+ *   it delivered (no gap, no duplicate), and a compacted start revision becomes a `resync` with a
+ *   fresh list, the watch going on from that list's revision.
+ * - Open/closed state and the teardown of watches on `close()`: `StoreLifecycle`, shared with
+ *   `EtcdHttp2KVStore`.
  * - Errors are classified once here (`etcd-errors.ts`).
  * - No circuit breaker: after an etcd restart requests go through as soon as it is back; transient
  *   transport failures are retried (up to 3 attempts, rotating endpoints).
@@ -57,13 +50,15 @@ export type { EtcdKVStoreOptions } from './etcd-options.js';
 export class EtcdKVStore implements KVStore {
   private readonly client: Etcd3;
   private readonly where: string;
-  private readonly streams = new Set<PushStream<KVWatchMessage>>();
-  private closed = false;
+  private readonly life: StoreLifecycle;
+  /** What this store's watches use of it. */
+  private readonly watchHost: EtcdWatchHost;
 
   constructor(options: EtcdKVStoreOptions) {
     const { tls } = options;
     const { hosts, secure, where } = resolveEtcdOptions(options);
     this.where = where;
+    this.life = new StoreLifecycle(where);
     const dialTimeout = options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
     const budget = dialTimeout + (options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
     const opts: IOptions = {
@@ -96,6 +91,12 @@ export class EtcdKVStore implements KVStore {
       opts.auth = { username: options.username, password: options.password };
     }
     this.client = new Etcd3(opts);
+    this.watchHost = {
+      etcd: this.client,
+      lifecycle: this.life,
+      list: (prefix) => this.list(prefix),
+      fail: (e, what) => this.fail(e, what),
+    };
   }
 
   async get(key: string): Promise<KV | undefined> {
@@ -247,39 +248,23 @@ export class EtcdKVStore implements KVStore {
 
   watch(prefix: string, options: KVWatchOptions = {}): AsyncIterable<KVWatchMessage> {
     this.checkOpen();
-    const from =
-      options.fromRevision === undefined ? undefined : parseRevision(options.fromRevision, 'fromRevision');
-    const run = new PrefixWatch(this, prefix, from && from > 0 ? from : undefined, options.signal);
-    this.streams.add(run.stream);
+    const run = new EtcdPrefixWatch(this.watchHost, prefix, watchStart(options.fromRevision), options.signal);
     run.start();
     return run.stream;
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const s of [...this.streams]) s.end();
-    this.streams.clear();
-    this.client.close();
+    if (this.life.close()) this.client.close();
   }
 
-  /** @internal The underlying client, for watches of this store. */
-  get etcd(): Etcd3 {
-    return this.client;
-  }
-
-  /** @internal */
-  forget(stream: PushStream<KVWatchMessage>): void {
-    this.streams.delete(stream);
-  }
-
-  /** @internal Wrap a foreign error with what was being done, classified. */
-  fail(e: unknown, what: string): DatastoreError {
-    return classifyEtcdError(e, `${this.where}: ${what}`);
-  }
-
+  /** True once `close()` was called: every call then fails `unavailable`. */
   get isClosed(): boolean {
-    return this.closed;
+    return this.life.isClosed;
+  }
+
+  /** Wrap a foreign error with what was being done, classified. */
+  private fail(e: unknown, what: string): DatastoreError {
+    return classifyEtcdError(e, `${this.where}: ${what}`);
   }
 
   async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
@@ -358,169 +343,6 @@ export class EtcdKVStore implements KVStore {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new DatastoreError('unavailable', `${this.where}: the client is closed`);
+    this.life.checkOpen();
   }
-}
-
-/**
- * One prefix watch. Owns at most one etcd3 `Watcher` at a time; a compaction replaces it with a new
- * one after the resync.
- */
-class PrefixWatch {
-  readonly stream: PushStream<KVWatchMessage>;
-  /** The next revision to deliver; undefined until etcd tells us "now" for a watch from now. */
-  private next: number | undefined;
-  private watcher: Watcher | undefined;
-  /** What the consumer was last told: nothing yet, connected, or disconnected. */
-  private link: 'new' | 'up' | 'down' = 'new';
-  private done = false;
-
-  constructor(
-    private readonly store: EtcdKVStore,
-    private readonly prefix: string,
-    from: number | undefined,
-    signal: AbortSignal | undefined,
-  ) {
-    this.next = from;
-    this.stream = new PushStream<KVWatchMessage>(() => this.stop(), signal);
-  }
-
-  start(): void {
-    if (this.done) return;
-    const start = this.prefix === '' ? ZERO_KEY : Buffer.from(this.prefix);
-    let builder = this.store.etcd
-      .watch()
-      .inRange({ start, end: prefixEnd(start) })
-      .withPreviousKV();
-    if (this.next !== undefined) builder = builder.startRevision(String(this.next));
-    const w = builder.watcher();
-    this.watcher = w;
-    w.on('connected', (res) => this.onConnected(w, res));
-    w.on('data', (res) => this.onData(w, res));
-    w.on('disconnected', (err) => this.onDisconnected(w, err));
-    w.on('error', (err) => void this.onCancelled(w, err));
-  }
-
-  private rearm(w: Watcher): void {
-    // etcd3 moves its resume point to the response header's revision + 1, which can run ahead of
-    // the events actually delivered (catch-up batches carry the current revision). Resume from
-    // what we delivered instead.
-    if (this.next !== undefined) w.request.start_revision = this.next;
-  }
-
-  private onConnected(w: Watcher, res: IWatchResponse): void {
-    if (w !== this.watcher || this.done) return;
-    if (this.next === undefined) this.next = Number(res.header.revision) + 1;
-    this.rearm(w);
-    if (this.link === 'down') this.stream.push({ kind: 'reconnected' });
-    this.link = 'up';
-  }
-
-  private onData(w: Watcher, res: IWatchResponse): void {
-    if (w !== this.watcher || this.done) return;
-    let batch: KVEvent[] = [];
-    let batchRev = -1;
-    const flush = () => {
-      if (batch.length > 0) this.stream.push({ kind: 'events', events: batch, revision: String(batchRev) });
-      batch = [];
-    };
-    for (const ev of res.events) {
-      const rev = Number(ev.kv.mod_revision);
-      if (this.next !== undefined && rev < this.next) continue; // already delivered before a reconnect
-      if (rev !== batchRev) {
-        flush();
-        batchRev = rev;
-      }
-      batch.push(toEvent(ev.type, ev.kv, ev.prev_kv));
-    }
-    flush();
-    if (batchRev >= 0) this.next = batchRev + 1;
-    this.rearm(w);
-  }
-
-  private onDisconnected(w: Watcher, err: Error): void {
-    if (w !== this.watcher || this.done) return;
-    this.rearm(w);
-    this.markDown(this.store.fail(err, `watch ${this.prefix}`));
-  }
-
-  private markDown(error: DatastoreError): void {
-    if (this.link === 'down') return;
-    this.link = 'down';
-    this.stream.push({ kind: 'disconnected', error });
-  }
-
-  /** etcd cancelled the watch: compaction (resync and go on) or a real error (end the stream). */
-  private async onCancelled(w: Watcher, err: Error): Promise<void> {
-    if (w !== this.watcher || this.done) return;
-    this.watcher = undefined;
-    let delay = 100;
-    while (!this.done) {
-      try {
-        if (this.next !== undefined && (await this.isCompacted(this.next))) {
-          const list = await this.store.list(this.prefix);
-          if (this.done) return;
-          this.stream.push({ kind: 'resync', list, reason: 'compacted' });
-          this.next = Number(list.revision) + 1;
-          this.start();
-          return;
-        }
-        this.stream.fail(this.store.fail(err, `watch ${this.prefix} cancelled by etcd`));
-        return;
-      } catch (e) {
-        // etcd went away while we looked; report once and try again.
-        const de = this.store.fail(e, `watch ${this.prefix}`);
-        if (de.code !== 'unavailable' || this.store.isClosed) {
-          this.stream.fail(de);
-          return;
-        }
-        this.markDown(de);
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 2_000);
-      }
-    }
-  }
-
-  /** A range read at `revision` fails with "compacted" exactly when a watch from it would. */
-  private async isCompacted(revision: number): Promise<boolean> {
-    try {
-      await this.store.etcd.kv.range({ key: ZERO_KEY, count_only: true, revision });
-      return false;
-    } catch (e) {
-      const de = this.store.fail(e, 'probe revision');
-      if (de.code === 'compacted') return true;
-      if (de.code === 'invalid') return false; // a future revision
-      throw e;
-    }
-  }
-
-  private stop(): void {
-    if (this.done) return;
-    this.done = true;
-    this.store.forget(this.stream);
-    const w = this.watcher;
-    this.watcher = undefined;
-    w?.removeAllListeners();
-    // Keep an error listener: a late cancel must not become an unhandled 'error' event.
-    w?.on('error', () => undefined);
-    w?.cancel().catch(() => undefined);
-  }
-}
-
-function toKV(kv: IKeyValue): KV {
-  return {
-    key: kv.key.toString(),
-    value: kv.value.toString(),
-    modRevision: String(kv.mod_revision),
-    createRevision: String(kv.create_revision),
-  };
-}
-
-function toEvent(type: string, kv: IKeyValue, prev: IKeyValue | null | undefined): KVEvent {
-  if (type === 'Delete') {
-    return prev
-      ? { kind: 'delete', key: kv.key.toString(), modRevision: String(kv.mod_revision), prev: toKV(prev) }
-      : { kind: 'delete', key: kv.key.toString(), modRevision: String(kv.mod_revision) };
-  }
-  return prev ? { kind: 'put', kv: toKV(kv), prev: toKV(prev) } : { kind: 'put', kv: toKV(kv) };
 }

@@ -6,23 +6,20 @@
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { authenticateRequest, decodeAuthenticateResponse } from './auth.js';
 import {
-  authenticateRequest,
-  decodeAuthenticateResponse,
   decodeDeleteRangeResponse,
-  decodeLeaseGrantResponse,
   decodePutResponse,
   decodeRangeResponse,
   decodeTxnResponse,
-  decodeWatchResponse,
   deleteRangeRequest,
-  leaseGrantRequest,
-  ProtoError,
   putRequest,
   rangeRequest,
   txnRequest,
-  watchCreateRequest,
-} from './etcd-proto.js';
+} from './kv.js';
+import { decodeLeaseGrantResponse, leaseGrantRequest } from './lease.js';
+import { decodeWatchResponse, watchCreateRequest } from './watch.js';
+import { ProtoError } from './wire.js';
 
 interface PbType {
   encode(m: unknown): { finish(): Uint8Array };
