@@ -20,15 +20,22 @@ export interface LogFn {
   (fields: LogFields, msg?: string): void;
 }
 
+/** The one logger shape: four levels, each a {@link LogFn}. A pino logger is one as it is. */
 export interface Logger {
+  /** Something failed and was not done. */
   error: LogFn;
+  /** Something is wrong or degraded, and was worked around. */
   warn: LogFn;
+  /** What changed: started, programmed, created, released. */
   info: LogFn;
+  /** Detail for finding a problem; off by default. */
   debug: LogFn;
 }
 
+/** A level's name, as the Logger's members are named. */
 export type LogLevelName = keyof Logger;
 
+/** The levels, most severe first. */
 export const LOG_LEVEL_NAMES: readonly LogLevelName[] = ['error', 'warn', 'info', 'debug'];
 
 const nothing: LogFn = () => {};
@@ -37,8 +44,16 @@ const nothing: LogFn = () => {};
 export const NOOP_LOGGER: Logger = { error: nothing, warn: nothing, info: nothing, debug: nothing };
 
 /** A call's arguments as fields and message, whichever of the two forms it used. */
-export function logArgs(a: string | LogFields, b?: string): { fields: FieldMap | undefined; msg: string } {
+export function logArgs(a: string | LogFields, b?: string): LogArgs {
   return typeof a === 'string' ? { fields: undefined, msg: a } : { fields: a as FieldMap, msg: b ?? '' };
+}
+
+/** One call's arguments, normalised. */
+export interface LogArgs {
+  /** The fields, when the call gave any. */
+  readonly fields: FieldMap | undefined;
+  /** The message; empty when the call gave fields alone. */
+  readonly msg: string;
 }
 
 /** Fields as a writer reads them: name → value. */

@@ -11,7 +11,9 @@ import type { LogLevel } from '../spec/netconf.js';
 
 /** The plugin's logger: the shared shape, plus what the network config sets for the process. */
 export interface LineLogger extends Logger {
+  /** Lines below `level` (the network config's `log_level`) are dropped from now on. */
   setLevel(level: LogLevel): void;
+  /** Lines are also appended to `path` (`log_file_path`); undefined: stderr only. */
   setFile(path: string | undefined): void;
 }
 
