@@ -213,6 +213,30 @@ describe.skipIf(missing.length > 0)('Kubernetes datastore on a real kube-apiserv
     expect(first.map(describeEvent)).toEqual(['resync [x]']);
   });
 
+  it('a resync of a prefix over several collections holds every collection’s keys', async () => {
+    // `/calico/ipam/v2/` spans ipamblocks, blockaffinities, ipamhandles and ipamconfigs; a consumer
+    // replaces all it holds for the prefix on a resync, so one collection's list alone would lose
+    // the others' records.
+    const handle = `/calico/ipam/v2/handle/${uniqueName('resync')}`;
+    await kv.put(handle, JSON.stringify({ block: { '198.19.40.0/26': 1 } }));
+    await kv.put(
+      '/calico/ipam/v2/config',
+      JSON.stringify({ strict_affinity: false, auto_allocate_blocks: true }),
+    );
+    await api.etcd.compact(await kv.revision());
+    const ac = new AbortController();
+    const first = await kv
+      .watch('/calico/ipam/v2/', { fromRevision: '2', signal: ac.signal })
+      [Symbol.asyncIterator]()
+      .next();
+    ac.abort();
+    const msg = first.value as { kind: string; list?: { kvs: { key: string }[] } };
+    expect(msg.kind).toBe('resync');
+    const keys = msg.list!.kvs.map((k) => k.key);
+    expect(keys).toContain(handle);
+    expect(keys).toContain('/calico/ipam/v2/config');
+  });
+
   it('refuses records that have no place in Kubernetes with a clear error', async () => {
     await expect(kv.put('/calico/felix/v2/no-region/host/n1/status', '{}')).rejects.toThrowError(
       expect.objectContaining({

@@ -11,7 +11,10 @@
  *   `resourceVersion`, so each collection watches from `fromRevision - 1`; bookmarks and events
  *   move it on, and a broken watch is resumed from there.
  * - A watch whose resourceVersion is too old gets 410 Gone (an `ERROR` event or the response):
- *   reported as `resync` with the collection's current list, as etcd's compaction is.
+ *   reported as `resync`, as etcd's compaction is, with the current list of every collection under
+ *   the prefix (a resync replaces all a consumer holds for the prefix: one collection's list alone
+ *   would drop the others' keys, e.g. `/calico/ipam/v2/` spans blocks, affinities, handles and
+ *   config); the collection that got 410 goes on from its own list's revision.
  * - `disconnected` when the first collection's watch is lost, `reconnected` when the last one is
  *   back (the shared `WatchLink`); each collection retries after `retryMs` doubling to `maxRetryMs`
  *   (`RetryDelay`), reset by every event.
@@ -69,8 +72,28 @@ export async function* watchPrefix(
     if (was === 0 && down > 0) link.down(new DatastoreError('unavailable', 'watch connection lost'));
     if (was > 0 && down === 0) link.up();
   };
+  const listAll = async (): Promise<KVList> => {
+    const lists = await Promise.all(
+      targets.map((t) => listForResync(host, t.collection, t.namespace, prefix)),
+    );
+    return {
+      kvs: lists.flatMap((l) => l.kvs).sort((a, b) => (a.key < b.key ? -1 : 1)),
+      revision: lists.reduce((max, l) => (BigInt(l.revision) > BigInt(max) ? l.revision : max), '0'),
+    };
+  };
+  // A resync lists them all again (below: one collection's list alone would drop the others' keys).
   const loops = targets.map((t) =>
-    watchCollection(host, t.collection, t.namespace, prefix, from, signal, push, linkState),
+    watchCollection(
+      host,
+      t.collection,
+      t.namespace,
+      prefix,
+      from,
+      signal,
+      push,
+      linkState,
+      targets.length > 1 ? listAll : undefined,
+    ),
   );
   let ended = false;
   void Promise.allSettled(loops).then(() => {
@@ -100,6 +123,7 @@ async function watchCollection(
   signal: AbortSignal,
   push: Push,
   linkState: (down: boolean) => void,
+  listAll: (() => Promise<KVList>) | undefined,
 ): Promise<void> {
   // Kubernetes watches report changes after `resourceVersion`; etcd's fromRevision is inclusive.
   let rv = String(BigInt(fromRevision) - 1n);
@@ -125,12 +149,13 @@ async function watchCollection(
     } catch (e) {
       if (signal.aborted) return;
       if (isDatastoreError(e, 'compacted')) {
-        const list = await listForResync(host, c, namespace, prefix).catch(() => undefined);
-        if (list) {
+        const own = await listForResync(host, c, namespace, prefix).catch(() => undefined);
+        const all = own && (listAll ? await listAll().catch(() => undefined) : own);
+        if (own && all) {
           seen.clear();
-          for (const kv of list.kvs) seen.set(kv.key, kv);
-          push({ kind: 'resync', list, reason: 'compacted' });
-          rv = list.revision;
+          for (const kv of own.kvs) seen.set(kv.key, kv);
+          push({ kind: 'resync', list: all, reason: 'compacted' });
+          rv = own.revision;
           continue;
         }
       } else if (isDatastoreError(e, 'not-found')) {
