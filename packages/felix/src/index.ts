@@ -60,6 +60,7 @@ export type {
   TierDefaultAction,
   TunnelSources,
 } from './calc/types.js';
+export { vtepMacFor } from './calc/vxlan-resolver.js';
 export { clientConfigOf } from './config/derived.js';
 export {
   type ConfigProblem,

@@ -17,16 +17,19 @@
  * non-workload interface, and the VXLAN manager does not want that destination (`claimedElsewhere`).
  * Routes BIRD programs over tunl0 carry BIRD's protocol and are left alone.
  *
- * API: `setState` records; `apply()` reads the kernel back and makes it right, resolving with what
- * it changed; it throws after doing what it could when a step failed (the caller retries on its
- * timer). A kernel without the `ipip` module fails with a message naming it. Thread-safety: calls
+ * API (a DataplaneManager): `onUpdate(diff)` takes a diff's `ipip` part and `setState` records it;
+ * `completeDeferredWork()` applies when a state was recorded since the last one (`dirty`).
+ * `apply()` reads the kernel back and makes it right, resolving with what it changed; it throws
+ * after doing what it could when a step failed (the caller retries on its timer). A kernel without the `ipip` module fails with a message naming it. Thread-safety: calls
  * are serialised by the caller (LinuxDataplane).
  */
 import { cidrContains } from '@calico-ts/api/net';
 import { isNetlinuxError, type Link, type Netlinux, type Route, type RouteSpec } from '@calico-ts/netlinux';
 import { IPIP_DEVICE, type IpipDevice, type IpipState } from '../calc/ipip-resolver.js';
+import type { DataplaneDiff } from '../calc/types.js';
 import type { EncapRoute } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import type { DataplaneManager } from './dataplane-manager.js';
 import { type EncapManagerOptions, encapRouteSpec, syncOwnedRoutes } from './encap-routes.js';
 import { matchesPrefixes } from './interface-monitor.js';
 import { protocolMatches } from './route-manager.js';
@@ -67,10 +70,11 @@ export interface IpipApplyResult {
  * Keeps tunl0 and the IPIP routes in the kernel as the last state given says (see the top of this
  * file).
  */
-export class IpipManager {
+export class IpipManager implements DataplaneManager {
   readonly #o: IpipManagerOptions;
   readonly #log: Logger;
   #state: IpipState | undefined;
+  #dirty = false;
 
   constructor(opts: IpipManagerOptions) {
     this.#o = opts;
@@ -85,6 +89,27 @@ export class IpipManager {
   /** Records the desired state; the next `apply()` programs it. */
   setState(state: IpipState): void {
     this.#state = state;
+    this.#dirty = true;
+  }
+
+  /** True when a state was recorded that `completeDeferredWork()` has not yet programmed. */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  onUpdate(diff: DataplaneDiff): void {
+    if (diff.ipip) this.setState(diff.ipip);
+  }
+
+  async completeDeferredWork(): Promise<void> {
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    try {
+      await this.apply();
+    } catch (e) {
+      this.#dirty = true;
+      throw e;
+    }
   }
 
   /** The destinations the current state programs (for the VXLAN manager's ownership). */

@@ -1,28 +1,35 @@
 /**
  * LinuxDataplane: the one kernel-facing object of Felix. It takes the desired dataplane state from
- * the calculation graph and keeps the kernel in step with it.
+ * the calculation graph and keeps the kernel in step with it, through an ordered list of managers
+ * of one shape (`DataplaneManager`, dataplane-manager.ts; upstream `int_dataplane.go`):
  *
- *   onUpdate(diff) ──► IncrementalRenderer (rules/): records; apply() re-renders the sections the
- *                │    diffs touched ──► NftablesDataplane: compares just those objects with what it
- *                │    programmed ── one transaction per apply, of only the changed objects
- *                ├──► RouteManager.setEndpoints ──► routes + sysctls of workload interfaces
- *                └──► the diff's tunnel parts: tunnelSources ──► setTunnelRules (next apply),
- *                     ipip ──► setIpipState, vxlanV6 / vxlan ──► setVxlanState (each soon)
- *   update(state): the same from a whole state (everything compared)
+ *   onUpdate(diff) ──► each manager's onUpdate(diff), in order (records only):
+ *     1. RulesManager    (rules-manager.ts)  renderer inputs + dirty sections; tunnelSources
+ *     2. RouteManager    (route-manager.ts)  this node's workload endpoints
+ *     3. VxlanManager    (vxlan-manager.ts)  diff.vxlan   ──► vxlan.calico
+ *     4. VxlanManager, 6                      diff.vxlanV6 ──► vxlan-v6.calico
+ *     5. IpipManager     (ipip-manager.ts)   diff.ipip    ──► tunl0
+ *   apply() ──► each manager's completeDeferredWork(), in the same order:
+ *     1. the rules: render the sections the diffs touched, one nftables transaction of only the
+ *        changed objects (the NAT chains are among them); a failure fails the apply, nothing after
+ *     2. the workload routes and interface sysctls, read back and repaired (every apply)
+ *     3-5. VXLAN (IPv4, IPv6), IPIP: devices, routes, neighbours, FDB, if a state came since their
+ *        last programming
+ *   A diff with a VXLAN or IPIP part also programs that tunnel soon (10 ms, coalesced) without
+ *   waiting for an apply: the daemon applies only when the rules changed, and the tunnels' devices
+ *   and routes are programmed apart from the rules (their completeDeferredWork then finds nothing
+ *   left to do). The two share the tunnel route protocol; each leaves the other's destinations alone.
+ *   update(state): the same from a whole state (the diff from what was recorded to it)
  *   InterfaceMonitor (poll `ip link`) ──► RouteManager.onInterface ──► route apply (soon)
- *   setVxlanState(state) ──► VxlanManager ──► vxlan.calico, its routes, neighbours, FDB (soon)
- *   setVxlanState(state, 6) ──► VxlanManager (IPv6) ──► vxlan-v6.calico, the same for IPv6
- *   setIpipState(state)  ──► IpipManager  ──► tunl0, the IPIP pools' routes (soon)
- *        (the two share the tunnel route protocol; each leaves the other's destinations alone)
  *   timers: nftables read-back resync (NftablesRefreshInterval), route + VXLAN + IPIP resync
- *           (RouteRefreshInterval)
+ *           (RouteRefreshInterval), each a full read-back whatever was recorded
  *
  * API: `onUpdate(diff)` / `update(state)` / `setRulesConfig(cfg)` / `setTunnelRules(t)` record; `apply()` programs
- * nftables then routes and resolves with what it did (throws if nftables failed; route failures
- * are retried by the timers and reported through `onError`). `setVxlanState(state)` records the
- * VXLAN state and programs it shortly after, independently of the rules (failures likewise
- * retried); `setIpipState(state)` the same for IPIP. `start()` begins the monitor and timers, `stop()` ends
- * them and leaves everything programmed in place.
+ * and resolves with what the rules and routes did (throws if nftables failed; failures of the
+ * later managers are retried by the timers and reported through `onError`). `setVxlanState(state)`
+ * records the VXLAN state and programs it soon, independently of the rules (failures likewise
+ * retried); `setIpipState(state)` the same for IPIP. `start()` begins the monitor and timers,
+ * `stop()` ends them and leaves everything programmed in place.
  *
  * Thread-safety: one event loop; kernel operations are serialised on an internal queue.
  */
@@ -30,16 +37,18 @@
 import type { Netlinux } from '@calico-ts/netlinux';
 import type { NftClient } from '@calico-ts/nftables';
 import type { IpipState } from '../calc/ipip-resolver.js';
-import type { DataplaneDiff, DataplaneState, EncapDiff } from '../calc/types.js';
+import type { DataplaneDiff, DataplaneState } from '../calc/types.js';
 import type { VxlanState } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
 import type { RulesConfig } from '../rules/config.js';
-import { IncrementalRenderer } from '../rules/incremental-renderer.js';
+import type { IncrementalRenderer } from '../rules/incremental-renderer.js';
 import type { TunnelRules } from '../rules/ruleset-renderer.js';
+import type { DataplaneManager } from './dataplane-manager.js';
 import { InterfaceMonitor } from './interface-monitor.js';
 import { type IpipApplyResult, IpipManager, type IpipNetOps } from './ipip-manager.js';
-import { type NftApplyResult, NftablesDataplane } from './nftables-dataplane.js';
+import type { NftApplyResult } from './nftables-dataplane.js';
 import { type RouteApplyResult, RouteManager, type RouteNetOps } from './route-manager.js';
+import { RulesManager } from './rules-manager.js';
 import { type VxlanApplyResult, VxlanManager, type VxlanNetOps } from './vxlan-manager.js';
 
 export type DataplaneNetOps = RouteNetOps & Pick<Netlinux, 'listLinks'> & VxlanNetOps & IpipNetOps;
@@ -71,70 +80,83 @@ export interface DataplaneApplyReport {
   readonly routes?: RouteApplyResult;
 }
 
+/** The tunnels programmed soon after a change as well as at an apply, with their log names. */
+const SOON = { vxlan: 'VXLAN', ipip: 'IPIP' } as const;
+type Soon = keyof typeof SOON;
+
+/** One manager in the dataplane's order and the name its failures are reported under. */
+interface ManagerEntry {
+  readonly what: 'rules' | 'routes' | Soon;
+  readonly manager: DataplaneManager;
+}
+
 export class LinuxDataplane {
   readonly #o: LinuxDataplaneOptions;
   readonly #log: Logger;
-  readonly #nft: NftablesDataplane;
+  readonly #rules: RulesManager;
   readonly #routes: RouteManager;
   readonly #monitor: InterfaceMonitor;
   readonly #vxlan: VxlanManager;
   readonly #vxlan6: VxlanManager;
   readonly #ipip: IpipManager;
-  readonly #renderer: IncrementalRenderer;
+  /** Every manager, in the order they record and program. */
+  readonly #managers: readonly ManagerEntry[];
   #hasState = false;
   #applied = false;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #timers: NodeJS.Timeout[] = [];
   #routeSoon: NodeJS.Timeout | undefined;
   #recheck: NodeJS.Timeout | undefined;
-  #vxlanSoon: NodeJS.Timeout | undefined;
-  #ipipSoon: NodeJS.Timeout | undefined;
+  readonly #soon = new Map<Soon, NodeJS.Timeout>();
   #stopped = false;
 
   constructor(opts: LinuxDataplaneOptions) {
     this.#o = opts;
     this.#log = opts.log ?? NOOP_LOGGER;
-    this.#renderer = new IncrementalRenderer(opts.rulesConfig);
-    this.#nft = new NftablesDataplane({
+    const ns = opts.netns !== undefined ? { netns: opts.netns } : {};
+    const prefixes = opts.rulesConfig.interfacePrefixes;
+    this.#rules = new RulesManager({
       nft: opts.nft,
       ...(opts.nftIp6 !== undefined ? { nftIp6: opts.nftIp6 } : {}),
+      rulesConfig: opts.rulesConfig,
       log: this.#log,
+      ...(opts.onNftApplied !== undefined ? { onApplied: opts.onNftApplied } : {}),
     });
     this.#routes = new RouteManager({
       net: opts.net,
-      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
-      interfacePrefixes: opts.rulesConfig.interfacePrefixes,
+      ...ns,
+      interfacePrefixes: prefixes,
       protocol: opts.routeProtocol,
       ipv6: opts.rulesConfig.ipv6Support,
       log: this.#log,
     });
-    this.#vxlan = new VxlanManager({
+    const encap = {
       net: opts.net,
-      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
+      ...ns,
       protocol: opts.encapRouteProtocol ?? 80,
-      workloadPrefixes: opts.rulesConfig.interfacePrefixes,
+      workloadPrefixes: prefixes,
+    };
+    this.#vxlan = new VxlanManager({
+      ...encap,
       claimedElsewhere: (dst) => this.#ipip.wants(dst),
       log: this.#log,
     });
-    this.#vxlan6 = new VxlanManager({
-      net: opts.net,
-      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
-      protocol: opts.encapRouteProtocol ?? 80,
-      workloadPrefixes: opts.rulesConfig.interfacePrefixes,
-      family: 6,
-      log: this.#log,
-    });
+    this.#vxlan6 = new VxlanManager({ ...encap, family: 6, log: this.#log });
     this.#ipip = new IpipManager({
-      net: opts.net,
-      ...(opts.netns !== undefined ? { netns: opts.netns } : {}),
-      protocol: opts.encapRouteProtocol ?? 80,
-      workloadPrefixes: opts.rulesConfig.interfacePrefixes,
+      ...encap,
       claimedElsewhere: (dst) => this.#vxlan.state?.routes.some((r) => r.dst === dst) ?? false,
       log: this.#log,
     });
+    this.#managers = [
+      { what: 'rules', manager: this.#rules },
+      { what: 'routes', manager: this.#routes },
+      { what: 'vxlan', manager: this.#vxlan },
+      { what: 'vxlan', manager: this.#vxlan6 },
+      { what: 'ipip', manager: this.#ipip },
+    ];
     this.#monitor = new InterfaceMonitor({
       listLinks: () => opts.net.listLinks(opts.netns),
-      interfacePrefixes: opts.rulesConfig.interfacePrefixes,
+      interfacePrefixes: prefixes,
       onUpdate: (name, st) => {
         this.#routes.onInterface(name, st);
         this.#scheduleRoutes();
@@ -172,58 +194,41 @@ export class LinuxDataplane {
 
   /** How many local endpoints, active policies and profiles, IP sets the rules are made from. */
   get counts(): IncrementalRenderer['counts'] {
-    return this.#renderer.counts;
+    return this.#rules.counts;
   }
 
   /** Records the whole desired state (everything is compared at the next `apply()`). */
   update(state: DataplaneState): void {
-    this.#renderer.reset(state);
-    this.#hasState = true;
-    this.#routes.setEndpoints(this.#renderer.workloadEndpoints());
-    this.#onTunnels(state);
+    const tunnels = {
+      ...(state.tunnelSources ? { tunnelSources: state.tunnelSources } : {}),
+      ...(state.ipip ? { ipip: state.ipip } : {}),
+      ...(state.vxlanV6 ? { vxlanV6: state.vxlanV6 } : {}),
+      ...(state.vxlan ? { vxlan: state.vxlan } : {}),
+    };
+    this.onUpdate({ ...this.#rules.diffTo(state), ...tunnels });
   }
 
   /** Records one change of the desired state; the next `apply()` programs just what it changed. */
   onUpdate(diff: DataplaneDiff): void {
-    this.#renderer.onUpdate(diff);
+    for (const m of this.#managers) m.manager.onUpdate(diff);
     this.#hasState = true;
-    if (diff.endpointsUpdated.length > 0 || diff.endpointsRemoved.length > 0) {
-      this.#routes.setEndpoints(this.#renderer.workloadEndpoints());
-    }
-    this.#onTunnels(diff);
-  }
-
-  /** The tunnel parts the graph emitted (each present only when it changed). */
-  #onTunnels(t: EncapDiff): void {
-    if (t.tunnelSources) this.setTunnelRules(t.tunnelSources);
-    if (t.ipip) this.setIpipState(t.ipip);
-    if (t.vxlanV6) this.setVxlanState(t.vxlanV6, 6);
-    if (t.vxlan) this.setVxlanState(t.vxlan);
+    if (diff.vxlan || diff.vxlanV6) this.#programSoon('vxlan');
+    if (diff.ipip) this.#programSoon('ipip');
   }
 
   setRulesConfig(cfg: RulesConfig): void {
-    this.#renderer.setConfig(cfg);
+    this.#rules.setConfig(cfg);
   }
 
   /** Records what the rules need of the tunnels (IPIP and VXLAN sources); the next `apply()` programs it. */
   setTunnelRules(t: TunnelRules): void {
-    this.#renderer.setTunnelRules(t);
+    this.#rules.setTunnelRules(t);
   }
 
-  /**
-   * Records the desired VXLAN state of `family` (IPv4 unless told) and programs both families
-   * shortly (coalescing quick successions).
-   */
+  /** Records the desired VXLAN state of `family` (IPv4 unless told) and programs it soon. */
   setVxlanState(state: VxlanState, family: 4 | 6 = 4): void {
     (family === 4 ? this.#vxlan : this.#vxlan6).setState(state);
-    if (this.#vxlanSoon !== undefined || this.#stopped) return;
-    this.#vxlanSoon = setTimeout(() => {
-      this.#vxlanSoon = undefined;
-      this.resyncVxlan().catch((e: unknown) => {
-        this.#log.warn({ err: errorMessage(e) }, 'VXLAN update failed; retrying on the route refresh timer');
-        this.#o.onError?.('vxlan', e);
-      });
-    }, 10);
+    this.#programSoon('vxlan');
   }
 
   /**
@@ -245,17 +250,10 @@ export class LinuxDataplane {
     });
   }
 
-  /** Records the desired IPIP state and programs it shortly (coalescing quick successions). */
+  /** Records the desired IPIP state and programs it soon (coalescing quick successions). */
   setIpipState(state: IpipState): void {
     this.#ipip.setState(state);
-    if (this.#ipipSoon !== undefined || this.#stopped) return;
-    this.#ipipSoon = setTimeout(() => {
-      this.#ipipSoon = undefined;
-      this.resyncIpip().catch((e: unknown) => {
-        this.#log.warn({ err: errorMessage(e) }, 'IPIP update failed; retrying on the route refresh timer');
-        this.#o.onError?.('ipip', e);
-      });
-    }, 10);
+    this.#programSoon('ipip');
   }
 
   /** Reads tunl0 and the IPIP routes back and makes them right. */
@@ -263,46 +261,30 @@ export class LinuxDataplane {
     return this.#serial(() => this.#ipip.apply());
   }
 
-  /** Programs the recorded state: nftables in one transaction, then routes. */
+  /**
+   * Programs the recorded state: each manager's deferred work in order, the rules (one nftables
+   * transaction) first; a failure of the rules fails the apply, a later manager's is reported.
+   */
   apply(): Promise<DataplaneApplyReport> {
     return this.#serial(async () => {
       if (!this.#hasState) throw new Error('no dataplane state to apply yet');
-      const change = this.#renderer.render();
-      const t0 = performance.now();
-      let nft: NftApplyResult;
-      try {
-        nft = await this.#nft.apply(this.#renderer.desired(), change);
-      } catch (e) {
-        this.#o.onNftApplied?.({
-          mode: 'incremental',
-          commands: 0,
-          ok: false,
-          seconds: (performance.now() - t0) / 1000,
-        });
-        throw e;
+      for (const { what, manager } of this.#managers) {
+        if (manager === this.#rules) {
+          await manager.completeDeferredWork();
+          this.#applied = true;
+          continue;
+        }
+        await manager.completeDeferredWork().catch((e: unknown) => this.#o.onError?.(what, e));
       }
-      this.#o.onNftApplied?.({ ...nft, ok: true, seconds: (performance.now() - t0) / 1000 });
-      this.#applied = true;
-      try {
-        return { nft, routes: this.#recheckLater(await this.#routes.apply()) };
-      } catch (e) {
-        this.#o.onError?.('routes', e);
-        return { nft };
-      }
+      const nft = this.#rules.lastApply as NftApplyResult;
+      const routes = this.#routes.lastApply;
+      return routes ? { nft, routes: this.#recheckLater(routes) } : { nft };
     });
   }
 
   /** Reads the nftables tables back and repairs them (what the refresh timer does). */
   resyncNftables(): Promise<NftApplyResult | undefined> {
-    return this.#serial(async () => {
-      if (!this.#hasState || !this.#applied) return undefined;
-      const t0 = performance.now();
-      // Changes recorded since the last apply are rendered too: the read-back compares everything.
-      this.#renderer.render();
-      const r = await this.#nft.resync(this.#renderer.desired());
-      this.#o.onNftApplied?.({ ...r, ok: true, seconds: (performance.now() - t0) / 1000 });
-      return r;
-    });
+    return this.#serial(async () => (this.#hasState && this.#applied ? this.#rules.resync() : undefined));
   }
 
   /** Reads the workload routes back and repairs them. */
@@ -335,15 +317,43 @@ export class LinuxDataplane {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#monitor.stop();
-    if (this.#vxlanSoon !== undefined) clearTimeout(this.#vxlanSoon);
-    this.#vxlanSoon = undefined;
-    if (this.#ipipSoon !== undefined) clearTimeout(this.#ipipSoon);
-    this.#ipipSoon = undefined;
+    for (const t of this.#soon.values()) clearTimeout(t);
+    this.#soon.clear();
     for (const t of this.#timers.splice(0)) clearInterval(t);
     if (this.#routeSoon !== undefined) clearTimeout(this.#routeSoon);
     clearTimeout(this.#recheck);
     this.#routeSoon = undefined;
     await this.#queue.catch(() => {});
+  }
+
+  /**
+   * The deferred work of one tunnel's managers, 10 ms from now (coalescing quick successions),
+   * without waiting for an apply; failures are retried on the route refresh timer.
+   */
+  #programSoon(what: Soon): void {
+    if (this.#soon.has(what) || this.#stopped) return;
+    const managers = this.#managers.filter((m) => m.what === what).map((m) => m.manager);
+    this.#soon.set(
+      what,
+      setTimeout(() => {
+        this.#soon.delete(what);
+        this.#serial(async () => {
+          let failure: unknown;
+          for (const m of managers) {
+            await m.completeDeferredWork().catch((e: unknown) => {
+              failure ??= e;
+            });
+          }
+          if (failure !== undefined) throw failure;
+        }).catch((e: unknown) => {
+          this.#log.warn(
+            { err: errorMessage(e) },
+            `${SOON[what]} update failed; retrying on the route refresh timer`,
+          );
+          this.#o.onError?.(what, e);
+        });
+      }, 10),
+    );
   }
 
   /** Routes left in their grace period get another look when it ends. */

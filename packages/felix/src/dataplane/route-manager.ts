@@ -3,8 +3,10 @@
  * the per-interface sysctls a workload interface needs (upstream `felix/routetable`,
  * `endpoint_mgr.go` configureInterface).
  *
- * API: `setEndpoints` (what should be routed where) and `onInterface` (what exists and is up)
- * record desired state; `apply()` reads the routes of the workload interfaces back and makes them
+ * API (a DataplaneManager): `onUpdate(diff)` keeps this node's workload endpoints from the
+ * graph's diffs and routes them (`setEndpoints` sets them whole); `onInterface` (what exists and
+ * is up) records the interfaces; `completeDeferredWork()` is `apply()` on every apply, keeping
+ * what it did in `lastApply`, as the routes are read back each time. `apply()` reads the routes of the workload interfaces back and makes them
  * right: adds what is missing (or held by another protocol), deletes routes it owns that are no
  * longer wanted. A route it owns is one on a workload interface with Felix's protocol
  * (DeviceRouteProtocol, upstream default 3 = `boot`); routes of other protocols are left alone.
@@ -16,7 +18,9 @@
  * Thread-safety: calls are serialised by the caller (the dataplane driver).
  */
 import type { Netlinux, Route } from '@calico-ts/netlinux';
+import type { DataplaneDiff } from '../calc/types.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import type { DataplaneManager } from './dataplane-manager.js';
 import { type InterfaceState, matchesPrefixes } from './interface-monitor.js';
 
 /** Protocol names iproute2 prints (`/etc/iproute2/rt_protos`) for the numbers Felix might use. */
@@ -85,9 +89,12 @@ function routeKey(dst: string, dev: string): string {
   return `${dst} dev ${dev}`;
 }
 
-export class RouteManager {
+export class RouteManager implements DataplaneManager {
   readonly #o: RouteManagerOptions;
   readonly #log: Logger;
+  /** This node's workload endpoints by key, from the diffs (in the order the graph sent them). */
+  readonly #endpoints = new Map<string, RouteEndpoint>();
+  #last: RouteApplyResult | undefined;
   /** iface → CIDRs routed to it. */
   #wanted = new Map<string, string[]>();
   readonly #ifaces = new Map<string, InterfaceState>();
@@ -101,6 +108,28 @@ export class RouteManager {
     this.#log = opts.log ?? NOOP_LOGGER;
   }
 
+  /** Keeps the diff's workload endpoints; the wanted routes follow when any changed. */
+  onUpdate(diff: DataplaneDiff): void {
+    if (diff.endpointsUpdated.length === 0 && diff.endpointsRemoved.length === 0) return;
+    for (const key of diff.endpointsRemoved) this.#endpoints.delete(key);
+    for (const ep of diff.endpointsUpdated) {
+      if (ep.kind === 'wep') this.#endpoints.set(ep.key, ep);
+      else this.#endpoints.delete(ep.key);
+    }
+    this.setEndpoints(this.#endpoints.values());
+  }
+
+  /** What the last `completeDeferredWork()` did (undefined when it failed). */
+  get lastApply(): RouteApplyResult | undefined {
+    return this.#last;
+  }
+
+  async completeDeferredWork(): Promise<void> {
+    this.#last = undefined;
+    this.#last = await this.apply();
+  }
+
+  /** Replaces the endpoints to route (what `onUpdate` does from the endpoints it keeps). */
   setEndpoints(endpoints: Iterable<RouteEndpoint>): void {
     const wanted = new Map<string, string[]>();
     for (const ep of endpoints) {

@@ -22,13 +22,17 @@
  * gateway route on a non-workload interface, unless the IPIP manager wants that destination
  * (`claimedElsewhere`); workload routes (`cali*`) belong to RouteManager.
  *
- * API: `setState` records; `apply()` reads the kernel back and makes it right, resolving with what
- * it changed; it throws after doing what it could when a step failed (the caller retries on its
- * timer). Thread-safety: calls are serialised by the caller (LinuxDataplane).
+ * API (a DataplaneManager): `onUpdate(diff)` takes this family's part of a diff (`vxlan` or
+ * `vxlanV6`) and `setState` records it; `completeDeferredWork()` applies when a state was recorded
+ * since the last one (`dirty`). `apply()` reads the kernel back and makes it right, resolving with
+ * what it changed; it throws after doing what it could when a step failed (the caller retries on
+ * its timer). Thread-safety: calls are serialised by the caller (LinuxDataplane).
  */
 import type { Link, Netlinux, Route, RouteSpec } from '@calico-ts/netlinux';
+import type { DataplaneDiff } from '../calc/types.js';
 import { type VxlanDevice, type VxlanState, vxlanDeviceName } from '../calc/vxlan-resolver.js';
 import { errorMessage, type Logger, NOOP_LOGGER } from '../logging.js';
+import type { DataplaneManager } from './dataplane-manager.js';
 import { type EncapManagerOptions, encapRouteSpec, syncOwnedRoutes } from './encap-routes.js';
 import { matchesPrefixes } from './interface-monitor.js';
 import { protocolMatches } from './route-manager.js';
@@ -86,13 +90,14 @@ export function vxlanIncompatibility(link: Link, want: VxlanDevice, parentDev: s
   return undefined;
 }
 
-export class VxlanManager {
+export class VxlanManager implements DataplaneManager {
   readonly #o: VxlanManagerOptions;
   readonly #log: Logger;
   readonly #family: 4 | 6;
   /** This family's device name. */
   readonly device: string;
   #state: VxlanState | undefined;
+  #dirty = false;
 
   constructor(opts: VxlanManagerOptions) {
     this.#o = opts;
@@ -105,8 +110,30 @@ export class VxlanManager {
     return this.#state;
   }
 
+  /** True when a state was recorded that `completeDeferredWork()` has not yet programmed. */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
   setState(state: VxlanState): void {
     this.#state = state;
+    this.#dirty = true;
+  }
+
+  onUpdate(diff: DataplaneDiff): void {
+    const state = this.#family === 6 ? diff.vxlanV6 : diff.vxlan;
+    if (state) this.setState(state);
+  }
+
+  async completeDeferredWork(): Promise<void> {
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    try {
+      await this.apply();
+    } catch (e) {
+      this.#dirty = true;
+      throw e;
+    }
   }
 
   async apply(): Promise<VxlanApplyResult | undefined> {

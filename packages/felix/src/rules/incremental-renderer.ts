@@ -232,7 +232,12 @@ export class IncrementalRenderer {
 
   /** Replaces every input by `state` (what a full `renderRuleset(state)` would render). */
   reset(state: DataplaneState): void {
-    const diff: DataplaneDiff = {
+    this.onUpdate(this.diffTo(state));
+  }
+
+  /** The diff that replaces every input by `state`: all of it updated, what it lacks removed. */
+  diffTo(state: DataplaneState): DataplaneDiff {
+    return {
       inSync: state.inSync,
       ipSetsUpdated: Object.values(state.ipSets),
       ipSetsRemoved: [...this.#ipSets.keys()].filter((k) => !(k in state.ipSets)),
@@ -245,7 +250,6 @@ export class IncrementalRenderer {
       poolsUpdated: Object.values(state.pools),
       poolsRemoved: [...this.#pools.keys()].filter((k) => !(k in state.pools)),
     };
-    this.onUpdate(diff);
   }
 
   /** New rules configuration: everything is re-rendered (it is rare). */

@@ -383,7 +383,7 @@ describe.skipIf(missing.length > 0)('Kubernetes NetworkPolicy on the dataplane (
   beforeAll(async () => {
     await lab.start();
     // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
+    const { bundle: bundleCni } = await import('../../../packages/cni-plugin/scripts/bundle.mjs');
     const cniBin = join(lab.tmp, 'cni-bin');
     await bundleCni(cniBin);
     const felixBin: string = await bundleFelix();

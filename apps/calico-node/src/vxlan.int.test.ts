@@ -9,12 +9,11 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { etcdAvailable } from '@calico-ts/datastore/testing';
+import { ensureVxlanTunnelAddress, vtepMacFor } from '@calico-ts/felix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { vtepMacFor } from './calc/vxlan-resolver.js';
 import { bundleFelix } from './testing-internal/felix-executable.js';
 import type { LabNode, LabPod } from './testing-internal/vxlan-lab.js';
 import { VxlanLab } from './testing-internal/vxlan-lab.js';
-import { ensureVxlanTunnelAddress } from './tunnel-addr/tunnel-address.js';
 
 function missingPrerequisites(): string[] {
   const missing: string[] = [];
@@ -80,7 +79,7 @@ describe.skipIf(missing.length > 0)('VXLAN integration', () => {
     await lab.start(2);
     [n1, n2] = lab.nodes as [LabNode, LabNode];
     // @ts-expect-error: a plain .mjs build script without type declarations
-    const { bundle: bundleCni } = await import('../../cni-plugin/scripts/bundle.mjs');
+    const { bundle: bundleCni } = await import('../../../packages/cni-plugin/scripts/bundle.mjs');
     const cniBin = join(lab.tmp, 'cni-bin');
     await bundleCni(cniBin);
     const felixBin: string = await bundleFelix();

@@ -53,7 +53,7 @@ export async function eventually(
  */
 export async function bundleLabBinaries(lab: FelixLab): Promise<{ cniBin: string; felixBin: string }> {
   // @ts-expect-error: a plain .mjs build script without type declarations
-  const { bundle: bundleCni } = await import('../../../cni-plugin/scripts/bundle.mjs');
+  const { bundle: bundleCni } = await import('../../../../packages/cni-plugin/scripts/bundle.mjs');
   const cniBin = join(lab.tmp, 'cni-bin');
   await bundleCni(cniBin);
   const felixBin: string = await bundleFelix();
