@@ -6,5 +6,6 @@ export { baseFromManifest, type CalicoBase } from './base.js';
 export { operatorCrds } from './crds.js';
 export { componentImage, VERSION } from './images.js';
 export { type ResolvedInstallation, resolveInstallation } from './installation.js';
+export { operatorObjects } from './operator-manifest.js';
 export { type ClusterFacts, poolResource, type Rendered, render } from './render.js';
 export { expectedTyphaReplicas } from './typha-scale.js';

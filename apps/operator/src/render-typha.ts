@@ -100,14 +100,12 @@ export function renderTypha(
                 imagePullPolicy: 'IfNotPresent',
                 ports: [{ containerPort: TYPHA_PORT, name: 'calico-typha', protocol: 'TCP' }],
                 env: [
+                  // Upstream's names; only those this Typha reads (not its log-file, syslog and
+                  // connection-rebalancing settings, which it does not have).
                   { name: 'TYPHA_LOGSEVERITYSCREEN', value: 'info' },
-                  { name: 'TYPHA_LOGFILEPATH', value: 'none' },
-                  { name: 'TYPHA_LOGSEVERITYSYS', value: 'none' },
-                  { name: 'TYPHA_CONNECTIONREBALANCINGMODE', value: 'kubernetes' },
                   { name: 'TYPHA_DATASTORETYPE', value: 'kubernetes' },
                   { name: 'TYPHA_HEALTHENABLED', value: 'true' },
                   { name: 'TYPHA_HEALTHPORT', value: String(TYPHA_HEALTH_PORT) },
-                  { name: 'TYPHA_K8SNAMESPACE', value: ns },
                 ],
                 envFrom: [{ configMapRef: { name: 'kubernetes-services-endpoint', optional: true } }],
                 livenessProbe: probe('/liveness'),
