@@ -14,7 +14,6 @@ import { root } from '../scripts/helm.mjs';
 import { find, type KubeObject, podSpec, readManifest } from './manifest-docs.js';
 import {
   calicoNodeEnvNames,
-  envNamesIn,
   installCniEnvNames,
   kubeControllersEnvNames,
 } from './program-env.js';
