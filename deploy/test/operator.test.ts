@@ -8,15 +8,18 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseFromManifest, operatorCrds, render, resolveInstallation } from '@calico-ts/operator';
+import {
+  baseFromManifest,
+  certificateObjects,
+  makeCa,
+  operatorCrds,
+  render,
+  resolveInstallation,
+} from '@calico-ts/operator';
 import { describe, expect, it } from 'vitest';
 import { root } from '../scripts/helm.mjs';
 import { find, type KubeObject, podSpec, readManifest } from './manifest-docs.js';
-import {
-  calicoNodeEnvNames,
-  installCniEnvNames,
-  kubeControllersEnvNames,
-} from './program-env.js';
+import { calicoNodeEnvNames, installCniEnvNames, kubeControllersEnvNames } from './program-env.js';
 
 const operator = readManifest('tigera-operator.yaml');
 const custom = readManifest('custom-resources.yaml');
@@ -128,7 +131,10 @@ describe('deploy/manifests/custom-resources.yaml', () => {
     const r = resolveInstallation(custom[0]);
     if (!r.ok) throw new Error(r.errors.join('; '));
     const base = baseFromManifest(readFileSync(join(root, 'deploy/manifests/calico.yaml'), 'utf8'));
-    const objs = render(base, r.config, { nodeCount: 3 }).objects as unknown as KubeObject[];
+    const objs = render(base, r.config, {
+      nodeCount: 3,
+      certificates: certificateObjects(makeCa('ca'), undefined, undefined, new Date()),
+    }).objects as unknown as KubeObject[];
     const names = (o: KubeObject, container: string) => {
       const p = podSpec(o);
       const c = [...(p.initContainers ?? []), ...p.containers].find((x) => x.name === container)!;

@@ -7,6 +7,9 @@
  *   IP pools that do not exist (never overwritten: a pool a user edited stays as edited) ─►
  *   TigeraStatus calico / ippools / apiserver from the workloads and pods
  *
+ * Before the render: the Felix ↔ Typha certificates (certs.ts), the CA kept in
+ * tigera-operator/tigera-ca-private, the leaves reused while still good.
+ *
  * No Installation: everything the operator made is deleted (its ownerReferences let Kubernetes
  * do the same), and the TigeraStatuses of calico and ippools go. An invalid Installation changes
  * nothing in the cluster: TigeraStatus calico says Degraded with each problem.
@@ -15,6 +18,16 @@ import { createHash } from 'node:crypto';
 import type { Datastore } from '@calico-ts/datastore';
 import { isDatastoreError } from '@calico-ts/datastore';
 import type { CalicoBase } from './base.js';
+import {
+  CA_SECRET,
+  caFrom,
+  certificateObjects,
+  NODE_SECRET,
+  OPERATOR_NAMESPACE,
+  pairFromSecret,
+  TYPHA_SECRET,
+  tlsSecret,
+} from './certs.js';
 import { resolveInstallation } from './installation.js';
 import { type KubeApi, MANAGED_KINDS, type Obj } from './kube-api.js';
 import { CALICO_NAMESPACE, type KubeObject, MANAGED_BY, MANAGED_BY_LABEL, objectKey } from './kube-object.js';
@@ -37,11 +50,13 @@ export interface Log {
 
 export const APISERVER_MESSAGE = 'calico-apiserver is not part of this build yet';
 const FULL_APPLY_MS = 60_000;
+const CERT_CHECK_MS = 10 * 60_000;
 const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
 
 export class Reconciler {
   readonly #applied = new Map<string, string>();
   #lastFull = 0;
+  #certs: { at: number; value: ReturnType<typeof certificateObjects> } | undefined;
 
   constructor(
     readonly api: KubeApi,
@@ -60,6 +75,7 @@ export class Reconciler {
     if (!inst) {
       if (this.#applied.size > 0 || this.#lastFull === 0) await this.prune(new Set());
       this.#applied.clear();
+      this.#certs = undefined;
       this.#lastFull = this.clock();
       await this.api.remove('TigeraStatus', 'calico');
       await this.api.remove('TigeraStatus', 'ippools');
@@ -81,6 +97,7 @@ export class Reconciler {
     const desired = render(this.base, resolved.config, {
       nodeCount: nodes.length,
       ...(uid ? { installationUid: uid } : {}),
+      certificates: await this.certificates(),
     });
     let writeError: string | undefined;
     try {
@@ -114,6 +131,30 @@ export class Reconciler {
         },
         '/status',
       );
+  }
+
+  /**
+   * The Felix ↔ Typha certificates: the CA from Secret tigera-operator/tigera-ca-private (made
+   * once), the leaves from calico-system while still good (certs.ts). Read again every 10 minutes.
+   */
+  async certificates(): Promise<ReturnType<typeof certificateObjects>> {
+    if (this.#certs && this.clock() - this.#certs.at < CERT_CHECK_MS) return this.#certs.value;
+    const now = new Date(this.clock());
+    const { ca, created } = caFrom(
+      pairFromSecret(await this.api.get('Secret', CA_SECRET, OPERATOR_NAMESPACE)),
+      now,
+    );
+    if (created) {
+      await this.api.apply(tlsSecret(CA_SECRET, OPERATOR_NAMESPACE, ca));
+      this.log.info({ secret: `${OPERATOR_NAMESPACE}/${CA_SECRET}` }, 'made the CA for Felix and Typha');
+    }
+    const [typha, node] = await Promise.all([
+      this.api.get('Secret', TYPHA_SECRET, CALICO_NAMESPACE),
+      this.api.get('Secret', NODE_SECRET, CALICO_NAMESPACE),
+    ]);
+    const value = certificateObjects(ca, pairFromSecret(typha), pairFromSecret(node), now);
+    this.#certs = { at: this.clock(), value };
+    return value;
   }
 
   /** Server-side apply of every object whose rendered form changed (all of them every minute). */

@@ -4,15 +4,22 @@
  * upstream's names, ports and env (hostNetwork, port 5473 `calico-typha`, health on 9098), its
  * Service and a PodDisruptionBudget. Replicas follow the node count (typha-scale.ts).
  *
- * Not as upstream yet: no TLS between Felix and Typha (upstream's operator makes a CA and the
- * `typha-certs` / `node-certs` Secrets); docs/operator.md says so.
+ * Felix and Typha authenticate each other as upstream's do: Typha serves with `typha-certs` (CN
+ * typha-server) and accepts clients whose certificate the CA in `tigera-ca-bundle` signed with CN
+ * typha-client (`node-certs`, certs.ts). A hash of the certificates is a pod-template annotation,
+ * so new ones roll the pods.
  */
+import { CA_BUNDLE, NODE_CN, TYPHA_SECRET } from './certs.js';
 import { componentImage } from './images.js';
 import type { ResolvedInstallation } from './installation.js';
 import { CALICO_NAMESPACE, type KubeObject } from './kube-object.js';
 import { expectedTyphaReplicas } from './typha-scale.js';
 
 export const TYPHA_PORT = 5473;
+export const CERTS_HASH_ANNOTATION = 'hash.operator.tigera.io/typha-certs';
+/** Where the CA bundle is mounted in Typha and calico-node (upstream's path). */
+export const CA_BUNDLE_DIR = '/etc/pki/tls/certs';
+export const CA_BUNDLE_FILE = `${CA_BUNDLE_DIR}/tigera-ca-bundle.crt`;
 export const TYPHA_HEALTH_PORT = 9098;
 const READ = ['get', 'list', 'watch'];
 
@@ -35,6 +42,7 @@ export function renderTypha(
   cfg: ResolvedInstallation,
   nodeCount: number,
   nodeRole: KubeObject,
+  certsHash: string,
 ): KubeObject[] {
   const ns = CALICO_NAMESPACE;
   const labels = { 'k8s-app': 'calico-typha' };
@@ -68,8 +76,12 @@ export function renderTypha(
         selector: { matchLabels: labels },
         strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: '100%' } },
         template: {
-          metadata: { labels },
+          metadata: { labels, annotations: { [CERTS_HASH_ANNOTATION]: certsHash } },
           spec: {
+            volumes: [
+              { name: CA_BUNDLE, configMap: { name: CA_BUNDLE } },
+              { name: TYPHA_SECRET, secret: { secretName: TYPHA_SECRET } },
+            ],
             nodeSelector: { 'kubernetes.io/os': 'linux' },
             tolerations: [{ operator: 'Exists' }],
             hostNetwork: true,
@@ -106,6 +118,14 @@ export function renderTypha(
                   { name: 'TYPHA_DATASTORETYPE', value: 'kubernetes' },
                   { name: 'TYPHA_HEALTHENABLED', value: 'true' },
                   { name: 'TYPHA_HEALTHPORT', value: String(TYPHA_HEALTH_PORT) },
+                  { name: 'TYPHA_CAFILE', value: CA_BUNDLE_FILE },
+                  { name: 'TYPHA_SERVERCERTFILE', value: `/${TYPHA_SECRET}/tls.crt` },
+                  { name: 'TYPHA_SERVERKEYFILE', value: `/${TYPHA_SECRET}/tls.key` },
+                  { name: 'TYPHA_CLIENTCN', value: NODE_CN },
+                ],
+                volumeMounts: [
+                  { name: CA_BUNDLE, mountPath: CA_BUNDLE_DIR, readOnly: true },
+                  { name: TYPHA_SECRET, mountPath: `/${TYPHA_SECRET}`, readOnly: true },
                 ],
                 envFrom: [{ configMapRef: { name: 'kubernetes-services-endpoint', optional: true } }],
                 livenessProbe: probe('/liveness'),

@@ -2,13 +2,21 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { baseFromManifest } from './base.js';
+import { certificateObjects } from './certs.js';
 import { resolveInstallation } from './installation.js';
 import type { KubeObject } from './kube-object.js';
 import { CNI_CONFIG_HASH_ANNOTATION, render } from './render.js';
+import { makeCa } from './x509.js';
 
 const MANIFEST = readFileSync(new URL('../../../deploy/manifests/calico.yaml', import.meta.url), 'utf8');
 const base = baseFromManifest(MANIFEST);
 const manifestObjects = parseAllDocuments(MANIFEST).map((d) => d.toJS() as KubeObject);
+const certificates = certificateObjects(makeCa('test-ca'), undefined, undefined, new Date());
+const facts = (nodeCount: number, installationUid?: string) => ({
+  nodeCount,
+  certificates,
+  ...(installationUid ? { installationUid } : {}),
+});
 
 function installation(spec: Record<string, unknown>) {
   const r = resolveInstallation({ metadata: { name: 'default' }, spec });
@@ -50,10 +58,7 @@ const find = (objs: readonly KubeObject[], kind: string, name: string) => {
 const env = (c: Container, name: string) => c.env.find((e) => e.name === name);
 
 describe('render', () => {
-  const { objects, pools } = render(base, installation(UPSTREAM_DEFAULT), {
-    nodeCount: 3,
-    installationUid: 'u-1',
-  });
+  const { objects, pools } = render(base, installation(UPSTREAM_DEFAULT), facts(3, 'u-1'));
 
   it('puts every object in calico-system, marked as the operator’s and owned by the Installation', () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(
@@ -98,7 +103,12 @@ describe('render', () => {
     const origNode = orig.containers.find((c) => c.name === 'calico-node')!;
     expect(ds.containers.map((c) => c.name)).toEqual(orig.containers.map((c) => c.name));
     expect(ds.initContainers?.map((c) => c.name)).toEqual(['install-cni']);
-    expect(node.volumeMounts).toEqual(origNode.volumeMounts);
+    // The manifest's mounts, then the CA bundle and calico-node's Typha client certificate.
+    expect(node.volumeMounts).toEqual([
+      ...(origNode.volumeMounts as unknown[]),
+      { name: 'tigera-ca-bundle', mountPath: '/etc/pki/tls/certs', readOnly: true },
+      { name: 'node-certs', mountPath: '/node-certs', readOnly: true },
+    ]);
     expect(node.livenessProbe).toEqual(origNode.livenessProbe);
     expect(node.securityContext).toEqual(origNode.securityContext);
     expect(JSON.stringify(ds)).not.toContain('calico-config');
@@ -148,11 +158,7 @@ describe('render', () => {
   it('scales Typha with the nodes and runs it on the host network, port 5473', () => {
     const replicas = (n: number) =>
       (
-        find(
-          render(base, installation({}), { nodeCount: n }).objects,
-          'Deployment',
-          'calico-typha',
-        ) as unknown as {
+        find(render(base, installation({}), facts(n)).objects, 'Deployment', 'calico-typha') as unknown as {
           spec: { replicas: number };
         }
       ).spec.replicas;
@@ -173,7 +179,7 @@ describe('render', () => {
         ipPools: [{ cidr: '198.19.0.0/16', encapsulation: 'VXLAN' }],
       },
     });
-    const { objects: objs, pools: ps } = render(base, cfg, { nodeCount: 3 });
+    const { objects: objs, pools: ps } = render(base, cfg, facts(3));
     const ds = podSpec(find(objs, 'DaemonSet', 'calico-node'));
     const node = ds.containers.find((c) => c.name === 'calico-node')!;
     expect(env(node, 'CALICO_NETWORKING_BACKEND')?.value).toBe('vxlan');
@@ -194,7 +200,7 @@ describe('render', () => {
       imagePrefix: 'x-',
       imagePullSecrets: [{ name: 'pull' }],
     });
-    const objs = render(base, cfg, { nodeCount: 1 }).objects;
+    const objs = render(base, cfg, facts(1)).objects;
     const images = objs.flatMap((o) =>
       o.kind === 'DaemonSet' || o.kind === 'Deployment'
         ? [...(podSpec(o).initContainers ?? []), ...podSpec(o).containers].map((c) => c.image)
@@ -213,10 +219,8 @@ describe('render', () => {
   });
 
   it('hostPorts Disabled drops portmap from the CNI configuration, and the DaemonSet rolls', () => {
-    const on = render(base, installation({}), { nodeCount: 1 }).objects;
-    const off = render(base, installation({ calicoNetwork: { hostPorts: 'Disabled' } }), {
-      nodeCount: 1,
-    }).objects;
+    const on = render(base, installation({}), facts(1)).objects;
+    const off = render(base, installation({ calicoNetwork: { hostPorts: 'Disabled' } }), facts(1)).objects;
     const text = (objs: readonly KubeObject[]) =>
       (find(objs, 'ConfigMap', 'cni-config') as unknown as { data: { config: string } }).data.config;
     expect(text(on)).toContain('"portmap"');
@@ -230,6 +234,37 @@ describe('render', () => {
       ).spec.template.metadata.annotations[CNI_CONFIG_HASH_ANNOTATION];
     expect(hash(on)).toMatch(/^[0-9a-f]{40}$/);
     expect(hash(off)).not.toBe(hash(on));
+  });
+
+  it('Felix and Typha authenticate each other with the operator’s certificates, as upstream', () => {
+    const node = podSpec(find(objects, 'DaemonSet', 'calico-node')).containers.find(
+      (c) => c.name === 'calico-node',
+    )!;
+    expect(
+      Object.fromEntries(
+        node.env.filter((e) => e.name.startsWith('FELIX_TYPHA')).map((e) => [e.name, e.value]),
+      ),
+    ).toEqual({
+      FELIX_TYPHAK8SSERVICENAME: 'calico-typha',
+      FELIX_TYPHAK8SNAMESPACE: 'calico-system',
+      FELIX_TYPHACAFILE: '/etc/pki/tls/certs/tigera-ca-bundle.crt',
+      FELIX_TYPHACERTFILE: '/node-certs/tls.crt',
+      FELIX_TYPHAKEYFILE: '/node-certs/tls.key',
+      FELIX_TYPHACN: 'typha-server',
+    });
+    const typha = podSpec(find(objects, 'Deployment', 'calico-typha')).containers[0]!;
+    expect(env(typha, 'TYPHA_CLIENTCN')?.value).toBe('typha-client');
+    expect(env(typha, 'TYPHA_SERVERCERTFILE')?.value).toBe('/typha-certs/tls.crt');
+    expect(typha.volumeMounts).toEqual([
+      { name: 'tigera-ca-bundle', mountPath: '/etc/pki/tls/certs', readOnly: true },
+      { name: 'typha-certs', mountPath: '/typha-certs', readOnly: true },
+    ]);
+    for (const [kind, name] of [
+      ['ConfigMap', 'tigera-ca-bundle'],
+      ['Secret', 'typha-certs'],
+      ['Secret', 'node-certs'],
+    ] as const)
+      expect(find(objects, kind, name).metadata.namespace).toBe('calico-system');
   });
 
   it('Typha reads what calico-node reads and may write nothing', () => {

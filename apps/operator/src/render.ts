@@ -6,6 +6,8 @@
  *   ServiceAccounts, ClusterRoles, ClusterRoleBindings: calico-node, calico-cni-plugin,
  *     calico-kube-controllers (the manifest's rules), calico-typha (render-typha.ts)
  *   ConfigMap cni-config (`config`: the CNI network configuration install-cni writes)
+ *   the Felix ↔ Typha certificates (certs.ts: ConfigMap tigera-ca-bundle, Secrets typha-certs
+ *     and node-certs), mounted in calico-node and Typha with upstream's FELIX_TYPHA* / TYPHA_* TLS env
  *   DaemonSet calico-node (install-cni, calico-node, cni-refresh: the manifest's containers)
  *   Deployment + Service + PDB calico-typha, Deployment + PDB calico-kube-controllers
  *   IPPools from spec.calicoNetwork.ipPools (projectcalico.org/v3)
@@ -21,16 +23,19 @@
  */
 import { createHash } from 'node:crypto';
 import type { CalicoBase } from './base.js';
+import { NODE_SECRET, TYPHA_CN } from './certs.js';
 import { componentImage } from './images.js';
 import type { ResolvedInstallation, ResolvedPool } from './installation.js';
 import { CALICO_NAMESPACE, clone, type KubeObject, markManaged } from './kube-object.js';
-import { renderTypha } from './render-typha.js';
+import { CA_BUNDLE_DIR, CA_BUNDLE_FILE, CERTS_HASH_ANNOTATION, renderTypha } from './render-typha.js';
 
 /** What the render needs to know about the cluster. */
 export interface ClusterFacts {
   readonly nodeCount: number;
   /** The Installation's uid, for the ownerReferences; absent in a dry render. */
   readonly installationUid?: string;
+  /** The Felix ↔ Typha certificate objects (certs.ts) and their hash. */
+  readonly certificates: { readonly objects: readonly KubeObject[]; readonly hash: string };
 }
 
 /** A projectcalico.org/v3 IPPool to create when it does not exist. */
@@ -118,7 +123,32 @@ function replaceConfigRefs(c: Container, cfg: ResolvedInstallation): void {
   }
 }
 
-function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string): Workload {
+interface Volume {
+  name: string;
+  [k: string]: unknown;
+}
+
+/** calico-node's client certificate and the CA bundle: volumes, mounts and Felix's Typha TLS env. */
+function nodeTls(pod: PodSpec, node: Container): void {
+  const volumes = (pod.volumes as Volume[] | undefined) ?? [];
+  pod.volumes = [
+    ...volumes,
+    { name: 'tigera-ca-bundle', configMap: { name: 'tigera-ca-bundle' } },
+    { name: NODE_SECRET, secret: { secretName: NODE_SECRET } },
+  ];
+  const mounts = (node.volumeMounts as Volume[] | undefined) ?? [];
+  node.volumeMounts = [
+    ...mounts,
+    { name: 'tigera-ca-bundle', mountPath: CA_BUNDLE_DIR, readOnly: true },
+    { name: NODE_SECRET, mountPath: `/${NODE_SECRET}`, readOnly: true },
+  ];
+  setEnv(node, 'FELIX_TYPHACAFILE', CA_BUNDLE_FILE);
+  setEnv(node, 'FELIX_TYPHACERTFILE', `/${NODE_SECRET}/tls.crt`);
+  setEnv(node, 'FELIX_TYPHAKEYFILE', `/${NODE_SECRET}/tls.key`);
+  setEnv(node, 'FELIX_TYPHACN', TYPHA_CN);
+}
+
+function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string, certsHash: string): Workload {
   const ds = clone(base.nodeDaemonSet) as Workload;
   ds.metadata.namespace = CALICO_NAMESPACE;
   const pod = ds.spec.template.spec;
@@ -136,6 +166,7 @@ function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string): W
   setEnv(node, 'IP_AUTODETECTION_METHOD', cfg.autodetectionV4);
   setEnv(node, 'FELIX_TYPHAK8SSERVICENAME', 'calico-typha');
   setEnv(node, 'FELIX_TYPHAK8SNAMESPACE', CALICO_NAMESPACE);
+  nodeTls(pod, node);
   if (!cfg.bgp) {
     for (const probe of [node.livenessProbe, node.readinessProbe]) {
       if (probe?.exec) probe.exec.command = probe.exec.command.filter((a) => !a.startsWith('-bird'));
@@ -146,6 +177,7 @@ function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string): W
   meta.annotations = {
     ...((meta.annotations as Record<string, string> | undefined) ?? {}),
     [CNI_CONFIG_HASH_ANNOTATION]: createHash('sha1').update(cni).digest('hex'),
+    [CERTS_HASH_ANNOTATION]: certsHash,
   };
   return ds;
 }
@@ -221,8 +253,9 @@ export function render(base: CalicoBase, cfg: ResolvedInstallation, facts: Clust
       metadata: { name: CNI_CONFIGMAP, namespace: ns },
       data: { config: cni },
     },
-    ...renderTypha(cfg, facts.nodeCount, nodeRole),
-    renderNode(base, cfg, cni),
+    ...facts.certificates.objects.map(clone),
+    ...renderTypha(cfg, facts.nodeCount, nodeRole, facts.certificates.hash),
+    renderNode(base, cfg, cni, facts.certificates.hash),
     renderKubeControllers(base, cfg),
     namespaced(base.kubeControllersPdb),
   ];
