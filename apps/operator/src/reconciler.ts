@@ -121,14 +121,11 @@ export class Reconciler {
       writeError,
     );
     await this.writeStatus('calico', state, generation);
-    if (state.available)
+    const status = { variant: 'Calico', ...(resolved.config.mtu ? { mtu: resolved.config.mtu } : {}) };
+    const current = inst.status as Obj | undefined;
+    if (state.available && (current?.variant !== status.variant || current?.mtu !== status.mtu))
       await this.api.apply(
-        {
-          apiVersion: 'operator.tigera.io/v1',
-          kind: 'Installation',
-          metadata: { name: 'default' },
-          status: { variant: 'Calico', ...(resolved.config.mtu ? { mtu: resolved.config.mtu } : {}) },
-        },
+        { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, status },
         '/status',
       );
   }
