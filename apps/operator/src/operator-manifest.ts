@@ -35,6 +35,7 @@ export function operatorObjects(image = `calico-ts/operator:${VERSION}`): Obj[] 
             'namespaces',
             'serviceaccounts',
             'configmaps',
+            'secrets',
             'services',
             'pods',
             'endpoints',

@@ -134,6 +134,12 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     expect(typha.spec.replicas).toBe(1); // no Nodes registered: upstream's rule gives one
     await json('get', 'deployment', 'calico-kube-controllers', '-n', 'calico-system');
     await json('get', 'configmap', 'cni-config', '-n', 'calico-system');
+    // The Felix ↔ Typha certificates, the CA kept beside the operator.
+    const ca = await json('get', 'secret', 'tigera-ca-private', '-n', 'tigera-operator');
+    const bundle = await json('get', 'configmap', 'tigera-ca-bundle', '-n', 'calico-system');
+    expect(bundle.data['tigera-ca-bundle.crt']).toBe(Buffer.from(ca.data['tls.crt'], 'base64').toString());
+    for (const s of ['typha-certs', 'node-certs'])
+      expect((await json('get', 'secret', s, '-n', 'calico-system')).type).toBe('kubernetes.io/tls');
     const pool = await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool');
     expect(pool.spec).toMatchObject({
       cidr: '198.19.0.0/16',
