@@ -90,4 +90,26 @@ describe('calico status', () => {
     );
     expect(sameConditions(ready, progressing)).toBe(false);
   });
+
+  it('stays Available while a change rolls out, as upstream, but not when something is degraded', () => {
+    const t0 = '2026-01-01T00:00:00.000Z';
+    const ready = conditions({ available: true }, [], t0);
+    const rolling = conditions(
+      { available: false, progressing: { reason: 'ResourceNotReady', message: 'rolling out' } },
+      ready,
+      '2026-01-01T00:05:00.000Z',
+    );
+    expect(rolling.map((c) => [c.type, c.status])).toEqual([
+      ['Available', 'True'],
+      ['Progressing', 'True'],
+      ['Degraded', 'False'],
+    ]);
+    expect(rolling[0]!.lastTransitionTime).toBe(t0);
+    const broken = conditions(
+      { available: false, degraded: { reason: 'PodFailure', message: 'x' } },
+      rolling,
+      t0,
+    );
+    expect(broken[0]!.status).toBe('False');
+  });
 });

@@ -8,7 +8,7 @@
  *                a pod cannot start (PodFailure: image not pulled, crash loop, bad config)
  *   Progressing  True while a workload rolls out or waits for pods (ResourceNotReady)
  *   Available    True when nothing is degraded and every workload has all its pods available
- *                (AllObjectsAvailable)
+ *                (AllObjectsAvailable); a rollout of a component that was Available leaves it so
  *
  * A condition's lastTransitionTime is kept from the previous status while its status is unchanged,
  * so `kubectl get tigerastatus`' SINCE is when Available last changed.
@@ -170,12 +170,16 @@ export function conditions(
     };
   };
   const ok = 'AllObjectsAvailable';
+  // As upstream: a rollout (Progressing, nothing Degraded) leaves Available as it was, so a
+  // component that was Available stays so while a change rolls out.
+  const wasAvailable = previous.find((c) => c.type === 'Available')?.status === 'True';
+  const available = state.available || (wasAvailable && state.progressing !== undefined && !state.degraded);
   return [
     make(
       'Available',
-      state.available,
-      state.available ? ok : ((state.degraded ?? state.progressing)?.reason ?? 'Unknown'),
-      state.available ? 'All objects are available' : ((state.degraded ?? state.progressing)?.message ?? ''),
+      available,
+      available ? ok : ((state.degraded ?? state.progressing)?.reason ?? 'Unknown'),
+      available ? 'All objects are available' : ((state.degraded ?? state.progressing)?.message ?? ''),
     ),
     make(
       'Progressing',
