@@ -133,8 +133,8 @@ describe.skipIf(missing.length > 0)('lab up --kubelet: Calico by the operator', 
     );
     const pods = (await l.ok('kubectl', 'get', 'pods', '-n', 'calico-system', '-o', 'wide')).stdout;
     console.log(pods);
-    // calico-node on every node, Typha scaled for 3 nodes (2), kube-controllers.
-    expect(pods.match(/^calico-node-\S+\s+1\/1\s+Running/gm)).toHaveLength(3);
+    // calico-node (with its cni-refresh sidecar) on every node, Typha scaled for 3 nodes (2), kube-controllers.
+    expect(pods.match(/^calico-node-\S+\s+2\/2\s+Running/gm)).toHaveLength(3);
     expect(pods.match(/^calico-typha-\S+\s+1\/1\s+Running/gm)).toHaveLength(2);
     expect(pods.match(/^calico-kube-controllers-\S+\s+1\/1\s+Running/gm)).toHaveLength(1);
     const table = (await l.ok('kubectl', 'get', 'tigerastatus')).stdout;
