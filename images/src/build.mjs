@@ -136,8 +136,8 @@ async function buildBase() {
 
 /**
  * A program bundled here from an app whose build makes no bundle of its own (kube-controllers):
- * an entry that runs the app's `main(argv, env)` as its bin script does, from the TypeScript
- * sources.
+ * an entry that runs the app's `main(argv, env)` (`main(env)` with `call: 'env'`) as its bin
+ * script does, from the TypeScript sources.
  */
 async function bundleProgram(b, outDir) {
   const { build } = await import('esbuild');
@@ -147,7 +147,9 @@ async function bundleProgram(b, outDir) {
   await writeFile(
     entry,
     `import { main } from ${JSON.stringify(join(root, 'src/main.ts'))};\n` +
-      'process.exitCode = await main(process.argv.slice(2), process.env);\n',
+      (b.call === 'env'
+        ? 'process.exitCode = await main(process.env);\n'
+        : 'process.exitCode = await main(process.argv.slice(2), process.env);\n'),
   );
   const outfile = join(outDir, b.to.split('/').pop());
   await bundleExecutable(build, {

@@ -77,6 +77,25 @@ export const IMAGES = {
     dirs: ['/status'],
     entrypoint: ['/usr/bin/kube-controllers'],
   },
+  typha: {
+    description: 'calico-typha: one datastore syncer fanned out to every calico-node',
+    needs: ['apps/typha/dist/main.js'],
+    // Typha's main takes the environment only.
+    bundle: [{ app: 'apps/typha', to: `${LIB}/calico-typha.mjs`, etcd3: true, call: 'env' }],
+    links: [{ path: '/usr/bin/calico-typha', target: `${LIB}/calico-typha.mjs` }],
+    dirs: [],
+    entrypoint: ['/usr/bin/calico-typha'],
+  },
+  operator: {
+    description: 'tigera-operator: installs Calico from the operator.tigera.io Installation',
+    needs: ['apps/operator/dist/main.js', 'deploy/manifests/calico.yaml'],
+    bundle: [{ app: 'apps/operator', to: `${LIB}/operator.mjs` }],
+    // What the operator's render starts from: the manifest install's objects.
+    files: [{ from: 'deploy/manifests/calico.yaml', to: '/usr/share/calico-ts/calico.yaml' }],
+    links: [{ path: '/usr/bin/operator', target: `${LIB}/operator.mjs` }],
+    dirs: [],
+    entrypoint: ['/usr/bin/operator'],
+  },
   ctl: {
     description: 'calicoctl',
     needs: ['packages/ctl/bin/calicoctl'],

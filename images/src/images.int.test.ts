@@ -160,6 +160,23 @@ describe.skipIf(missing.length > 0)('container images', () => {
     expect(r.stdout).toMatch(/^Client Version: +v\d+\.\d+\.\d+\n/);
   });
 
+  it('the operator prints its version and carries the manifest it renders calico-system from', async () => {
+    expect((await runImage(['--network', 'none'], 'operator', ['-version'])).stdout).toBe(
+      'Operator: v0.1.0 (calico-ts)\n',
+    );
+    const head = await runImage(['--network', 'none', '--entrypoint', 'head'], 'operator', [
+      '-n1',
+      '/usr/share/calico-ts/calico.yaml',
+    ]);
+    expect(head.stdout).toMatch(/^# calico-ts for the Kubernetes datastore/);
+  });
+
+  it('calico-typha without a datastore says why and exits 1', async () => {
+    const r = await runImage(['--network', 'none', '--env', 'TYPHA_DATASTORETYPE=bolt'], 'typha', []);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/TYPHA_DATASTORETYPE: "bolt" is not etcdv3 or kubernetes/);
+  });
+
   it("calico-node's image runs calico-node, BIRD, nft and loads libnftables through koffi", async () => {
     expect((await runImage(['--network', 'none'], 'node', ['-v'])).stdout.trim()).toMatch(/^v\d+\.\d+\.\d+$/);
     const koffi = await runImage(['--network', 'none', '--entrypoint', 'node'], 'node', [

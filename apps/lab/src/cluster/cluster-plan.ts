@@ -7,12 +7,13 @@
 import { join } from 'node:path';
 
 /** How Calico gets onto the cluster (`--install`). */
-export type ClusterInstall = 'manifest' | 'etcd' | 'policy-only' | 'helm' | 'none';
+export type ClusterInstall = 'manifest' | 'etcd' | 'policy-only' | 'helm' | 'operator' | 'none';
 export const CLUSTER_INSTALLS: readonly ClusterInstall[] = [
   'manifest',
   'etcd',
   'policy-only',
   'helm',
+  'operator',
   'none',
 ];
 

@@ -10,6 +10,11 @@
  * bgp is unencapsulated on the one fabric subnet, vxlan is `CALICO_IPV4POOL_VXLAN: Always`).
  * Nothing else changes: images, RBAC, probes, mounts and the in-cluster configuration are the
  * manifest's own.
+ *
+ * With the operator (`labCustomResources`), the same edit where the operator's guide has it: the
+ * Installation's pool CIDR (`spec.calicoNetwork.ipPools[0].cidr`), and with `--mode vxlan` its
+ * encapsulation `VXLAN`; upstream's `VXLANCrossSubnet` stays with `--mode bgp` (the lab's nodes
+ * share one subnet, so BIRD carries the routes unencapsulated).
  */
 import { parseAllDocuments } from 'yaml';
 import { LabError } from '../errors.js';
@@ -76,6 +81,38 @@ export function labManifest(text: string, mode: LabMode, etcdEndpoints?: string)
       "the manifest has no calico-config ConfigMap with etcd_endpoints to point at the lab's etcd",
     );
   return docs.map((d) => d.toString({ lineWidth: 0 })).join('');
+}
+
+/**
+ * deploy/manifests/custom-resources.yaml with the lab's pool: the Installation's first pool's
+ * `cidr`, and `encapsulation: VXLAN` with `--mode vxlan`. Nothing else changes.
+ */
+export function labCustomResources(text: string, mode: LabMode): string {
+  const docs = parseAllDocuments(text);
+  const doc = docs.find((d) => (d.toJS() as { kind?: string } | null)?.kind === 'Installation');
+  const pools = doc?.getIn(['spec', 'calicoNetwork', 'ipPools']);
+  if (!doc || !pools)
+    throw new LabError(
+      'setup',
+      'the custom resources have no Installation with spec.calicoNetwork.ipPools to set the pool in',
+    );
+  doc.setIn(['spec', 'calicoNetwork', 'ipPools', 0, 'cidr'], CLUSTER_CIDR);
+  if (mode === 'vxlan') doc.setIn(['spec', 'calicoNetwork', 'ipPools', 0, 'encapsulation'], 'VXLAN');
+  return docs.map((d) => d.toString({ lineWidth: 0 })).join('');
+}
+
+/** Each TigeraStatus' Available condition ("True", "False", "Unknown"), from `kubectl get tigerastatus -o json`. */
+export function tigeraAvailability(list: {
+  items?: { metadata?: { name?: string }; status?: { conditions?: { type: string; status: string }[] } }[];
+}): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const t of list.items ?? []) {
+    m.set(
+      t.metadata?.name ?? '?',
+      t.status?.conditions?.find((c) => c.type === 'Available')?.status ?? 'Unknown',
+    );
+  }
+  return m;
 }
 
 /** What `kubectl get daemonset calico-node` shows, from its status. */

@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { POD_POOL, planLab } from '../plan.js';
 import { REPO_ROOT } from '../prereqs.js';
-import { daemonSetCounts, labHelmValues, labManifest, nodeReadiness } from './install.js';
+import {
+  daemonSetCounts,
+  labCustomResources,
+  labHelmValues,
+  labManifest,
+  nodeReadiness,
+  tigeraAvailability,
+} from './install.js';
 import { cgroupV1Hierarchies, nodeCommand } from './node-host.js';
 import {
   CLUSTER_CIDR,
@@ -197,5 +204,44 @@ describe('lab pod create on a --kubelet lab', () => {
     };
     expect(plain.spec.nodeName).toBeUndefined();
     expect(plain.spec.containers[0]!.ports).toEqual([{ containerPort: 80, protocol: 'TCP' }]);
+  });
+});
+
+describe('lab up --kubelet --install operator: the custom resources', () => {
+  const text = readFileSync(join(REPO_ROOT, 'deploy/manifests/custom-resources.yaml'), 'utf8');
+  const docs = (t: string) => parseAllDocuments(t).map((d) => d.toJS());
+
+  it('sets the pool CIDR to the lab range, keeps upstream’s VXLANCrossSubnet with bgp, and changes nothing else', () => {
+    const bgp = docs(labCustomResources(text, 'bgp'));
+    const pool = bgp[0].spec.calicoNetwork.ipPools[0];
+    expect(pool).toMatchObject({ cidr: '198.19.0.0/16', encapsulation: 'VXLANCrossSubnet' });
+    const strip = (o: unknown) => JSON.stringify(o).replace(/"cidr":"[^"]*"/, '');
+    expect(bgp.map(strip)).toEqual(docs(text).map(strip));
+  });
+
+  it('with --mode vxlan the pool is VXLAN, and nothing else differs', () => {
+    const vx = docs(labCustomResources(text, 'vxlan'));
+    expect(vx[0].spec.calicoNetwork.ipPools[0].encapsulation).toBe('VXLAN');
+    const strip = (o: unknown) => JSON.stringify(o).replace(/"cidr":"[^"]*"|"encapsulation":"[^"]*"/g, '');
+    expect(vx.map(strip)).toEqual(docs(text).map(strip));
+  });
+
+  it('refuses custom resources without an Installation pool, and reads TigeraStatus Available', () => {
+    expect(() =>
+      labCustomResources(
+        'apiVersion: operator.tigera.io/v1\nkind: APIServer\nmetadata: {name: default}\n',
+        'bgp',
+      ),
+    ).toThrow(/no Installation with spec.calicoNetwork.ipPools/);
+    const m = tigeraAvailability({
+      items: [
+        { metadata: { name: 'calico' }, status: { conditions: [{ type: 'Available', status: 'True' }] } },
+        { metadata: { name: 'apiserver' } },
+      ],
+    });
+    expect([...m]).toEqual([
+      ['calico', 'True'],
+      ['apiserver', 'Unknown'],
+    ]);
   });
 });

@@ -29,7 +29,16 @@ export const KUBERNETES_SERVICE_IP = '198.18.128.1';
 export const CLUSTER_CIDR = '198.19.0.0/16';
 
 /** The images every node's containerd imports: Calico's and the workloads' (images/ builds them). */
-export const CLUSTER_IMAGES = ['node', 'cni', 'kube-controllers', 'ctl', 'pause', 'httpd'] as const;
+export const CLUSTER_IMAGES = [
+  'node',
+  'cni',
+  'kube-controllers',
+  'typha',
+  'operator',
+  'ctl',
+  'pause',
+  'httpd',
+] as const;
 export type ClusterImage = (typeof CLUSTER_IMAGES)[number];
 
 /**

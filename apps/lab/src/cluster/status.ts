@@ -36,10 +36,12 @@ interface PodList {
 
 export async function clusterStatus(state: LabState, kubectl: Kubectl): Promise<ClusterStatus> {
   const p = state.processes;
+  // The operator runs Calico in calico-system, the manifests and the chart in kube-system.
+  const ns = state.plan.cluster?.install === 'operator' ? 'calico-system' : 'kube-system';
   const [nodes, pods, ds] = await Promise.all([
     kubectl(['get', 'nodes', '-o', 'json']),
-    kubectl(['get', 'pods', '-n', 'kube-system', '-l', 'k8s-app=calico-node', '-o', 'json']),
-    kubectl(['get', 'daemonset', 'calico-node', '-n', 'kube-system', '-o', 'json']),
+    kubectl(['get', 'pods', '-n', ns, '-l', 'k8s-app=calico-node', '-o', 'json']),
+    kubectl(['get', 'daemonset', 'calico-node', '-n', ns, '-o', 'json']),
   ]);
   const ready = nodes.status === 0 ? nodeReadiness(JSON.parse(nodes.stdout)) : new Map<string, string>();
   const calico = new Map<string, string>();

@@ -29,7 +29,14 @@ import { calicoctlConfigText } from '../program-config.js';
 import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
 import { checkNoLab, failedUp, LabBuilder, logTail, nsenter } from '../up.js';
-import { daemonSetCounts, labHelmValues, labManifest, nodeReadiness } from './install.js';
+import {
+  daemonSetCounts,
+  labCustomResources,
+  labHelmValues,
+  labManifest,
+  nodeReadiness,
+  tigeraAvailability,
+} from './install.js';
 import { makeMntnsDir, makeNodeCgroups, makeNodeMountNamespace, nodeCommand } from './node-host.js';
 import {
   CLUSTER_CIDR,
@@ -60,6 +67,11 @@ function clusterOf(plan: LabPlan): ClusterPlan {
 /** deploy/manifests/calico.yaml with the lab's pool and encapsulation, written at `lab up --kubelet`. */
 export function labManifestPath(plan: LabPlan): string {
   return join(clusterOf(plan).dir, 'calico.yaml');
+}
+
+/** deploy/manifests/custom-resources.yaml with the lab's pool, written at `lab up --kubelet`. */
+export function labCustomResourcesPath(plan: LabPlan): string {
+  return join(clusterOf(plan).dir, 'custom-resources.yaml');
 }
 
 export class ClusterBuilder {
@@ -303,12 +315,24 @@ export class ClusterBuilder {
       manifest,
       labManifest(readFileSync(source, 'utf8'), this.plan.mode, etcd ? this.plan.etcdUrl : undefined),
     );
+    const custom = labCustomResourcesPath(this.plan);
+    writeFileSync(
+      custom,
+      labCustomResources(
+        readFileSync(join(REPO_ROOT, 'deploy/manifests/custom-resources.yaml'), 'utf8'),
+        this.plan.mode,
+      ),
+    );
     switch (cluster.install) {
       case 'none':
         this.b.out.step(
           `no CNI installed (--install none): the Nodes stay NotReady until one is; ${manifest} is ` +
-            'deploy/manifests/calico.yaml with the pool set for this lab',
+            `deploy/manifests/calico.yaml with the pool set for this lab, ${custom} the operator's ` +
+            'custom-resources.yaml with it',
         );
+        return;
+      case 'operator':
+        await this.installOperator(custom);
         return;
       case 'manifest':
       case 'etcd': {
@@ -365,8 +389,72 @@ export class ClusterBuilder {
       default:
         throw new LabError(
           'usage',
-          `--install ${cluster.install} is not supported yet; use manifest, etcd, helm or none`,
+          `--install ${cluster.install} is not supported yet; use manifest, etcd, helm, operator or none`,
         );
+    }
+  }
+
+  /**
+   * `--install operator`: `kubectl create -f deploy/manifests/tigera-operator.yaml`, the CRDs
+   * Established, then `kubectl create -f` of the custom resources with the lab's pool.
+   */
+  async installOperator(custom: string): Promise<void> {
+    const operator = join(REPO_ROOT, 'deploy/manifests/tigera-operator.yaml');
+    const create = async (file: string) => {
+      const r = await this.kubectl(['create', '-f', file]);
+      if (r.status !== 0)
+        throw new LabError('setup', `kubectl create -f ${file} failed:\n${(r.stderr || r.stdout).trim()}`);
+      return r.stdout.trim().split('\n').length;
+    };
+    const n = await create(operator);
+    const crds = ['installations', 'apiservers', 'tigerastatuses'].map((p) => `crd/${p}.operator.tigera.io`);
+    const w = await this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...crds]);
+    if (w.status !== 0)
+      throw new LabError(
+        'setup',
+        `the operator's CRDs are not Established: ${(w.stderr || w.stdout).trim()}`,
+      );
+    this.b.out.step(`kubectl create -f deploy/manifests/tigera-operator.yaml: ${n} objects`);
+    this.createdAt = Date.now();
+    await create(custom);
+    this.b.out.step(
+      `kubectl create -f ${custom} (custom-resources.yaml, pool ${CLUSTER_CIDR}, mode ${this.plan.mode})`,
+    );
+  }
+
+  /** When `--install operator` created the Installation (for the time to Available). */
+  createdAt = 0;
+
+  /** Until calico-system's DaemonSet is ready on every node, TigeraStatus calico Available, every Node Ready. */
+  async waitOperatorInstalled(timeoutMs: number): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    const n = this.plan.nodes.length;
+    let said = '';
+    for (;;) {
+      const [ds, ts, nodes] = await Promise.all([
+        this.kubectl(['get', 'daemonset', 'calico-node', '-n', 'calico-system', '-o', 'json']),
+        this.kubectl(['get', 'tigerastatus', '-o', 'json']),
+        this.kubectl(['get', 'nodes', '-o', 'json']),
+      ]);
+      const c = ds.status === 0 ? daemonSetCounts(JSON.parse(ds.stdout)) : undefined;
+      const avail = ts.status === 0 ? tigeraAvailability(JSON.parse(ts.stdout)) : new Map<string, string>();
+      const ready =
+        nodes.status === 0
+          ? [...nodeReadiness(JSON.parse(nodes.stdout)).values()].filter((s) => s === 'True').length
+          : 0;
+      const shown = [...avail].map(([k, v]) => `${k} ${v}`).join(', ') || 'none yet';
+      const now = `calico-system calico-node DESIRED ${c?.desired ?? 0} READY ${c?.ready ?? 0}, tigerastatus Available: ${shown}, Nodes Ready ${ready}/${n}`;
+      if (c && c.desired === n && c.ready === n && avail.get('calico') === 'True' && ready === n) {
+        const secs = Math.round((Date.now() - this.createdAt) / 100) / 10;
+        this.b.out.step(`${now} (${secs} s after kubectl create -f custom-resources.yaml)`);
+        return;
+      }
+      if (now !== said) {
+        this.b.out.step(`waiting: ${now}`);
+        said = now;
+      }
+      if (Date.now() > end) throw new LabError('setup', `Calico not ready in ${timeoutMs / 1000} s: ${now}`);
+      await sleep(1000);
     }
   }
 
@@ -375,6 +463,7 @@ export class ClusterBuilder {
     timeoutMs = Number(process.env.CALICO_LAB_INSTALL_TIMEOUT_S ?? 240) * 1000,
   ): Promise<void> {
     if (clusterOf(this.plan).install === 'none') return;
+    if (clusterOf(this.plan).install === 'operator') return this.waitOperatorInstalled(timeoutMs);
     const end = Date.now() + timeoutMs;
     const n = this.plan.nodes.length;
     let said = '';
@@ -456,7 +545,14 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
       '',
       'Next:',
       ...(cluster.install === 'none'
-        ? [`  pnpm lab kubectl apply -f ${labManifestPath(plan)}   # or: deploy/manifests/calico.yaml`]
+        ? [
+            `  pnpm lab kubectl apply -f ${labManifestPath(plan)}   # or: deploy/manifests/calico.yaml`,
+            '  # or the operator: pnpm lab kubectl create -f deploy/manifests/tigera-operator.yaml',
+            `  #                  pnpm lab kubectl create -f ${labCustomResourcesPath(plan)}`,
+          ]
+        : []),
+      ...(cluster.install === 'operator'
+        ? ['  pnpm lab kubectl get tigerastatus', '  pnpm lab kubectl get pods -n calico-system -o wide']
         : []),
       '  pnpm lab kubectl get nodes -o wide',
       '  pnpm lab kubectl get daemonset calico-node --namespace=kube-system',

@@ -1,0 +1,266 @@
+/**
+ * One pass of the operator (I/O around the pure render and status calculations):
+ *
+ *   Installation default ─► resolveInstallation ─► render(base, config, nodes) ─► apply each
+ *   object (server-side apply; skipped while its rendered form is unchanged, again every
+ *   minute) ─► delete what carries the operator's label and is no longer rendered ─► create the
+ *   IP pools that do not exist (never overwritten: a pool a user edited stays as edited) ─►
+ *   TigeraStatus calico / ippools / apiserver from the workloads and pods
+ *
+ * Before the render: the Felix ↔ Typha certificates (certs.ts), the CA kept in
+ * tigera-operator/tigera-ca-private, the leaves reused while still good.
+ *
+ * No Installation: everything the operator made is deleted (its ownerReferences let Kubernetes
+ * do the same), and the TigeraStatuses of calico and ippools go. An invalid Installation changes
+ * nothing in the cluster: TigeraStatus calico says Degraded with each problem.
+ */
+import { createHash } from 'node:crypto';
+import type { Datastore } from '@calico-ts/datastore';
+import { isDatastoreError } from '@calico-ts/datastore';
+import type { CalicoBase } from './base.js';
+import {
+  CA_SECRET,
+  caFrom,
+  certificateObjects,
+  NODE_SECRET,
+  OPERATOR_NAMESPACE,
+  pairFromSecret,
+  TYPHA_SECRET,
+  tlsSecret,
+} from './certs.js';
+import { resolveInstallation } from './installation.js';
+import { type KubeApi, MANAGED_KINDS, type Obj } from './kube-api.js';
+import { CALICO_NAMESPACE, type KubeObject, MANAGED_BY, MANAGED_BY_LABEL, objectKey } from './kube-object.js';
+import { type PoolResource, render } from './render.js';
+import {
+  type ComponentState,
+  type Condition,
+  calicoState,
+  conditions,
+  podProblems,
+  sameConditions,
+  workloadStatus,
+} from './status.js';
+
+export interface Log {
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
+  error(fields: Record<string, unknown>, msg: string): void;
+}
+
+export const APISERVER_MESSAGE = 'calico-apiserver is not part of this build yet';
+const FULL_APPLY_MS = 60_000;
+const CERT_CHECK_MS = 10 * 60_000;
+const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+
+export class Reconciler {
+  readonly #applied = new Map<string, string>();
+  #lastFull = 0;
+  #certs: { at: number; value: ReturnType<typeof certificateObjects> } | undefined;
+
+  constructor(
+    readonly api: KubeApi,
+    readonly calico: Datastore,
+    readonly base: CalicoBase,
+    readonly log: Log,
+    readonly clock: () => number = Date.now,
+  ) {}
+
+  async tick(): Promise<void> {
+    const [inst, apiServer] = await Promise.all([
+      this.api.get('Installation', 'default'),
+      this.api.get('APIServer', 'default'),
+    ]);
+    await this.apiServerStatus(apiServer);
+    if (!inst) {
+      if (this.#applied.size > 0 || this.#lastFull === 0) await this.prune(new Set());
+      this.#applied.clear();
+      this.#certs = undefined;
+      this.#lastFull = this.clock();
+      await this.api.remove('TigeraStatus', 'calico');
+      await this.api.remove('TigeraStatus', 'ippools');
+      return;
+    }
+    const generation = (inst.metadata as Obj | undefined)?.generation as number | undefined;
+    const resolved = resolveInstallation(inst);
+    if (!resolved.ok) {
+      const message = `the Installation is invalid: ${resolved.errors.join('; ')}`;
+      await this.writeStatus(
+        'calico',
+        { available: false, degraded: { reason: 'InvalidConfigurationError', message } },
+        generation,
+      );
+      return;
+    }
+    const nodes = await this.api.list('Node');
+    const uid = (inst.metadata as Obj | undefined)?.uid as string | undefined;
+    const desired = render(this.base, resolved.config, {
+      nodeCount: nodes.length,
+      ...(uid ? { installationUid: uid } : {}),
+      certificates: await this.certificates(),
+    });
+    let writeError: string | undefined;
+    try {
+      await this.applyAll(desired.objects);
+      await this.prune(new Set(desired.objects.map(objectKey)));
+    } catch (e) {
+      writeError = (e as Error).message;
+      this.log.error({ err: writeError }, 'applying calico-system failed');
+    }
+    await this.writeStatus('ippools', await this.ensurePools(desired.pools), generation);
+    const [ds, typha, kc, pods] = await Promise.all([
+      this.api.get('DaemonSet', 'calico-node', CALICO_NAMESPACE),
+      this.api.get('Deployment', 'calico-typha', CALICO_NAMESPACE),
+      this.api.get('Deployment', 'calico-kube-controllers', CALICO_NAMESPACE),
+      this.api.list('Pod', { namespace: CALICO_NAMESPACE }),
+    ]);
+    const state = calicoState(
+      ['DaemonSet calico-node', 'Deployment calico-typha', 'Deployment calico-kube-controllers'],
+      [ds, typha, kc].map(workloadStatus),
+      podProblems(pods),
+      writeError,
+    );
+    await this.writeStatus('calico', state, generation);
+    const status = { variant: 'Calico', ...(resolved.config.mtu ? { mtu: resolved.config.mtu } : {}) };
+    const current = inst.status as Obj | undefined;
+    if (state.available && (current?.variant !== status.variant || current?.mtu !== status.mtu))
+      await this.api.apply(
+        { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, status },
+        '/status',
+      );
+  }
+
+  /**
+   * The Felix ↔ Typha certificates: the CA from Secret tigera-operator/tigera-ca-private (made
+   * once), the leaves from calico-system while still good (certs.ts). Read again every 10 minutes.
+   */
+  async certificates(): Promise<ReturnType<typeof certificateObjects>> {
+    if (this.#certs && this.clock() - this.#certs.at < CERT_CHECK_MS) return this.#certs.value;
+    const now = new Date(this.clock());
+    const { ca, created } = caFrom(
+      pairFromSecret(await this.api.get('Secret', CA_SECRET, OPERATOR_NAMESPACE)),
+      now,
+    );
+    if (created) {
+      await this.api.apply(tlsSecret(CA_SECRET, OPERATOR_NAMESPACE, ca));
+      this.log.info({ secret: `${OPERATOR_NAMESPACE}/${CA_SECRET}` }, 'made the CA for Felix and Typha');
+    }
+    const [typha, node] = await Promise.all([
+      this.api.get('Secret', TYPHA_SECRET, CALICO_NAMESPACE),
+      this.api.get('Secret', NODE_SECRET, CALICO_NAMESPACE),
+    ]);
+    const value = certificateObjects(ca, pairFromSecret(typha), pairFromSecret(node), now);
+    this.#certs = { at: this.clock(), value };
+    return value;
+  }
+
+  /** Server-side apply of every object whose rendered form changed (all of them every minute). */
+  async applyAll(objects: readonly KubeObject[]): Promise<void> {
+    const full = this.clock() - this.#lastFull > FULL_APPLY_MS;
+    for (const kind of MANAGED_KINDS) {
+      for (const o of objects.filter((x) => x.kind === kind)) {
+        const key = objectKey(o);
+        const hash = createHash('sha1').update(JSON.stringify(o)).digest('hex');
+        if (!full && this.#applied.get(key) === hash) continue;
+        try {
+          await this.api.apply(o);
+        } catch (e) {
+          this.#applied.delete(key);
+          throw new Error(`applying ${key}: ${(e as Error).message}`);
+        }
+        if (this.#applied.get(key) !== hash) this.log.info({ object: key }, 'applied');
+        this.#applied.set(key, hash);
+      }
+    }
+    if (full) this.#lastFull = this.clock();
+  }
+
+  /** Deletes what carries the operator's label and is not in `keep` (calico-system and cluster-wide). */
+  async prune(keep: ReadonlySet<string>): Promise<void> {
+    for (const kind of [...MANAGED_KINDS].reverse()) {
+      const cluster = kind === 'Namespace' || kind === 'ClusterRole' || kind === 'ClusterRoleBinding';
+      const items = await this.api.list(kind, {
+        ...(cluster ? {} : { namespace: CALICO_NAMESPACE }),
+        labelSelector: SELECTOR,
+      });
+      for (const item of items) {
+        const meta = item.metadata as { name: string; namespace?: string };
+        const key = objectKey({ kind, metadata: meta });
+        if (keep.has(key)) continue;
+        await this.api.remove(kind, meta.name, meta.namespace);
+        this.#applied.delete(key);
+        this.log.info({ object: key }, 'deleted: no longer part of the Installation');
+      }
+    }
+  }
+
+  /** Creates each pool that does not exist; one that exists is left as it is. */
+  async ensurePools(pools: readonly PoolResource[]): Promise<ComponentState> {
+    const problems: string[] = [];
+    for (const p of pools) {
+      try {
+        await this.calico.get('IPPool', p.metadata.name);
+      } catch (e) {
+        if (!isDatastoreError(e, 'not-found')) {
+          problems.push(`IPPool ${p.metadata.name}: ${(e as Error).message}`);
+          continue;
+        }
+        try {
+          await this.calico.create(p as never);
+          this.log.info({ pool: p.metadata.name, cidr: p.spec.cidr }, 'created IP pool');
+        } catch (e2) {
+          if (!isDatastoreError(e2, 'already-exists'))
+            problems.push(`creating IPPool ${p.metadata.name}: ${(e2 as Error).message}`);
+        }
+      }
+    }
+    if (problems.length > 0)
+      return { available: false, degraded: { reason: 'ResourceCreateError', message: problems.join('; ') } };
+    return { available: true };
+  }
+
+  async apiServerStatus(apiServer: Obj | undefined): Promise<void> {
+    if (!apiServer) {
+      await this.api.remove('TigeraStatus', 'apiserver');
+      return;
+    }
+    await this.writeStatus('apiserver', {
+      available: false,
+      degraded: { reason: 'NotApplicable', message: APISERVER_MESSAGE },
+    });
+  }
+
+  /** TigeraStatus `name` with `state`'s conditions, written only when they changed. */
+  async writeStatus(name: string, state: ComponentState, generation?: number): Promise<void> {
+    const current = await this.api.get('TigeraStatus', name);
+    const previous = ((current?.status as Obj | undefined)?.conditions as Condition[] | undefined) ?? [];
+    const next = conditions(state, previous, new Date(this.clock()).toISOString(), generation);
+    if (current && sameConditions(previous, next)) return;
+    const meta = { name, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } };
+    if (!current)
+      await this.api.apply({
+        apiVersion: 'operator.tigera.io/v1',
+        kind: 'TigeraStatus',
+        metadata: meta,
+        spec: {},
+      });
+    await this.api.apply(
+      {
+        apiVersion: 'operator.tigera.io/v1',
+        kind: 'TigeraStatus',
+        metadata: { name },
+        status: { conditions: next },
+      },
+      '/status',
+    );
+    const say = state.degraded ?? state.progressing;
+    this.log.info(
+      {
+        component: name,
+        available: state.available,
+        ...(say ? { reason: say.reason, message: say.message } : {}),
+      },
+      'TigeraStatus',
+    );
+  }
+}
