@@ -11,9 +11,11 @@
  * Upstream's flags that choose what it manages (`-manage-crds`, `-enable-leader-election`) are
  * accepted and ignored: the CRDs come from tigera-operator.yaml, and one replica runs.
  */
+
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { type Logger, loggerOf } from '@calico-ts/api/log';
 import {
   configFromEnv,
   createKVStore,
@@ -26,14 +28,15 @@ import { KubeHttp, loadKubeConnection } from '@calico-ts/datastore/kube';
 import { baseFromManifest } from './base.js';
 import { VERSION } from './images.js';
 import { KubeApi } from './kube-api.js';
-import { type Log, Reconciler } from './reconciler.js';
+import { Reconciler } from './reconciler.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-function logger(): Log {
-  const emit = (level: string) => (fields: Record<string, unknown>, msg: string) =>
-    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
-  return { info: emit('info'), warn: emit('warn'), error: emit('error') };
+/** JSON lines on stdout. */
+function logger(): Logger {
+  return loggerOf((level, msg, fields) =>
+    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`),
+  );
 }
 
 function manifestPath(env: Env): string {

@@ -7,11 +7,13 @@
  * says why, an object it made and no longer wants is deleted, and deleting the Installation
  * removes calico-system.
  */
+
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { NOOP_LOGGER } from '@calico-ts/api/log';
 import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import { connectionFromKubeconfig, KubeHttp } from '@calico-ts/datastore/kube';
 import {
@@ -41,8 +43,6 @@ if (missing.length > 0) {
     });
   });
 }
-
-const quiet = { info() {}, warn() {}, error() {} };
 
 describe.skipIf(missing.length > 0)('operator on a real API server', () => {
   let api: KubeApiServer;
@@ -104,7 +104,7 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
       new KubeApi(http),
       new KVDatastore(kv, { backend: 'kubernetes' }),
       base,
-      quiet,
+      NOOP_LOGGER,
     );
   }, 120_000);
   afterAll(async () => {

@@ -14,7 +14,9 @@
  * do the same), and the TigeraStatuses of calico and ippools go. An invalid Installation changes
  * nothing in the cluster: TigeraStatus calico says Degraded with each problem.
  */
+
 import { createHash } from 'node:crypto';
+import type { Logger } from '@calico-ts/api/log';
 import type { Datastore } from '@calico-ts/datastore';
 import { isDatastoreError } from '@calico-ts/datastore';
 import type { CalicoBase } from './base.js';
@@ -42,12 +44,6 @@ import {
   workloadStatus,
 } from './status.js';
 
-export interface Log {
-  info(fields: Record<string, unknown>, msg: string): void;
-  warn(fields: Record<string, unknown>, msg: string): void;
-  error(fields: Record<string, unknown>, msg: string): void;
-}
-
 export const APISERVER_MESSAGE = 'calico-apiserver is not part of this build yet';
 const FULL_APPLY_MS = 60_000;
 const CERT_CHECK_MS = 10 * 60_000;
@@ -62,7 +58,7 @@ export class Reconciler {
     readonly api: KubeApi,
     readonly calico: Datastore,
     readonly base: CalicoBase,
-    readonly log: Log,
+    readonly log: Logger,
     readonly clock: () => number = Date.now,
   ) {}
 
