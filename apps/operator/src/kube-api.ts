@@ -96,6 +96,21 @@ export class KubeApi {
     return this.http.request<Obj>('PATCH', path, o, 'application/apply-patch+yaml');
   }
 
+  /** Sets an object's finalizers (a merge patch guarded by the resourceVersion read with them). */
+  async setFinalizers(
+    kind: string,
+    name: string,
+    finalizers: readonly string[],
+    resourceVersion: string,
+  ): Promise<void> {
+    await this.http.request(
+      'PATCH',
+      resourcePath(kind, name),
+      { metadata: { finalizers, resourceVersion } },
+      'application/merge-patch+json',
+    );
+  }
+
   async remove(kind: string, name: string, namespace?: string): Promise<void> {
     try {
       await this.http.request('DELETE', resourcePath(kind, name, namespace), {

@@ -248,9 +248,28 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     await json('get', 'configmap', 'users', '-n', 'calico-system');
   });
 
-  it('deleting the Installation removes calico-system and its cluster roles; the pool stays', async () => {
-    await kubectl('delete', 'installation', 'default');
+  it('deleting the Installation removes calico-system in order: the CNI plugin’s RBAC last, once no pod is left; the pool stays', async () => {
+    const inst = await json('get', 'installation', 'default');
+    expect(inst.metadata.finalizers).toContain('tigera.io/operator-cleanup');
+    // A pod still in calico-system (never scheduled: this cluster has no scheduler) holds the
+    // teardown before what its CNI DEL would need.
+    await createFrom(
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: lingering, namespace: calico-system}\nspec: {containers: [{name: c, image: calico-ts/httpd:v0.1.0}]}\n',
+    );
+    await kubectl('delete', 'installation', 'default', '--wait=false');
     await reconciler.tick();
+    expect(await refused('get', 'daemonset', 'calico-node', '-n', 'calico-system')).toMatch(/NotFound/);
+    await json('get', 'clusterrole', 'calico-cni-plugin');
+    await json('get', 'serviceaccount', 'calico-cni-plugin', '-n', 'calico-system');
+    const waiting = await json('get', 'tigerastatus', 'calico');
+    expect(waiting.status.conditions).toContainEqual(
+      expect.objectContaining({ type: 'Progressing', status: 'True', reason: 'Terminating' }),
+    );
+    await json('get', 'installation', 'default');
+    await kubectl('delete', 'pod', 'lingering', '-n', 'calico-system');
+    await reconciler.tick();
+    expect(await refused('get', 'installation', 'default')).toMatch(/NotFound/);
+    expect(await refused('get', 'clusterrole', 'calico-cni-plugin')).toMatch(/NotFound/);
     expect(await refused('get', 'clusterrole', 'calico-node')).toMatch(/NotFound/);
     expect(await refused('get', 'tigerastatus', 'calico')).toMatch(/NotFound/);
     // Without kube-controller-manager a deleted namespace stays Terminating; it is deleted all the same.

@@ -10,6 +10,12 @@
  * Before the render: the Felix ↔ Typha certificates (certs.ts), the CA kept in
  * tigera-operator/tigera-ca-private, the leaves reused while still good.
  *
+ * The Installation carries the finalizer `tigera.io/operator-cleanup`, as upstream's does, so that
+ * its deletion is done in order: first everything but the namespace, the ServiceAccounts and the
+ * CNI plugin's RBAC; then, once no pod is left in calico-system, the rest, and the finalizer goes.
+ * The kubelet tears down a pod's network through the Calico CNI plugin, which needs the
+ * calico-cni-plugin ServiceAccount and its ClusterRole: removed first, the pods of
+ * calico-kube-controllers could never finish terminating, nor could calico-system.
  * No Installation: everything the operator made is deleted (its ownerReferences let Kubernetes
  * do the same), and the TigeraStatuses of calico and ippools go. An invalid Installation changes
  * nothing in the cluster: TigeraStatus calico says Degraded with each problem.
@@ -48,6 +54,17 @@ export const APISERVER_MESSAGE = 'calico-apiserver is not part of this build yet
 const FULL_APPLY_MS = 60_000;
 const CERT_CHECK_MS = 10 * 60_000;
 const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+/** Upstream's finalizer on the Installation: the operator's ordered teardown. */
+export const CLEANUP_FINALIZER = 'tigera.io/operator-cleanup';
+/** What stays until calico-system has no pod left: what a pod's CNI DEL needs. */
+const KEPT_IN_TEARDOWN = new Set([
+  objectKey({ kind: 'Namespace', metadata: { name: CALICO_NAMESPACE } }),
+  ...['calico-cni-plugin', 'calico-node'].flatMap((name) => [
+    objectKey({ kind: 'ServiceAccount', metadata: { name, namespace: CALICO_NAMESPACE } }),
+    objectKey({ kind: 'ClusterRole', metadata: { name } }),
+    objectKey({ kind: 'ClusterRoleBinding', metadata: { name } }),
+  ]),
+]);
 
 export class Reconciler {
   readonly #applied = new Map<string, string>();
@@ -76,6 +93,24 @@ export class Reconciler {
       await this.api.remove('TigeraStatus', 'calico');
       await this.api.remove('TigeraStatus', 'ippools');
       return;
+    }
+    const meta = (inst.metadata ?? {}) as {
+      finalizers?: string[];
+      deletionTimestamp?: string;
+      resourceVersion?: string;
+    };
+    const finalizers = meta.finalizers ?? [];
+    if (meta.deletionTimestamp) {
+      if (finalizers.includes(CLEANUP_FINALIZER)) await this.teardown(finalizers, meta.resourceVersion ?? '');
+      return;
+    }
+    if (!finalizers.includes(CLEANUP_FINALIZER)) {
+      await this.api.setFinalizers(
+        'Installation',
+        'default',
+        [...finalizers, CLEANUP_FINALIZER],
+        meta.resourceVersion ?? '',
+      );
     }
     const generation = (inst.metadata as Obj | undefined)?.generation as number | undefined;
     const resolved = resolveInstallation(inst);
@@ -169,6 +204,39 @@ export class Reconciler {
       }
     }
     if (full) this.#lastFull = this.clock();
+  }
+
+  /**
+   * The Installation is being deleted: everything but what a pod's CNI DEL needs goes; once no
+   * pod is left in calico-system, the rest, the TigeraStatuses and the finalizer go.
+   */
+  async teardown(finalizers: readonly string[], resourceVersion: string): Promise<void> {
+    await this.prune(KEPT_IN_TEARDOWN);
+    const pods = await this.api.list('Pod', { namespace: CALICO_NAMESPACE });
+    if (pods.length > 0) {
+      const names = pods.map((p) => (p.metadata as { name: string }).name);
+      this.log.info({ pods: names }, 'Installation deleted: waiting for the pods of calico-system to end');
+      await this.writeStatus('calico', {
+        available: false,
+        progressing: {
+          reason: 'Terminating',
+          message: `removing Calico: ${pods.length} pod(s) left in ${CALICO_NAMESPACE}`,
+        },
+      });
+      return;
+    }
+    await this.prune(new Set());
+    this.#applied.clear();
+    this.#certs = undefined;
+    await this.api.remove('TigeraStatus', 'calico');
+    await this.api.remove('TigeraStatus', 'ippools');
+    await this.api.setFinalizers(
+      'Installation',
+      'default',
+      finalizers.filter((f) => f !== CLEANUP_FINALIZER),
+      resourceVersion,
+    );
+    this.log.info({}, 'Installation deleted: calico-system removed');
   }
 
   /** Deletes what carries the operator's label and is not in `keep` (calico-system and cluster-wide). */
