@@ -11,7 +11,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Logger, loggerOf } from '@calico-ts/api/log';
+import type { LogFields, Logger, LogLevelName } from '@calico-ts/api/log';
 import { configFromEnv, type InstallConfig } from './config.js';
 import { isInstallError } from './errors.js';
 import {
@@ -42,12 +42,26 @@ export interface MainOptions {
 }
 
 const TAG = { error: 'ERROR', warn: 'WARNING', info: 'INFO', debug: 'DEBUG' } as const;
-const consoleLog: Logger = loggerOf((level, msg, fields) => {
-  const kv = Object.entries(fields ?? {}).map(
-    ([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`,
-  );
-  process.stdout.write(`${new Date().toISOString()} [${TAG[level]}] ${msg}${kv.join('')}\n`);
-});
+
+/**
+ * Lines on stdout. Written out here rather than with `loggerOf`: install-cni's image carries this
+ * app's own dist and no workspace package, so it imports `@calico-ts/api` for types only.
+ */
+function lineAt(level: LogLevelName) {
+  return (a: string | LogFields, b?: string): void => {
+    const [fields, msg] = typeof a === 'string' ? [{}, a] : [a, b ?? ''];
+    const kv = Object.entries(fields).map(
+      ([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`,
+    );
+    process.stdout.write(`${new Date().toISOString()} [${TAG[level]}] ${msg}${kv.join('')}\n`);
+  };
+}
+const consoleLog: Logger = {
+  error: lineAt('error'),
+  warn: lineAt('warn'),
+  info: lineAt('info'),
+  debug: lineAt('debug'),
+};
 
 interface Installed {
   kube: KubeconfigState | undefined;
