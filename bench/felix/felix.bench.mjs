@@ -34,6 +34,10 @@
 // is both families' commands in one document.
 // `--text no` leaves out the nft-text references (at 1,000 endpoints `nft list ruleset` alone
 // takes minutes); `--rounds 0` leaves out the full-sync comparison.
+//
+// The JavaScript part of the full sync alone (graph, render; no nft, no root), repeated and side by
+// side with other builds in one process: felix-js.bench.mjs (its header says how to run it).
+// The resources and changes of both are in resources.mjs.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
