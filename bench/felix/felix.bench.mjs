@@ -34,6 +34,10 @@
 // is both families' commands in one document.
 // `--text no` leaves out the nft-text references (at 1,000 endpoints `nft list ruleset` alone
 // takes minutes); `--rounds 0` leaves out the full-sync comparison.
+//
+// The JavaScript part of the full sync alone (graph, render; no nft, no root), repeated and side by
+// side with other builds in one process: felix-js.bench.mjs (its header says how to run it).
+// The resources and changes of both are in resources.mjs.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -44,6 +48,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CalcGraph, DEFAULT_RULES_CONFIG, IncrementalRenderer, NftablesDataplane } from '@calico-ts/felix';
 import { NftContext, Transaction } from '@calico-ts/nftables';
+import { benchResources, HOST } from './resources.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -70,11 +75,7 @@ const FAMILY_CONTEXTS = Number(args['family-contexts']);
 if (FAMILY_CONTEXTS !== 1 && FAMILY_CONTEXTS !== 2) throw new Error('--family-contexts: 1 or 2');
 const HERE = dirname(fileURLToPath(import.meta.url));
 const OUT = args.out ?? join(HERE, '..', 'results', 'felix.json');
-const HOST = 'bench-node';
-const V3 = 'projectcalico.org/v3';
-const APPS = 50;
-const ROLES = 10;
-const NAMESPACES = 20;
+const { resources, changeKinds: CHANGE_KINDS } = benchResources(E, P, R);
 
 function log(msg) {
   process.stderr.write(`felix bench: ${msg}\n`);
@@ -100,134 +101,6 @@ function run(cmd, argv, input) {
       `${cmd} ${argv.join(' ')} exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).slice(-800)}`,
     );
   return r.stdout;
-}
-
-/** A local pod: `cali` + 11 hex characters (the 15-character limit), one IPv4 address. */
-function workload(i, role = `r${i % ROLES}`) {
-  const ns = `ns-${i % NAMESPACES}`;
-  const name = `${HOST}-k8s-pod--${i}-eth0`;
-  return {
-    apiVersion: V3,
-    kind: 'WorkloadEndpoint',
-    metadata: {
-      name,
-      namespace: ns,
-      labels: {
-        app: `app-${i % APPS}`,
-        role,
-        env: i % 3 === 0 ? 'prod' : 'staging',
-        'projectcalico.org/namespace': ns,
-        'projectcalico.org/orchestrator': 'k8s',
-      },
-    },
-    spec: {
-      node: HOST,
-      orchestrator: 'k8s',
-      pod: `pod-${i}`,
-      endpoint: 'eth0',
-      ipNetworks: [`10.65.${i >> 8}.${i & 0xff}/32`],
-      interfaceName: `cali${i.toString(16).padStart(11, '0')}`,
-      profiles: [`kns.${ns}`],
-    },
-  };
-}
-
-function nsProfile(k, extraRule = false) {
-  const ingress = [{ action: 'Allow' }];
-  if (extraRule) ingress.unshift({ action: 'Deny', protocol: 'TCP', destination: { ports: [7777] } });
-  return {
-    apiVersion: V3,
-    kind: 'Profile',
-    metadata: { name: `kns.ns-${k}` },
-    spec: {
-      labelsToApply: { 'pcns.projectcalico.org/name': `ns-${k}` },
-      ingress,
-      egress: [{ action: 'Allow' }],
-    },
-  };
-}
-
-/** A network set the `role == 'r3'` rules' IP sets include; its nets are what changes. */
-function netSet(variant) {
-  return {
-    apiVersion: V3,
-    kind: 'GlobalNetworkSet',
-    metadata: { name: 'external-r3', labels: { role: 'r3' } },
-    spec: { nets: [`198.18.200.${variant & 0xff}/32`, '198.18.201.0/24'] },
-  };
-}
-
-function extraPool() {
-  return {
-    apiVersion: V3,
-    kind: 'IPPool',
-    metadata: { name: 'extra-pool' },
-    spec: { cidr: '10.66.0.0/16', natOutgoing: true },
-  };
-}
-
-/** Rule k of a policy p: four shapes in turn (selector + ports, nets + ports, deny nets, selector). */
-function rule(p, k) {
-  switch (k % 4) {
-    case 0:
-      return {
-        action: 'Allow',
-        protocol: 'TCP',
-        source: { selector: `role == 'r${(p + k) % ROLES}'` },
-        destination: { ports: [80 + (k % 50), `${8000 + k}:${8010 + k}`] },
-      };
-    case 1:
-      return {
-        action: 'Allow',
-        protocol: 'UDP',
-        destination: { nets: [`10.${(p % 200) + 1}.${k}.0/24`], ports: [53, 5353] },
-      };
-    case 2:
-      return { action: 'Deny', source: { nets: [`198.18.${p & 0xff}.${k}/32`, `198.19.${k}.0/24`] } };
-    default:
-      return {
-        action: 'Allow',
-        protocol: 'TCP',
-        destination: { selector: `app == 'app-${(p + k) % APPS}'`, ports: [443] },
-      };
-  }
-}
-
-/** Policy p applies to the endpoints of one app (E / APPS of them); R rules, half each way. */
-function policy(p, extraRule = false) {
-  const half = R >> 1;
-  const ingress = Array.from({ length: half }, (_, k) => rule(p, 2 * k));
-  const egress = Array.from({ length: R - half }, (_, k) => rule(p, 2 * k + 1));
-  if (extraRule) ingress.push({ action: 'Allow', protocol: 'TCP', destination: { ports: [9999] } });
-  return {
-    apiVersion: V3,
-    kind: 'GlobalNetworkPolicy',
-    metadata: { name: `default.gnp-${String(p).padStart(4, '0')}` },
-    spec: {
-      tier: 'default',
-      order: 100 + p,
-      selector: `app == 'app-${p % APPS}' && env in {'prod', 'staging'}`,
-      types: ['Ingress', 'Egress'],
-      ingress,
-      egress,
-    },
-  };
-}
-
-function resources() {
-  const out = [
-    {
-      apiVersion: V3,
-      kind: 'IPPool',
-      metadata: { name: 'default-ipv4-ippool' },
-      spec: { cidr: '10.65.0.0/16', natOutgoing: true },
-    },
-  ];
-  for (let k = 0; k < NAMESPACES; k++) out.push(nsProfile(k));
-  for (let i = 0; i < E; i++) out.push(workload(i));
-  for (let p = 0; p < P; p++) out.push(policy(p));
-  out.push(netSet(0));
-  return out;
 }
 
 /** An NftClient that passes everything to libnftables and keeps the text of the last batch. */
@@ -425,34 +298,6 @@ async function undoAppend(nft, docText) {
   }
   if (cmds.length > 0) await nft.run(cmds);
 }
-
-const set = (resource) => ({ kind: 'set', resource });
-const del = (resource) => ({ kind: 'delete', resource });
-
-/**
- * The kinds of change, each a pair of batches (do, undo) for change number j, so that the state
- * returns to where it was and every change is measured on the same ruleset.
- */
-const CHANGE_KINDS = {
-  'policy: one rule added / removed': (j) => {
-    const p = (j * 37 + 11) % P;
-    return [[set(policy(p, true))], [set(policy(p))]];
-  },
-  'profile: one rule added / removed': (j) => {
-    const k = j % NAMESPACES;
-    return [[set(nsProfile(k, true))], [set(nsProfile(k))]];
-  },
-  'pod added / removed': (j) => {
-    const w = workload(E + (j % 200));
-    return [[set(w)], [del(w)]];
-  },
-  "label: pod moves into other rules' IP sets": (j) => {
-    const i = (j * 13 + 5) % E;
-    return [[set(workload(i, `r${(i + 1) % ROLES}`))], [set(workload(i))]];
-  },
-  'IP set member (network set nets)': (j) => [[set(netSet(j + 1))], [set(netSet(0))]],
-  'IP pool added / removed': () => [[set(extraPool())], [del(extraPool())]],
-};
 
 const rssMiB = () => {
   globalThis.gc?.();
