@@ -72,7 +72,11 @@ describe.skipIf(missing.length > 0)('the tigera-operator chart on a real API ser
   });
 
   it('refuses a GRE pool before anything is written (values schema), as the CRD would', async () => {
-    const r = await install('--dry-run=server', '--set', 'installation.calicoNetwork.ipPools[0].encapsulation=GRE');
+    const r = await install(
+      '--dry-run=server',
+      '--set',
+      'installation.calicoNetwork.ipPools[0].encapsulation=GRE',
+    );
     expect(r.code).not.toBe(0);
     expect(r.out).toContain("values don't meet the specifications of the schema");
     expect(r.out).toContain('encapsulation');
@@ -94,7 +98,16 @@ describe.skipIf(missing.length > 0)('the tigera-operator chart on a real API ser
       'deployment.apps/tigera-operator\n',
     );
     expect(
-      await kubectl('auth', 'can-i', '--as', 'system:serviceaccount:tigera-operator:tigera-operator', 'create', 'daemonsets', '-n', 'calico-system'),
+      await kubectl(
+        'auth',
+        'can-i',
+        '--as',
+        'system:serviceaccount:tigera-operator:tigera-operator',
+        'create',
+        'daemonsets',
+        '-n',
+        'calico-system',
+      ),
     ).toBe('yes\n');
     const inst = JSON.parse(await kubectl('get', 'installation', 'default', '-o', 'json'));
     expect(inst.spec.calicoNetwork.ipPools).toEqual([
@@ -108,11 +121,21 @@ describe.skipIf(missing.length > 0)('the tigera-operator chart on a real API ser
       },
     ]);
     expect(inst.metadata.labels['app.kubernetes.io/managed-by']).toBe('Helm');
-    expect(await kubectl('get', 'apiserver', 'default', '-o', 'name')).toBe('apiserver.operator.tigera.io/default\n');
+    expect(await kubectl('get', 'apiserver', 'default', '-o', 'name')).toBe(
+      'apiserver.operator.tigera.io/default\n',
+    );
   });
 
   it('upgrades to the AKS values: the stored Installation is theirs', async () => {
-    const r = await helm('upgrade', 'calico', operatorChartDir, '--namespace', 'tigera-operator', '--values', AKS);
+    const r = await helm(
+      'upgrade',
+      'calico',
+      operatorChartDir,
+      '--namespace',
+      'tigera-operator',
+      '--values',
+      AKS,
+    );
     expect(r.out).toContain('STATUS: deployed');
     const inst = JSON.parse(await kubectl('get', 'installation', 'default', '-o', 'json'));
     expect(inst.spec).toEqual({
@@ -126,6 +149,8 @@ describe.skipIf(missing.length > 0)('the tigera-operator chart on a real API ser
     const r = await helm('uninstall', 'calico', '--namespace', 'tigera-operator');
     expect(r.code).toBe(0);
     expect(await kubectl('get', 'installations,apiservers', '-o', 'name')).toBe('');
-    expect(await kubectl('get', 'crd', 'installations.operator.tigera.io', '-o', 'name')).toContain('installations');
+    expect(await kubectl('get', 'crd', 'installations.operator.tigera.io', '-o', 'name')).toContain(
+      'installations',
+    );
   });
 });

@@ -48,7 +48,9 @@ function withoutHelmLabels(o: KubeObject): KubeObject {
 
 const key = (o: KubeObject) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 const byKey = (objs: KubeObject[]) =>
-  Object.fromEntries(objs.map((o) => [key(o), withoutHelmLabels(o)]).sort(([a], [b]) => a!.localeCompare(b!)));
+  Object.fromEntries(
+    objs.map((o) => [key(o), withoutHelmLabels(o)]).sort(([a], [b]) => a!.localeCompare(b!)),
+  );
 
 function rendered(values: string[] = [], args: string[] = []): KubeObject[] {
   return parseObjects(operatorChartTemplate(helm!, values, args));
@@ -114,8 +116,11 @@ describe.skipIf(!helm)('deploy/helm/tigera-operator', () => {
     expect(mtu.spec).toEqual({
       calicoNetwork: {
         mtu: 1400,
-        ipPools: (installationOf(readManifest('custom-resources.yaml')).spec as { calicoNetwork: { ipPools: unknown } })
-          .calicoNetwork.ipPools,
+        ipPools: (
+          installationOf(readManifest('custom-resources.yaml')).spec as {
+            calicoNetwork: { ipPools: unknown };
+          }
+        ).calicoNetwork.ipPools,
       },
     });
     const lab = installationOf(
@@ -169,7 +174,10 @@ describe.skipIf(!helm)('deploy/helm/tigera-operator', () => {
         'installation.imagePullSecrets[0].name=existing',
       ],
     );
-    const secret = find(objs, 'Secret', 'my-registry') as KubeObject & { type: string; data: Record<string, string> };
+    const secret = find(objs, 'Secret', 'my-registry') as KubeObject & {
+      type: string;
+      data: Record<string, string>;
+    };
     expect(secret.metadata.namespace).toBe('tigera-operator');
     expect(secret.type).toBe('kubernetes.io/dockerconfigjson');
     expect(Buffer.from(secret.data['.dockerconfigjson']!, 'base64').toString()).toBe('{"auths":{}}');
@@ -200,7 +208,15 @@ describe.skipIf(!helm)('deploy/helm/tigera-operator', () => {
     ['tigeraOperator.registry=a b', 'registry'],
     ['nosuchvalue=1', 'nosuchvalue'],
   ])('refuses --set %s, naming %s', async (set, field) => {
-    const r = await helmRun('template', 'calico', operatorChartDir, '--namespace', 'tigera-operator', '--set', set);
+    const r = await helmRun(
+      'template',
+      'calico',
+      operatorChartDir,
+      '--namespace',
+      'tigera-operator',
+      '--set',
+      set,
+    );
     expect(r.code).not.toBe(0);
     expect(r.out).toContain("values don't meet the specifications of the schema");
     expect(r.out).toContain(field);

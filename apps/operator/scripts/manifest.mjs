@@ -93,7 +93,9 @@ for (const [path, text] of files) {
   if (old === text) continue;
   if (check) {
     stale++;
-    process.stderr.write(`${relative(root, path)} is out of date: run pnpm --filter @calico-ts/operator manifest\n`);
+    process.stderr.write(
+      `${relative(root, path)} is out of date: run pnpm --filter @calico-ts/operator manifest\n`,
+    );
   } else {
     writeFileSync(path, text);
     process.stdout.write(`wrote ${relative(root, path)}\n`);
