@@ -49,7 +49,9 @@ function withoutHelmLabels(o: KubeObject): KubeObject {
 const key = (o: KubeObject) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 const byKey = (objs: KubeObject[]) =>
   Object.fromEntries(
-    objs.map((o) => [key(o), withoutHelmLabels(o)]).sort(([a], [b]) => a!.localeCompare(b!)),
+    objs
+      .map((o): [string, KubeObject] => [key(o), withoutHelmLabels(o)])
+      .sort(([a], [b]) => a.localeCompare(b)),
   );
 
 function rendered(values: string[] = [], args: string[] = []): KubeObject[] {
@@ -81,7 +83,8 @@ describe.skipIf(!helm)('deploy/helm/tigera-operator', () => {
     expect(Object.keys(byKey(chart))).toEqual(Object.keys(byKey(expected)));
     expect(byKey(chart)).toEqual(byKey(expected));
     // Helm's labels are on what the templates make.
-    const labels = (find(chart, 'Deployment', 'tigera-operator').metadata as { labels: object }).labels;
+    const labels = (find(chart, 'Deployment', 'tigera-operator').metadata as unknown as { labels: object })
+      .labels;
     expect(labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'Helm', 'k8s-app': 'tigera-operator' });
   });
 
