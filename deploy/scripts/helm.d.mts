@@ -17,3 +17,9 @@ export declare function helmTemplate(
   extraArgs?: readonly string[],
 ): string;
 export declare function renderManifest(helm: string, manifest: Manifest): string;
+export declare const operatorChartDir: string;
+export declare function operatorChartTemplate(
+  helm: string,
+  values?: readonly string[],
+  extraArgs?: readonly string[],
+): string;

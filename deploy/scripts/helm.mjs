@@ -79,3 +79,28 @@ export function renderManifest(helm, manifest) {
     helmTemplate(helm, manifest.values)
   );
 }
+
+/** The tigera-operator chart (upstream's operator chart), installed as `calico` in tigera-operator. */
+export const operatorChartDir = join(deployDir, 'helm', 'tigera-operator');
+
+/** helm template of the tigera-operator chart, CRDs included, with values files and more args. */
+export function operatorChartTemplate(helm, values = [], extraArgs = []) {
+  return execFileSync(
+    helm,
+    [
+      'template',
+      'calico',
+      operatorChartDir,
+      '--namespace',
+      'tigera-operator',
+      '--include-crds',
+      ...values.flatMap((v) => ['--values', v]),
+      ...extraArgs,
+    ],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HELM_CACHE_HOME: '/tmp/calico-ts-helm-cache' },
+    },
+  );
+}

@@ -16,7 +16,7 @@ network it does not make (no BIRD, no Calico IPAM). Needs root.
 Commands:
   up [--nodes 3] [--mode bgp|ipip|vxlan|policy-only] [--datastore kubernetes|etcdv3]
      [--topology flat|two-subnets] [--ip-family 4|6|dual] [--tls] [--typha] [--images]
-     [--kubelet [--install manifest|etcd|helm|operator|none]]
+     [--kubelet [--install manifest|etcd|helm|operator|operator-helm|none]]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   restart kube-apiserver                  stop the API server and start it again, as it ran
@@ -47,7 +47,7 @@ export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|ipip|vxlan|policy-only]
                    [--datastore kubernetes|etcdv3] [--topology flat|two-subnets]
                    [--ip-family 4|6|dual] [--tls] [--typha] [--images]
-                   [--kubelet [--install manifest|etcd|helm|operator|none]]
+                   [--kubelet [--install manifest|etcd|helm|operator|operator-helm|none]]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -101,8 +101,10 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    helm (helm install calico-ts deploy/helm/calico-ts -n kube-system, the pool
                    set with --set); operator (kubectl create -f deploy/manifests/tigera-operator.yaml,
                    then custom-resources.yaml with the pool set to 198.19.0.0/16; waits for
-                   tigerastatus calico Available); none (no CNI: the Nodes stay NotReady until you
-                   install one, e.g. \`pnpm lab kubectl apply -f <state>/cluster/calico.yaml\`)
+                   tigerastatus calico Available); operator-helm (helm install calico
+                   deploy/helm/tigera-operator -n tigera-operator --create-namespace, the same
+                   Installation given with --set; waits the same way); none (no CNI: the Nodes
+                   stay NotReady until you install one, e.g. \`pnpm lab kubectl apply -f <state>/cluster/calico.yaml\`)
 `,
   down: `Usage: pnpm lab down
 

@@ -55,7 +55,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--kubelet', '--install', 'kops'],
-      /--install must be manifest, etcd, policy-only, helm, operator, none, got "kops"/,
+      /--install must be manifest, etcd, policy-only, helm, operator, operator-helm, none, got "kops"/,
     );
     usageError(
       ['up', '--kubelet', '--images'],

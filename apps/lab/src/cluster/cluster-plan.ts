@@ -7,13 +7,25 @@
 import { join } from 'node:path';
 
 /** How Calico gets onto the cluster (`--install`). */
-export type ClusterInstall = 'manifest' | 'etcd' | 'policy-only' | 'helm' | 'operator' | 'none';
+export type ClusterInstall =
+  | 'manifest'
+  | 'etcd'
+  | 'policy-only'
+  | 'helm'
+  | 'operator'
+  | 'operator-helm'
+  | 'none';
+
+/** Whether Calico comes from the operator (in calico-system), by its manifest or by its chart. */
+export const byOperator = (install: ClusterInstall | undefined): boolean =>
+  install === 'operator' || install === 'operator-helm';
 export const CLUSTER_INSTALLS: readonly ClusterInstall[] = [
   'manifest',
   'etcd',
   'policy-only',
   'helm',
   'operator',
+  'operator-helm',
   'none',
 ];
 

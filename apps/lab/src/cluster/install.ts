@@ -14,7 +14,8 @@
  * With the operator (`labCustomResources`), the same edit where the operator's guide has it: the
  * Installation's pool CIDR (`spec.calicoNetwork.ipPools[0].cidr`), and with `--mode vxlan` its
  * encapsulation `VXLAN`; upstream's `VXLANCrossSubnet` stays with `--mode bgp` (the lab's nodes
- * share one subnet, so BIRD carries the routes unencapsulated).
+ * share one subnet, so BIRD carries the routes unencapsulated). With the operator's chart
+ * (`labOperatorHelmValues`), the same Installation given as `--set` values.
  */
 import { parseAllDocuments } from 'yaml';
 import { LabError } from '../errors.js';
@@ -162,4 +163,31 @@ export function labHelmValues(mode: LabMode): string[] {
     `ipv4Pool.encapsulation=${mode === 'vxlan' ? 'VXLAN' : 'None'}`,
     'ipv4Pool.encapsulationMode=Always',
   ];
+}
+
+/**
+ * `helm install` values for the operator's chart (deploy/helm/tigera-operator) that give the
+ * Installation `labCustomResources` writes: its one pool, field by field
+ * (`installation.calicoNetwork.ipPools[0].cidr=198.19.0.0/16`, …). Helm replaces a list given
+ * with `--set`, so every field of the pool is set, not only the CIDR.
+ */
+export function labOperatorHelmValues(customResources: string, mode: LabMode): string[] {
+  const objs = parseAllDocuments(labCustomResources(customResources, mode)).map(
+    (d) => d.toJS() as { kind?: string; spec?: Record<string, unknown> } | null,
+  );
+  const spec = objs.find((o) => o?.kind === 'Installation')?.spec ?? {};
+  const network = (spec.calicoNetwork ?? {}) as { ipPools?: Record<string, unknown>[] };
+  const pools = network.ipPools ?? [];
+  const only = (o: object, key: string) => Object.keys(o).length === 1 && key in o;
+  if (!only(spec, 'calicoNetwork') || !only(network, 'ipPools') || pools.length !== 1)
+    throw new LabError(
+      'setup',
+      "the custom resources' Installation holds more than spec.calicoNetwork.ipPools with one pool; " +
+        'the lab sets only that pool on the chart',
+    );
+  return Object.entries(pools[0]!).map(([k, v]) => {
+    if (typeof v === 'object' || /[,={}[\]]/.test(String(v)))
+      throw new LabError('setup', `the pool's ${k} (${JSON.stringify(v)}) cannot be given with helm --set`);
+    return `installation.calicoNetwork.ipPools[0].${k}=${v}`;
+  });
 }

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -9,6 +10,7 @@ import {
   labCustomResources,
   labHelmValues,
   labManifest,
+  labOperatorHelmValues,
   nodeReadiness,
   tigeraAvailability,
 } from './install.js';
@@ -24,6 +26,7 @@ import {
   NODE_HOST_PATHS,
   SERVICE_CIDR,
 } from './plan.js';
+import { helmPath } from './tools.js';
 import { clusterPod } from './workloads.js';
 
 const plan = planLab({ name: 'k1', nodes: 2, mode: 'bgp', stateDir: '/run/x/k1', kubelet: 'manifest' });
@@ -244,4 +247,55 @@ describe('lab up --kubelet --install operator: the custom resources', () => {
       ['apiserver', 'Unknown'],
     ]);
   });
+});
+
+describe("lab up --kubelet --install operator-helm: the chart with the lab's Installation", () => {
+  const text = readFileSync(join(REPO_ROOT, 'deploy/manifests/custom-resources.yaml'), 'utf8');
+  const helm = helmPath('/var/cache/calico-ts/bin');
+  const template = (values: string[]) =>
+    parseAllDocuments(
+      execFileSync(
+        helm,
+        [
+          'template',
+          'calico',
+          join(REPO_ROOT, 'deploy/helm/tigera-operator'),
+          '--namespace',
+          'tigera-operator',
+          ...values.flatMap((v) => ['--set', v]),
+        ],
+        { encoding: 'utf8', env: { ...process.env, HELM_CACHE_HOME: '/tmp/calico-ts-helm-cache' } },
+      ),
+    )
+      .map((d) => d.toJS())
+      .filter((o) => o !== null);
+
+  it('sets the pool field by field, the CIDR the lab range', () => {
+    expect(labOperatorHelmValues(text, 'bgp')).toEqual([
+      'installation.calicoNetwork.ipPools[0].name=default-ipv4-ippool',
+      'installation.calicoNetwork.ipPools[0].blockSize=26',
+      'installation.calicoNetwork.ipPools[0].cidr=198.19.0.0/16',
+      'installation.calicoNetwork.ipPools[0].encapsulation=VXLANCrossSubnet',
+      'installation.calicoNetwork.ipPools[0].natOutgoing=Enabled',
+      'installation.calicoNetwork.ipPools[0].nodeSelector=all()',
+    ]);
+    expect(labOperatorHelmValues(text, 'vxlan')).toContain(
+      'installation.calicoNetwork.ipPools[0].encapsulation=VXLAN',
+    );
+    expect(() =>
+      labOperatorHelmValues(text.replace('calicoNetwork:', 'mtu: 1400\n  calicoNetwork:'), 'bgp'),
+    ).toThrow(/holds more than spec.calicoNetwork.ipPools/);
+  });
+
+  it.skipIf(!existsSync(helm)).each(['bgp', 'vxlan'] as const)(
+    "with --mode %s the chart renders the Installation of the lab's custom-resources.yaml, and nothing else differs from the defaults",
+    (mode) => {
+      const lab = template(labOperatorHelmValues(text, mode));
+      const want = parseAllDocuments(labCustomResources(text, mode)).map((d) => d.toJS());
+      const inst = lab.find((o) => o.kind === 'Installation');
+      expect(inst.spec).toEqual(want[0].spec);
+      const others = (objs: { kind: string }[]) => objs.filter((o) => o.kind !== 'Installation');
+      expect(others(lab)).toEqual(others(template([])));
+    },
+  );
 });

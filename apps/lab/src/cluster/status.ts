@@ -6,6 +6,7 @@
  */
 import { isAlive } from '../processes.js';
 import type { LabState } from '../state.js';
+import { byOperator } from './cluster-plan.js';
 import { type DaemonSetCounts, daemonSetCounts, nodeReadiness } from './install.js';
 
 export interface ClusterStatus {
@@ -37,7 +38,7 @@ interface PodList {
 export async function clusterStatus(state: LabState, kubectl: Kubectl): Promise<ClusterStatus> {
   const p = state.processes;
   // The operator runs Calico in calico-system, the manifests and the chart in kube-system.
-  const ns = state.plan.cluster?.install === 'operator' ? 'calico-system' : 'kube-system';
+  const ns = byOperator(state.plan.cluster?.install) ? 'calico-system' : 'kube-system';
   const [nodes, pods, ds] = await Promise.all([
     kubectl(['get', 'nodes', '-o', 'json']),
     kubectl(['get', 'pods', '-n', ns, '-l', 'k8s-app=calico-node', '-o', 'json']),

@@ -14,7 +14,7 @@ import { CLUSTER_IMAGES, type ClusterImage } from './plan.js';
  * The helm scripts/setup.sh builds beside the Kubernetes servers, at the release tools/helm/go.mod
  * pins (as `pnpm helm` finds it); CALICO_HELM_BIN overrides.
  */
-function helmPath(dir: string): string {
+export function helmPath(dir: string): string {
   if (process.env.CALICO_HELM_BIN) return process.env.CALICO_HELM_BIN;
   const mod = readFileSync(join(REPO_ROOT, 'tools/helm/go.mod'), 'utf8');
   const version = /^\s*(?:require\s+)?helm\.sh\/helm\/v3\s+(v\S+)/m.exec(mod)?.[1] ?? 'unknown';

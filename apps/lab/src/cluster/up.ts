@@ -29,11 +29,13 @@ import { calicoctlConfigText } from '../program-config.js';
 import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
 import { checkNoLab, failedUp, LabBuilder, logTail, nsenter } from '../up.js';
+import { byOperator } from './cluster-plan.js';
 import {
   daemonSetCounts,
   labCustomResources,
   labHelmValues,
   labManifest,
+  labOperatorHelmValues,
   nodeReadiness,
   tigeraAvailability,
 } from './install.js';
@@ -349,49 +351,61 @@ export class ClusterBuilder {
         );
         return;
       }
-      case 'helm': {
-        if (!existsSync(this.tools.helm))
-          throw new LabError(
-            'prerequisite',
-            `--install helm needs ${this.tools.helm} (./scripts/setup.sh builds it)`,
-          );
-        const values = labHelmValues(this.plan.mode);
-        const argv = [
-          ...nsenter(this.plan.etcdNetns),
-          this.tools.helm,
-          'install',
-          'calico-ts',
-          join(REPO_ROOT, 'deploy/helm/calico-ts'),
-          '--namespace',
-          'kube-system',
-          ...values.flatMap((v) => ['--set', v]),
-        ];
-        const r = await runAsync(argv, {
-          env: {
-            PATH,
-            KUBECONFIG: this.plan.kube.kubeconfig,
-            HELM_CACHE_HOME: join(cluster.dir, 'helm-cache'),
-            HELM_CONFIG_HOME: join(cluster.dir, 'helm-config'),
-            HELM_DATA_HOME: join(cluster.dir, 'helm-data'),
-          },
-          timeoutMs: 180_000,
-        });
-        if (r.status !== 0)
-          throw new LabError(
-            'setup',
-            `helm install calico-ts deploy/helm/calico-ts failed:\n${(r.stderr || r.stdout).trim()}`,
-          );
-        this.b.out.step(
-          `helm install calico-ts deploy/helm/calico-ts -n kube-system --set ${values.join(' --set ')}`,
+      case 'operator-helm': {
+        // The operator's chart with the same Installation as custom-resources.yaml on this lab.
+        const values = labOperatorHelmValues(
+          readFileSync(join(REPO_ROOT, 'deploy/manifests/custom-resources.yaml'), 'utf8'),
+          this.plan.mode,
+        );
+        this.createdAt = Date.now();
+        await this.helmInstall(
+          ['calico', 'deploy/helm/tigera-operator', '-n', 'tigera-operator', '--create-namespace'],
+          values,
         );
         return;
       }
+      case 'helm':
+        await this.helmInstall(
+          ['calico-ts', 'deploy/helm/calico-ts', '--namespace', 'kube-system'],
+          labHelmValues(this.plan.mode),
+        );
+        return;
       default:
         throw new LabError(
           'usage',
-          `--install ${cluster.install} is not supported yet; use manifest, etcd, helm, operator or none`,
+          `--install ${cluster.install} is not supported yet; use manifest, etcd, helm, operator, operator-helm or none`,
         );
     }
+  }
+
+  /** `helm install <release> <chart> <args> --set <values>` from the lab's etcd namespace (the API server's). */
+  async helmInstall(args: string[], values: string[]): Promise<void> {
+    const cluster = clusterOf(this.plan);
+    const what = `helm install ${args.join(' ')}`;
+    if (!existsSync(this.tools.helm))
+      throw new LabError('prerequisite', `${what} needs ${this.tools.helm} (./scripts/setup.sh builds it)`);
+    const [release, chart, ...rest] = args;
+    const argv = [
+      ...nsenter(this.plan.etcdNetns),
+      this.tools.helm,
+      'install',
+      release!,
+      join(REPO_ROOT, chart!),
+      ...rest,
+      ...values.flatMap((v) => ['--set', v]),
+    ];
+    const r = await runAsync(argv, {
+      env: {
+        PATH,
+        KUBECONFIG: this.plan.kube.kubeconfig,
+        HELM_CACHE_HOME: join(cluster.dir, 'helm-cache'),
+        HELM_CONFIG_HOME: join(cluster.dir, 'helm-config'),
+        HELM_DATA_HOME: join(cluster.dir, 'helm-data'),
+      },
+      timeoutMs: 180_000,
+    });
+    if (r.status !== 0) throw new LabError('setup', `${what} failed:\n${(r.stderr || r.stdout).trim()}`);
+    this.b.out.step(`${what} --set ${values.join(' --set ')}`);
   }
 
   /**
@@ -422,7 +436,7 @@ export class ClusterBuilder {
     );
   }
 
-  /** When `--install operator` created the Installation (for the time to Available). */
+  /** When `--install operator` (or `operator-helm`) created the Installation (for the time to Available). */
   createdAt = 0;
 
   /** Until calico-system's DaemonSet is ready on every node, TigeraStatus calico Available, every Node Ready. */
@@ -446,7 +460,7 @@ export class ClusterBuilder {
       const now = `calico-system calico-node DESIRED ${c?.desired ?? 0} READY ${c?.ready ?? 0}, tigerastatus Available: ${shown}, Nodes Ready ${ready}/${n}`;
       if (c && c.desired === n && c.ready === n && avail.get('calico') === 'True' && ready === n) {
         const secs = Math.round((Date.now() - this.createdAt) / 100) / 10;
-        this.b.out.step(`${now} (${secs} s after kubectl create -f custom-resources.yaml)`);
+        this.b.out.step(`${now} (${secs} s after the Installation was created)`);
         return;
       }
       if (now !== said) {
@@ -463,7 +477,7 @@ export class ClusterBuilder {
     timeoutMs = Number(process.env.CALICO_LAB_INSTALL_TIMEOUT_S ?? 240) * 1000,
   ): Promise<void> {
     if (clusterOf(this.plan).install === 'none') return;
-    if (clusterOf(this.plan).install === 'operator') return this.waitOperatorInstalled(timeoutMs);
+    if (byOperator(clusterOf(this.plan).install)) return this.waitOperatorInstalled(timeoutMs);
     const end = Date.now() + timeoutMs;
     const n = this.plan.nodes.length;
     let said = '';
@@ -551,7 +565,7 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
             `  #                  pnpm lab kubectl create -f ${labCustomResourcesPath(plan)}`,
           ]
         : []),
-      ...(cluster.install === 'operator'
+      ...(byOperator(cluster.install)
         ? ['  pnpm lab kubectl get tigerastatus', '  pnpm lab kubectl get pods -n calico-system -o wide']
         : []),
       '  pnpm lab kubectl get nodes -o wide',
