@@ -100,8 +100,10 @@ function certificate(
 ): string {
   const notBefore = new Date(now.getTime() - 60 * 60_000);
   const notAfter = new Date(now.getTime() + days * 86_400_000);
+  // Positive, and its first byte never 0: DER integers are minimal, and a parser refuses a
+  // certificate whose serial starts with a needless zero byte (1 in 128 random serials did).
   const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
+  serial[0] = (serial[0]! & 0x7f) | 0x40;
   const tbs = seq(
     tlv(0xa0, tlv(0x02, Buffer.from([2]))),
     positiveInt(serial),
