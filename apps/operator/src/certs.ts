@@ -7,6 +7,8 @@
  *   ConfigMap calico-system/tigera-ca-bundle   `tigera-ca-bundle.crt`, the CA certificate both sides trust
  *   Secret calico-system/typha-certs           Typha's certificate, CN typha-server
  *   Secret calico-system/node-certs            calico-node's client certificate, CN typha-client
+ *   Secret calico-system/calico-apiserver-certs calico-apiserver's serving certificate (with an
+ *                                               APIServer), for the names of Service calico-api
  *
  * A leaf is kept while the CA signed it, its CN is right and it has more than 30 days left;
  * otherwise a new one is issued (and the pods roll: their templates carry a hash of the bundle).
@@ -20,6 +22,8 @@ export const CA_SECRET = 'tigera-ca-private';
 export const CA_BUNDLE = 'tigera-ca-bundle';
 export const TYPHA_SECRET = 'typha-certs';
 export const NODE_SECRET = 'node-certs';
+export const APISERVER_SECRET = 'calico-apiserver-certs';
+export const APISERVER_CN = 'calico-api.calico-system.svc';
 export const TYPHA_CN = 'typha-server';
 export const NODE_CN = 'typha-client';
 const LEAF_DAYS = 825;
@@ -106,5 +110,24 @@ export function certificateObjects(
       tlsSecret(TYPHA_SECRET, CALICO_NAMESPACE, t),
       tlsSecret(NODE_SECRET, CALICO_NAMESPACE, n),
     ],
+  };
+}
+
+/**
+ * calico-apiserver's serving certificate for `dnsNames` (the Service's names), reusing `stored`
+ * while it is still good, and a hash of it for the pod template.
+ */
+export function apiServerCertificate(
+  ca: KeyPair,
+  stored: KeyPair | undefined,
+  dnsNames: readonly string[],
+  now: Date,
+): { secret: KubeObject; hash: string } {
+  const pair = leafUsable(stored, ca, APISERVER_CN, now)
+    ? stored!
+    : issue(ca, { cn: APISERVER_CN, usage: 'serverAuth', dnsNames: [...dnsNames], days: LEAF_DAYS }, now);
+  return {
+    secret: tlsSecret(APISERVER_SECRET, CALICO_NAMESPACE, pair),
+    hash: createHash('sha1').update(ca.certPem).update(pair.certPem).digest('hex'),
   };
 }

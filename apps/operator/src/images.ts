@@ -14,7 +14,7 @@ import type { ResolvedInstallation } from './installation.js';
 export const VERSION = 'v0.1.0';
 export const REPOSITORY = 'calico-ts';
 
-export type ComponentImage = 'node' | 'cni' | 'kube-controllers' | 'typha';
+export type ComponentImage = 'node' | 'cni' | 'kube-controllers' | 'typha' | 'apiserver';
 
 export function componentImage(
   cfg: Pick<ResolvedInstallation, 'registry' | 'imagePath' | 'imagePrefix'>,

@@ -36,24 +36,40 @@ const TYPES: Readonly<Record<string, ResourceType>> = {
     plural: 'clusterrolebindings',
     namespaced: false,
   },
+  RoleBinding: { prefix: '/apis/rbac.authorization.k8s.io/v1', plural: 'rolebindings', namespaced: true },
+  APIService: { prefix: '/apis/apiregistration.k8s.io/v1', plural: 'apiservices', namespaced: false },
   Installation: { prefix: '/apis/operator.tigera.io/v1', plural: 'installations', namespaced: false },
   APIServer: { prefix: '/apis/operator.tigera.io/v1', plural: 'apiservers', namespaced: false },
   TigeraStatus: { prefix: '/apis/operator.tigera.io/v1', plural: 'tigerastatuses', namespaced: false },
 };
 
-/** The kinds the operator makes in calico-system (and cluster-wide), in the order it applies them. */
+/**
+ * The kinds the operator makes in calico-system (and cluster-wide, and calico-apiserver's
+ * RoleBinding in kube-system), in the order it applies them.
+ */
 export const MANAGED_KINDS = [
   'Namespace',
   'ServiceAccount',
   'ClusterRole',
   'ClusterRoleBinding',
+  'RoleBinding',
   'ConfigMap',
   'Secret',
   'Service',
   'Deployment',
   'DaemonSet',
   'PodDisruptionBudget',
+  'APIService',
 ] as const;
+
+/** Cluster-scoped managed kinds; the others are in `MANAGED_NAMESPACES`. */
+export const CLUSTER_KINDS: ReadonlySet<string> = new Set(
+  Object.entries(TYPES)
+    .filter(([, t]) => !t.namespaced)
+    .map(([k]) => k),
+);
+/** Where the operator's namespaced objects are: calico-system, and kube-system for one RoleBinding. */
+export const MANAGED_NAMESPACES = ['calico-system', 'kube-system'] as const;
 
 export function resourcePath(kind: string, name?: string, namespace?: string): string {
   const t = TYPES[kind];

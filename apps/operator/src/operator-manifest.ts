@@ -51,6 +51,7 @@ export function operatorObjects(image = `calico-ts/operator:${VERSION}`): Obj[] 
           resources: ['clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'],
           verbs: [...WRITE, 'bind', 'escalate'],
         },
+        { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], verbs: WRITE },
         { apiGroups: ['operator.tigera.io'], resources: ['*'], verbs: WRITE },
         { apiGroups: ['crd.projectcalico.org'], resources: ['*'], verbs: WRITE },
         {

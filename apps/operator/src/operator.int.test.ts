@@ -9,6 +9,7 @@
  */
 
 import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,7 +26,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseFromManifest } from './base.js';
 import { KubeApi } from './kube-api.js';
-import { APISERVER_MESSAGE, Reconciler } from './reconciler.js';
+import { Reconciler } from './reconciler.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../../..');
@@ -153,11 +154,29 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     expect(cond('Available').status).toBe('False');
     expect(cond('Progressing')).toMatchObject({ status: 'True', reason: 'ResourceNotReady' });
     expect(cond('Progressing').message).toContain('DaemonSet "calico-system/calico-node"');
-    const apiserver = await json('get', 'tigerastatus', 'apiserver');
-    expect(apiserver.status.conditions.find((c: { type: string }) => c.type === 'Degraded')).toMatchObject({
-      status: 'True',
-      message: APISERVER_MESSAGE,
+    // The APIServer resource: calico-apiserver, its Service, RBAC and the APIService registered
+    // with the aggregator, trusting the operator's CA.
+    const apiDeploy = await json('get', 'deployment', 'calico-apiserver', '-n', 'calico-system');
+    expect(apiDeploy.spec.template.spec.containers[0].args).toContain('--secure-port=5443');
+    const apiService = await json('get', 'apiservice', 'v3.projectcalico.org');
+    expect(apiService.spec.service).toMatchObject({
+      name: 'calico-api',
+      namespace: 'calico-system',
+      port: 443,
     });
+    expect(Buffer.from(apiService.spec.caBundle, 'base64').toString()).toBe(
+      Buffer.from(ca.data['tls.crt'], 'base64').toString(),
+    );
+    const serving = await json('get', 'secret', 'calico-apiserver-certs', '-n', 'calico-system');
+    const cert = new X509Certificate(Buffer.from(serving.data['tls.crt'], 'base64'));
+    expect(cert.subjectAltName).toContain('DNS:calico-api.calico-system.svc');
+    expect(cert.checkIssued(new X509Certificate(Buffer.from(ca.data['tls.crt'], 'base64')))).toBe(true);
+    await json('get', 'rolebinding', 'calico-apiserver-auth-reader', '-n', 'kube-system');
+    const apiserver = await json('get', 'tigerastatus', 'apiserver');
+    const apiCond = (t: string) => apiserver.status.conditions.find((c: { type: string }) => c.type === t);
+    expect(apiCond('Available').status).toBe('False');
+    expect(apiCond('Progressing')).toMatchObject({ status: 'True', reason: 'ResourceNotReady' });
+    expect(apiCond('Progressing').message).toContain('calico-system/calico-apiserver');
     const table = await kubectl('get', 'tigerastatus');
     expect(table.split('\n')[0]!.split(/\s+/)).toEqual([
       'NAME',
@@ -232,6 +251,26 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     );
   });
 
+  it('deleting the APIServer removes calico-apiserver, its APIService and RBAC, and its status', async () => {
+    const apiServer = await json('get', 'apiserver', 'default');
+    await kubectl('delete', 'apiserver', 'default');
+    await reconciler.tick();
+    expect(await refused('get', 'deployment', 'calico-apiserver', '-n', 'calico-system')).toMatch(/NotFound/);
+    expect(await refused('get', 'apiservice', 'v3.projectcalico.org')).toMatch(/NotFound/);
+    expect(await refused('get', 'rolebinding', 'calico-apiserver-auth-reader', '-n', 'kube-system')).toMatch(
+      /NotFound/,
+    );
+    expect(await refused('get', 'clusterrole', 'calico-crds')).toMatch(/NotFound/);
+    expect(await refused('get', 'tigerastatus', 'apiserver')).toMatch(/NotFound/);
+    // calico-node is untouched.
+    await json('get', 'daemonset', 'calico-node', '-n', 'calico-system');
+    await createFrom(
+      `apiVersion: operator.tigera.io/v1\nkind: APIServer\nmetadata: {name: default}\nspec: ${JSON.stringify(apiServer.spec ?? {})}\n`,
+    );
+    await reconciler.tick();
+    await json('get', 'apiservice', 'v3.projectcalico.org');
+  });
+
   it('deletes what it made and no longer wants, and nothing it did not make', async () => {
     await kubectl('create', 'configmap', 'leftover', '-n', 'calico-system');
     await kubectl(
@@ -272,6 +311,7 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     expect(await refused('get', 'clusterrole', 'calico-cni-plugin')).toMatch(/NotFound/);
     expect(await refused('get', 'clusterrole', 'calico-node')).toMatch(/NotFound/);
     expect(await refused('get', 'tigerastatus', 'calico')).toMatch(/NotFound/);
+    expect(await refused('get', 'apiservice', 'v3.projectcalico.org')).toMatch(/NotFound/);
     // Without kube-controller-manager a deleted namespace stays Terminating; it is deleted all the same.
     const phase = await kubectl('get', 'namespace', 'calico-system', '-o', 'jsonpath={.status.phase}').catch(
       (e: { stderr?: string }) => e.stderr ?? '',

@@ -27,6 +27,8 @@ import type { Datastore } from '@calico-ts/datastore';
 import { isDatastoreError } from '@calico-ts/datastore';
 import type { CalicoBase } from './base.js';
 import {
+  APISERVER_SECRET,
+  apiServerCertificate,
   CA_SECRET,
   caFrom,
   certificateObjects,
@@ -37,10 +39,12 @@ import {
   tlsSecret,
 } from './certs.js';
 import { resolveInstallation } from './installation.js';
-import { type KubeApi, MANAGED_KINDS, type Obj } from './kube-api.js';
+import { CLUSTER_KINDS, type KubeApi, MANAGED_KINDS, MANAGED_NAMESPACES, type Obj } from './kube-api.js';
 import { CALICO_NAMESPACE, type KubeObject, MANAGED_BY, MANAGED_BY_LABEL, objectKey } from './kube-object.js';
 import { type PoolResource, render } from './render.js';
+import { APISERVER_NAME, APISERVICE_NAME, apiServerDnsNames } from './render-apiserver.js';
 import {
+  apiServiceProblem,
   type ComponentState,
   type Condition,
   calicoState,
@@ -50,7 +54,7 @@ import {
   workloadStatus,
 } from './status.js';
 
-export const APISERVER_MESSAGE = 'calico-apiserver is not part of this build yet';
+export const APISERVER_WAITING = 'calico-apiserver waits for a valid Installation named default';
 const FULL_APPLY_MS = 60_000;
 const CERT_CHECK_MS = 10 * 60_000;
 const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
@@ -66,10 +70,21 @@ const KEPT_IN_TEARDOWN = new Set([
   ]),
 ]);
 
+/** The operator's certificates: Felix ↔ Typha's, and calico-apiserver's serving one. */
+interface Certificates extends ReturnType<typeof certificateObjects> {
+  readonly caPem: string;
+  readonly apiServer: ReturnType<typeof apiServerCertificate>;
+}
+
+/** Is a calico-system pod one of calico-apiserver's (its TigeraStatus, not calico's)? */
+function isApiServerPod(p: Obj): boolean {
+  return ((p.metadata as Obj | undefined)?.labels as Obj | undefined)?.apiserver === 'true';
+}
+
 export class Reconciler {
   readonly #applied = new Map<string, string>();
   #lastFull = 0;
-  #certs: { at: number; value: ReturnType<typeof certificateObjects> } | undefined;
+  #certs: { at: number; value: Certificates } | undefined;
 
   constructor(
     readonly api: KubeApi,
@@ -84,7 +99,8 @@ export class Reconciler {
       this.api.get('Installation', 'default'),
       this.api.get('APIServer', 'default'),
     ]);
-    await this.apiServerStatus(apiServer);
+    const wantApiServer =
+      apiServer !== undefined && !(apiServer.metadata as Obj | undefined)?.deletionTimestamp;
     if (!inst) {
       if (this.#applied.size > 0 || this.#lastFull === 0) await this.prune(new Set());
       this.#applied.clear();
@@ -92,6 +108,7 @@ export class Reconciler {
       this.#lastFull = this.clock();
       await this.api.remove('TigeraStatus', 'calico');
       await this.api.remove('TigeraStatus', 'ippools');
+      await this.apiServerWaiting(wantApiServer);
       return;
     }
     const meta = (inst.metadata ?? {}) as {
@@ -121,14 +138,25 @@ export class Reconciler {
         { available: false, degraded: { reason: 'InvalidConfigurationError', message } },
         generation,
       );
+      await this.apiServerWaiting(wantApiServer);
       return;
     }
     const nodes = await this.api.list('Node');
     const uid = (inst.metadata as Obj | undefined)?.uid as string | undefined;
+    const certificates = await this.certificates();
     const desired = render(this.base, resolved.config, {
       nodeCount: nodes.length,
       ...(uid ? { installationUid: uid } : {}),
-      certificates: await this.certificates(),
+      certificates,
+      ...(wantApiServer
+        ? {
+            apiServer: {
+              caPem: certificates.caPem,
+              certsHash: certificates.apiServer.hash,
+              secret: certificates.apiServer.secret,
+            },
+          }
+        : {}),
     });
     let writeError: string | undefined;
     try {
@@ -148,10 +176,11 @@ export class Reconciler {
     const state = calicoState(
       ['DaemonSet calico-node', 'Deployment calico-typha', 'Deployment calico-kube-controllers'],
       [ds, typha, kc].map(workloadStatus),
-      podProblems(pods),
+      podProblems(pods.filter((p) => !isApiServerPod(p))),
       writeError,
     );
     await this.writeStatus('calico', state, generation);
+    await this.apiServerStatus(wantApiServer, pods.filter(isApiServerPod), writeError);
     const status = { variant: 'Calico', ...(resolved.config.mtu ? { mtu: resolved.config.mtu } : {}) };
     const current = inst.status as Obj | undefined;
     if (state.available && (current?.variant !== status.variant || current?.mtu !== status.mtu))
@@ -165,7 +194,7 @@ export class Reconciler {
    * The Felix ↔ Typha certificates: the CA from Secret tigera-operator/tigera-ca-private (made
    * once), the leaves from calico-system while still good (certs.ts). Read again every 10 minutes.
    */
-  async certificates(): Promise<ReturnType<typeof certificateObjects>> {
+  async certificates(): Promise<Certificates> {
     if (this.#certs && this.clock() - this.#certs.at < CERT_CHECK_MS) return this.#certs.value;
     const now = new Date(this.clock());
     const { ca, created } = caFrom(
@@ -176,11 +205,16 @@ export class Reconciler {
       await this.api.apply(tlsSecret(CA_SECRET, OPERATOR_NAMESPACE, ca));
       this.log.info({ secret: `${OPERATOR_NAMESPACE}/${CA_SECRET}` }, 'made the CA for Felix and Typha');
     }
-    const [typha, node] = await Promise.all([
+    const [typha, node, apiServer] = await Promise.all([
       this.api.get('Secret', TYPHA_SECRET, CALICO_NAMESPACE),
       this.api.get('Secret', NODE_SECRET, CALICO_NAMESPACE),
+      this.api.get('Secret', APISERVER_SECRET, CALICO_NAMESPACE),
     ]);
-    const value = certificateObjects(ca, pairFromSecret(typha), pairFromSecret(node), now);
+    const value = {
+      ...certificateObjects(ca, pairFromSecret(typha), pairFromSecret(node), now),
+      caPem: ca.certPem,
+      apiServer: apiServerCertificate(ca, pairFromSecret(apiServer), apiServerDnsNames(), now),
+    };
     this.#certs = { at: this.clock(), value };
     return value;
   }
@@ -239,15 +273,19 @@ export class Reconciler {
     this.log.info({}, 'Installation deleted: calico-system removed');
   }
 
-  /** Deletes what carries the operator's label and is not in `keep` (calico-system and cluster-wide). */
+  /**
+   * Deletes what carries the operator's label and is not in `keep` (cluster-wide kinds, and the
+   * namespaced ones in calico-system and kube-system).
+   */
   async prune(keep: ReadonlySet<string>): Promise<void> {
     for (const kind of [...MANAGED_KINDS].reverse()) {
-      const cluster = kind === 'Namespace' || kind === 'ClusterRole' || kind === 'ClusterRoleBinding';
-      const items = await this.api.list(kind, {
-        ...(cluster ? {} : { namespace: CALICO_NAMESPACE }),
-        labelSelector: SELECTOR,
-      });
-      for (const item of items) {
+      const namespaces = CLUSTER_KINDS.has(kind) ? [undefined] : MANAGED_NAMESPACES;
+      const lists = await Promise.all(
+        namespaces.map((ns) =>
+          this.api.list(kind, { ...(ns ? { namespace: ns } : {}), labelSelector: SELECTOR }),
+        ),
+      );
+      for (const item of lists.flat()) {
         const meta = item.metadata as { name: string; namespace?: string };
         const key = objectKey({ kind, metadata: meta });
         if (keep.has(key)) continue;
@@ -283,15 +321,44 @@ export class Reconciler {
     return { available: true };
   }
 
-  async apiServerStatus(apiServer: Obj | undefined): Promise<void> {
-    if (!apiServer) {
+  /** TigeraStatus apiserver while there is no valid Installation: waiting, or gone with the APIServer. */
+  async apiServerWaiting(wanted: boolean): Promise<void> {
+    if (!wanted) {
       await this.api.remove('TigeraStatus', 'apiserver');
       return;
     }
     await this.writeStatus('apiserver', {
       available: false,
-      degraded: { reason: 'NotApplicable', message: APISERVER_MESSAGE },
+      progressing: { reason: 'ResourceNotReady', message: APISERVER_WAITING },
     });
+  }
+
+  /**
+   * TigeraStatus apiserver from calico-apiserver's Deployment, its pods and the APIService's
+   * Available condition (the aggregator reached it and its discovery answered).
+   */
+  async apiServerStatus(
+    wanted: boolean,
+    pods: readonly Obj[],
+    writeError: string | undefined,
+  ): Promise<void> {
+    if (!wanted) {
+      await this.api.remove('TigeraStatus', 'apiserver');
+      return;
+    }
+    const [deployment, apiService] = await Promise.all([
+      this.api.get('Deployment', APISERVER_NAME, CALICO_NAMESPACE),
+      this.api.get('APIService', APISERVICE_NAME),
+    ]);
+    let state = calicoState(
+      [`Deployment ${APISERVER_NAME}`],
+      [workloadStatus(deployment)],
+      podProblems(pods),
+      writeError,
+    );
+    const problem = state.available ? apiServiceProblem(APISERVICE_NAME, apiService) : undefined;
+    if (problem) state = { available: false, progressing: { reason: 'ResourceNotReady', message: problem } };
+    await this.writeStatus('apiserver', state);
   }
 
   /** TigeraStatus `name` with `state`'s conditions, written only when they changed. */

@@ -11,6 +11,7 @@
  *   DaemonSet calico-node (install-cni, calico-node, cni-refresh: the manifest's containers)
  *   Deployment + Service + PDB calico-typha, Deployment + PDB calico-kube-controllers
  *   IPPools from spec.calicoNetwork.ipPools (projectcalico.org/v3)
+ *   with an APIServer resource, calico-apiserver (render-apiserver.ts)
  *
  * What the Installation changes in the manifest's calico-node: the images (`registry`,
  * `imagePath`, `imagePrefix`, `imagePullSecrets`), CALICO_NETWORKING_BACKEND (bird with BGP,
@@ -27,6 +28,7 @@ import { NODE_SECRET, TYPHA_CN } from './certs.js';
 import { componentImage } from './images.js';
 import type { ResolvedInstallation, ResolvedPool } from './installation.js';
 import { CALICO_NAMESPACE, clone, type KubeObject, markManaged } from './kube-object.js';
+import { type ApiServerFacts, renderApiServer } from './render-apiserver.js';
 import { CA_BUNDLE_DIR, CA_BUNDLE_FILE, CERTS_HASH_ANNOTATION, renderTypha } from './render-typha.js';
 
 /** What the render needs to know about the cluster. */
@@ -36,6 +38,11 @@ export interface ClusterFacts {
   readonly installationUid?: string;
   /** The Felix ↔ Typha certificate objects (certs.ts) and their hash. */
   readonly certificates: { readonly objects: readonly KubeObject[]; readonly hash: string };
+  /**
+   * With an APIServer resource: calico-apiserver's serving certificate Secret and what its render
+   * needs (render-apiserver.ts); absent, calico-apiserver is not part of the render.
+   */
+  readonly apiServer?: Omit<ApiServerFacts, 'nodeCount'> & { readonly secret: KubeObject };
 }
 
 /** A projectcalico.org/v3 IPPool to create when it does not exist. */
@@ -258,6 +265,12 @@ export function render(base: CalicoBase, cfg: ResolvedInstallation, facts: Clust
     renderNode(base, cfg, cni, facts.certificates.hash),
     renderKubeControllers(base, cfg),
     namespaced(base.kubeControllersPdb),
+    ...(facts.apiServer
+      ? [
+          clone(facts.apiServer.secret),
+          ...renderApiServer(cfg, { ...facts.apiServer, nodeCount: facts.nodeCount }),
+        ]
+      : []),
   ];
   return {
     objects: objects.map((o) => markManaged(o, facts.installationUid)),

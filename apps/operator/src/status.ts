@@ -206,3 +206,17 @@ export function sameConditions(a: readonly Condition[], b: readonly Condition[])
     );
   return key(a) === key(b);
 }
+
+/**
+ * Why an APIService is not serving yet, from its Available condition (the aggregator's discovery
+ * check: `FailedDiscoveryCheck`, `MissingEndpoints`, …); undefined when it is Available.
+ */
+export function apiServiceProblem(name: string, apiService: Obj | undefined): string | undefined {
+  if (!apiService) return `APIService ${name} does not exist yet`;
+  const conds = ((apiService.status as Obj | undefined)?.conditions as Obj[] | undefined) ?? [];
+  const available = conds.find((c) => c.type === 'Available');
+  if (available?.status === 'True') return undefined;
+  if (!available) return `APIService ${name} has not been checked by the API server yet`;
+  const why = [available.reason, available.message].filter((v) => typeof v === 'string' && v !== '');
+  return `APIService ${name} is not available${why.length > 0 ? `: ${why.join(': ')}` : ''}`;
+}
