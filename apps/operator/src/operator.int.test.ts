@@ -189,6 +189,36 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     expect(table).toMatch(/^ippools\s+True\s+False\s+False\s+\S+/m);
   });
 
+  it('carries an encapsulation edit of the Installation into the pool it made', async () => {
+    const spec = (await json('get', 'installation', 'default')).spec;
+    const pools = structuredClone(spec.calicoNetwork.ipPools);
+    pools[0].encapsulation = 'VXLAN';
+    await kubectl(
+      'patch',
+      'installation',
+      'default',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
+    );
+    await reconciler.tick();
+    const pool = await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool');
+    expect(pool.spec).toMatchObject({ cidr: '198.19.0.0/16', vxlanMode: 'Always', ipipMode: 'Never' });
+    pools[0].encapsulation = 'VXLANCrossSubnet';
+    await kubectl(
+      'patch',
+      'installation',
+      'default',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
+    );
+    await reconciler.tick();
+    expect((await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool')).spec.vxlanMode).toBe(
+      'CrossSubnet',
+    );
+  });
+
   it('leaves a pool a user edited as edited', async () => {
     await kubectl(
       'patch',
@@ -201,6 +231,31 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     await reconciler.tick();
     expect((await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool')).spec.natOutgoing).toBe(
       false,
+    );
+    // Nor does a later Installation edit overwrite the user's pool.
+    const pools = structuredClone((await json('get', 'installation', 'default')).spec.calicoNetwork.ipPools);
+    pools[0].encapsulation = 'VXLAN';
+    await kubectl(
+      'patch',
+      'installation',
+      'default',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
+    );
+    await reconciler.tick();
+    expect((await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool')).spec).toMatchObject({
+      natOutgoing: false,
+      vxlanMode: 'CrossSubnet',
+    });
+    pools[0].encapsulation = 'VXLANCrossSubnet';
+    await kubectl(
+      'patch',
+      'installation',
+      'default',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
     );
   });
 

@@ -4,7 +4,8 @@
  *   Installation default ─► resolveInstallation ─► render(base, config, nodes) ─► apply each
  *   object (server-side apply; skipped while its rendered form is unchanged, again every
  *   minute) ─► delete what carries the operator's label and is no longer rendered ─► create the
- *   IP pools that do not exist (never overwritten: a pool a user edited stays as edited) ─►
+ *   IP pools that do not exist, update those it made that nobody else edited (a pool a user
+ *   edited stays as edited) ─►
  *   TigeraStatus calico / ippools / apiserver from the workloads and pods
  *
  * Before the render: the Felix ↔ Typha certificates (certs.ts), the CA kept in
@@ -41,6 +42,7 @@ import {
 import { resolveInstallation } from './installation.js';
 import { CLUSTER_KINDS, type KubeApi, MANAGED_KINDS, MANAGED_NAMESPACES, type Obj } from './kube-api.js';
 import { CALICO_NAMESPACE, type KubeObject, MANAGED_BY, MANAGED_BY_LABEL, objectKey } from './kube-object.js';
+import { poolStep } from './pool-updates.js';
 import { type PoolResource, render } from './render.js';
 import { APISERVER_NAME, APISERVICE_NAME, apiServerDnsNames } from './render-apiserver.js';
 import {
@@ -296,24 +298,44 @@ export class Reconciler {
     }
   }
 
-  /** Creates each pool that does not exist; one that exists is left as it is. */
+  /**
+   * Creates each pool that does not exist, and carries a change of the Installation's pool into
+   * the pool it made while nobody else edited it (pool-updates.ts decides).
+   */
   async ensurePools(pools: readonly PoolResource[]): Promise<ComponentState> {
     const problems: string[] = [];
     for (const p of pools) {
+      let stored: Obj | undefined;
       try {
-        await this.calico.get('IPPool', p.metadata.name);
+        stored = (await this.calico.get('IPPool', p.metadata.name)) as unknown as Obj;
       } catch (e) {
         if (!isDatastoreError(e, 'not-found')) {
           problems.push(`IPPool ${p.metadata.name}: ${(e as Error).message}`);
           continue;
         }
-        try {
-          await this.calico.create(p as never);
-          this.log.info({ pool: p.metadata.name, cidr: p.spec.cidr }, 'created IP pool');
-        } catch (e2) {
-          if (!isDatastoreError(e2, 'already-exists'))
-            problems.push(`creating IPPool ${p.metadata.name}: ${(e2 as Error).message}`);
-        }
+      }
+      const step = poolStep(p, stored);
+      if (step.action === 'keep') continue;
+      if (step.action === 'refuse') {
+        problems.push(step.message);
+        continue;
+      }
+      try {
+        if (step.action === 'create') await this.calico.create(step.pool as never);
+        else await this.calico.update(step.pool as never);
+        this.log.info(
+          {
+            pool: p.metadata.name,
+            cidr: p.spec.cidr,
+            ...(step.action === 'update' ? { changed: step.changed } : {}),
+          },
+          step.action === 'create' ? 'created IP pool' : 'updated IP pool from the Installation',
+        );
+      } catch (e2) {
+        if (!isDatastoreError(e2, 'already-exists'))
+          problems.push(
+            `${step.action === 'create' ? 'creating' : 'updating'} IPPool ${p.metadata.name}: ${(e2 as Error).message}`,
+          );
       }
     }
     if (problems.length > 0)

@@ -35,6 +35,7 @@ export const CLUSTER_IMAGES = [
   'kube-controllers',
   'typha',
   'operator',
+  'apiserver',
   'ctl',
   'pause',
   'httpd',

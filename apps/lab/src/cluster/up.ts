@@ -439,7 +439,10 @@ export class ClusterBuilder {
   /** When `--install operator` (or `operator-helm`) created the Installation (for the time to Available). */
   createdAt = 0;
 
-  /** Until calico-system's DaemonSet is ready on every node, TigeraStatus calico Available, every Node Ready. */
+  /**
+   * Until calico-system's DaemonSet is ready on every node, TigeraStatus calico and every other
+   * TigeraStatus there is (apiserver with an APIServer) Available, every Node Ready.
+   */
   async waitOperatorInstalled(timeoutMs: number): Promise<void> {
     const end = Date.now() + timeoutMs;
     const n = this.plan.nodes.length;
@@ -458,7 +461,8 @@ export class ClusterBuilder {
           : 0;
       const shown = [...avail].map(([k, v]) => `${k} ${v}`).join(', ') || 'none yet';
       const now = `calico-system calico-node DESIRED ${c?.desired ?? 0} READY ${c?.ready ?? 0}, tigerastatus Available: ${shown}, Nodes Ready ${ready}/${n}`;
-      if (c && c.desired === n && c.ready === n && avail.get('calico') === 'True' && ready === n) {
+      const allAvailable = avail.get('calico') === 'True' && [...avail.values()].every((v) => v === 'True');
+      if (c && c.desired === n && c.ready === n && allAvailable && ready === n) {
         const secs = Math.round((Date.now() - this.createdAt) / 100) / 10;
         this.b.out.step(`${now} (${secs} s after the Installation was created)`);
         return;
