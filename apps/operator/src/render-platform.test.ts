@@ -101,8 +101,10 @@ describe('render for a provider', () => {
     expect(calicoNode(objects).volumeMounts?.map((m) => m.name)).toEqual(
       expect.arrayContaining(['var-run-calico', 'var-lib-calico', 'tigera-ca-bundle', 'node-certs']),
     );
-    // Typha and kube-controllers as everywhere else.
-    expect(pod(objects, 'Deployment', 'calico-typha').affinity).not.toHaveProperty('nodeAffinity');
+    // Typha names the pods' endpoints with the CNI's prefix, as Felix polices them.
+    const typha = pod(objects, 'Deployment', 'calico-typha');
+    expect(envOf(typha.containers[0]!).FELIX_INTERFACEPREFIX).toBe('eni');
+    expect(typha.affinity).not.toHaveProperty('nodeAffinity');
     expect(find(objects, 'Deployment', 'calico-kube-controllers')).toBeDefined();
     expect(find(objects, 'Namespace', 'calico-system').metadata.labels).not.toHaveProperty('control-plane');
   });
@@ -127,6 +129,9 @@ describe('render for a provider', () => {
     });
     for (const v of ['FELIX_INTERFACEPREFIX', 'FELIX_ROUTESOURCE', 'CALICO_MANAGE_CNI'])
       expect(env[v], v).toBeUndefined();
+    expect(
+      envOf(pod(objects, 'Deployment', 'calico-typha').containers[0]!).FELIX_INTERFACEPREFIX,
+    ).toBeUndefined();
     expect(JSON.stringify([node.livenessProbe, node.readinessProbe])).not.toContain('-bird');
     expect(ds.affinity).toEqual(required({ key: 'type', operator: 'NotIn', values: ['virtual-kubelet'] }));
     const typha = pod(objects, 'Deployment', 'calico-typha');
@@ -166,6 +171,9 @@ describe('render for a provider', () => {
       IP: 'none',
     });
     expect(envOf(calicoNode(objects)).FELIX_IPTABLESMANGLEALLOWACTION).toBeUndefined();
+    expect(envOf(pod(objects, 'Deployment', 'calico-typha').containers[0]!).FELIX_INTERFACEPREFIX).toBe(
+      'azv',
+    );
     expect(pools).toEqual([]);
   });
 
@@ -181,6 +189,9 @@ describe('render for a provider', () => {
       USE_POD_CIDR: 'true',
     });
     expect(env.FELIX_WIREGUARDHOSTENCRYPTIONENABLED).toBeUndefined();
+    expect(envOf(pod(objects, 'Deployment', 'calico-typha').containers[0]!).FELIX_INTERFACEPREFIX).toBe(
+      'gke',
+    );
     expect(nodeDs(objects).affinity).toBeUndefined();
   });
 

@@ -12,7 +12,8 @@
  *                                 FELIX_IPTABLESFILTERALLOWACTION=Return
  *                      AzureVNET  FELIX_INTERFACEPREFIX=azv
  *                    EKS + AmazonVPC, AKS + AzureVNET: FELIX_WIREGUARDHOSTENCRYPTIONENABLED=true;
- *                    HostLocal IPAM (GKE): USE_POD_CIDR=true
+ *                    HostLocal IPAM (GKE): USE_POD_CIDR=true; Typha: the same FELIX_INTERFACEPREFIX
+ *                    (it names the Kubernetes datastore's endpoints for the Felixes behind it)
  *   EKS              calico-node off Fargate nodes (eks.amazonaws.com/compute-type NotIn fargate)
  *   AKS              calico-node off virtual kubelets (type NotIn virtual-kubelet); Typha off
  *                    virtual nodes and only on the cluster's own (kubernetes.azure.com/cluster
@@ -45,6 +46,21 @@ export function clusterType(cfg: ResolvedInstallation): string {
   return parts.join(',');
 }
 
+/** The CNI's interface prefix (another CNI's pods' host interfaces), undefined with Calico's. */
+function interfacePrefix(cfg: ResolvedInstallation): string | undefined {
+  const { cni } = cfg.platform;
+  return cni === 'AmazonVPC' ? 'eni' : cni === 'GKE' ? 'gke' : cni === 'AzureVNET' ? 'azv' : undefined;
+}
+
+/**
+ * Typha's variables for the CNI: the interface prefix, as upstream sets it, since Typha names the
+ * Kubernetes datastore's endpoints for the Felixes behind it.
+ */
+export function platformTyphaEnv(cfg: ResolvedInstallation): Env {
+  const prefix = interfacePrefix(cfg);
+  return prefix ? [['FELIX_INTERFACEPREFIX', prefix]] : [];
+}
+
 /** calico-node's variables for the CNI and provider, in upstream's order. */
 export function platformNodeEnv(cfg: ResolvedInstallation): Env {
   const { provider, cni, ipam } = cfg.platform;
@@ -54,15 +70,10 @@ export function platformNodeEnv(cfg: ResolvedInstallation): Env {
   if (ipam === 'HostLocal') env.push(['USE_POD_CIDR', 'true']);
   if ((provider === 'AKS' && cni === 'AzureVNET') || (provider === 'EKS' && cni === 'AmazonVPC'))
     env.push(['FELIX_WIREGUARDHOSTENCRYPTIONENABLED', 'true']);
-  if (cni === 'AmazonVPC')
-    env.push(['FELIX_INTERFACEPREFIX', 'eni'], ['FELIX_IPTABLESMANGLEALLOWACTION', 'Return']);
-  else if (cni === 'GKE')
-    env.push(
-      ['FELIX_INTERFACEPREFIX', 'gke'],
-      ['FELIX_IPTABLESMANGLEALLOWACTION', 'Return'],
-      ['FELIX_IPTABLESFILTERALLOWACTION', 'Return'],
-    );
-  else if (cni === 'AzureVNET') env.push(['FELIX_INTERFACEPREFIX', 'azv']);
+  const prefix = interfacePrefix(cfg);
+  if (prefix) env.push(['FELIX_INTERFACEPREFIX', prefix]);
+  if (cni === 'AmazonVPC' || cni === 'GKE') env.push(['FELIX_IPTABLESMANGLEALLOWACTION', 'Return']);
+  if (cni === 'GKE') env.push(['FELIX_IPTABLESFILTERALLOWACTION', 'Return']);
   if (policyOnly(cfg.platform)) env.push(['FELIX_ROUTESOURCE', 'WorkloadIPs']);
   return env;
 }

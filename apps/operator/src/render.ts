@@ -38,6 +38,7 @@ import {
   namespaceLabels,
   nodeAffinity,
   platformNodeEnv,
+  platformTyphaEnv,
   typhaNodeAffinity,
 } from './render-platform.js';
 import { CA_BUNDLE_DIR, CA_BUNDLE_FILE, CERTS_HASH_ANNOTATION, renderTypha } from './render-typha.js';
@@ -273,14 +274,18 @@ export function poolResource(p: ResolvedPool): PoolResource {
   };
 }
 
-/** calico-typha kept off the nodes it cannot run on (render-platform.ts), beside its anti-affinity. */
-function withTyphaAffinity(objs: KubeObject[], cfg: ResolvedInstallation): KubeObject[] {
+/**
+ * calico-typha for the platform (render-platform.ts): kept off the nodes it cannot run on (beside
+ * its anti-affinity), and naming endpoints with the CNI's interface prefix.
+ */
+function withTyphaPlatform(objs: KubeObject[], cfg: ResolvedInstallation): KubeObject[] {
   const nodeAffinity = typhaNodeAffinity(cfg);
-  if (!nodeAffinity) return objs;
   for (const o of objs) {
     if (o.kind !== 'Deployment' || o.metadata.name !== 'calico-typha') continue;
     const pod = (o as Workload).spec.template.spec;
-    pod.affinity = { nodeAffinity, ...((pod.affinity as Record<string, unknown> | undefined) ?? {}) };
+    if (nodeAffinity)
+      pod.affinity = { nodeAffinity, ...((pod.affinity as Record<string, unknown> | undefined) ?? {}) };
+    for (const [name, value] of platformTyphaEnv(cfg)) setEnv(pod.containers[0]!, name, value);
   }
   return objs;
 }
@@ -328,7 +333,7 @@ export function render(base: CalicoBase, cfg: ResolvedInstallation, facts: Clust
         ]
       : []),
     ...facts.certificates.objects.map(clone),
-    ...withTyphaAffinity(renderTypha(cfg, facts.nodeCount, nodeRole, facts.certificates.hash), cfg),
+    ...withTyphaPlatform(renderTypha(cfg, facts.nodeCount, nodeRole, facts.certificates.hash), cfg),
     renderNode(base, cfg, cni, facts.certificates.hash),
     renderKubeControllers(base, cfg),
     namespaced(base.kubeControllersPdb),
