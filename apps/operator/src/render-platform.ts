@@ -1,19 +1,14 @@
 /**
  * What the provider and the CNI change in calico-system (pure), as upstream's operator renders it
- * (`pkg/render/node.go`, `namespaces.go`, the Typha affinity of `installation` fillDefaults):
+ * (`pkg/render/node.go`, `typha.go`, `namespaces.go`, the Typha affinity of `installation`
+ * fillDefaults):
  *
  *   CLUSTER_TYPE     k8s,operator[,ecs|,gke|,aks][,bgp]   (EKS is `ecs`, as upstream names it)
  *   another CNI      Calico polices only: no install-cni, no cni-refresh, no CNI volumes, no
- *                    cni-config; CALICO_MANAGE_CNI=false, FELIX_ROUTESOURCE=WorkloadIPs and the
- *                    CNI's own interface prefix and rule actions:
- *                      AmazonVPC  FELIX_INTERFACEPREFIX=eni, FELIX_IPTABLESMANGLEALLOWACTION=Return,
- *                                 FELIX_BPFEXTTOSERVICECONNMARK=0x80
- *                      GKE        FELIX_INTERFACEPREFIX=gke, FELIX_IPTABLESMANGLEALLOWACTION=Return,
- *                                 FELIX_IPTABLESFILTERALLOWACTION=Return
- *                      AzureVNET  FELIX_INTERFACEPREFIX=azv
- *                    EKS + AmazonVPC, AKS + AzureVNET: FELIX_WIREGUARDHOSTENCRYPTIONENABLED=true;
- *                    HostLocal IPAM (GKE): USE_POD_CIDR=true; Typha: the same FELIX_INTERFACEPREFIX
- *                    (it names the Kubernetes datastore's endpoints for the Felixes behind it)
+ *                    cni-config, CALICO_NETWORKING_BACKEND none, and the CNI's interface prefix,
+ *                    FELIX_INTERFACEPREFIX (AmazonVPC `eni`, GKE `gke`, AzureVNET `azv`), on
+ *                    calico-node and on Typha (Typha names the Kubernetes datastore's endpoints
+ *                    for the Felixes behind it)
  *   EKS              calico-node off Fargate nodes (eks.amazonaws.com/compute-type NotIn fargate)
  *   AKS              calico-node off virtual kubelets (type NotIn virtual-kubelet); Typha off
  *                    virtual nodes and only on the cluster's own (kubernetes.azure.com/cluster
@@ -21,13 +16,16 @@
  *                    Default)
  *   GKE, Calico CNI  the plugins in /home/kubernetes/bin, GKE's CNI binary directory
  *
- * Of these variables this build's Felix acts on FELIX_INTERFACEPREFIX: it polices, and routes to,
- * the pods' host interfaces the other CNI made. The rest are upstream's, rendered so the DaemonSet
- * is upstream's; they tune what this dataplane does not have (iptables chain actions, the BPF
- * dataplane, WireGuard, routes computed from IPAM blocks for a host-local IPAM).
+ * Left out, as every workload here sets only variables its program reads (deploy/test/operator.test.ts),
+ * are upstream's variables for what this build does not have: FELIX_IPTABLESMANGLEALLOWACTION=Return
+ * (AmazonVPC, GKE) and FELIX_IPTABLESFILTERALLOWACTION=Return (GKE) tune iptables chains, and
+ * upstream's Felix reads its Nftables* actions instead in nftables mode, the only dataplane here;
+ * FELIX_ROUTESOURCE=WorkloadIPs computes routes to other nodes from endpoints, and policy only
+ * programs none; FELIX_BPFEXTTOSERVICECONNMARK (AmazonVPC) is the BPF dataplane's;
+ * FELIX_WIREGUARDHOSTENCRYPTIONENABLED (EKS, AKS) WireGuard's; CALICO_MANAGE_CNI=false is what
+ * dropping cni-refresh does; USE_POD_CIDR (GKE's HostLocal IPAM) routes by the Node's podCIDR.
  */
 import type { ResolvedInstallation } from './installation.js';
-import { policyOnly } from './provider.js';
 
 type Env = readonly (readonly [string, string])[];
 
@@ -61,21 +59,10 @@ export function platformTyphaEnv(cfg: ResolvedInstallation): Env {
   return prefix ? [['FELIX_INTERFACEPREFIX', prefix]] : [];
 }
 
-/** calico-node's variables for the CNI and provider, in upstream's order. */
+/** calico-node's variables for the CNI: the interface prefix of the pods' host interfaces. */
 export function platformNodeEnv(cfg: ResolvedInstallation): Env {
-  const { provider, cni, ipam } = cfg.platform;
-  const env: [string, string][] = [];
-  if (policyOnly(cfg.platform)) env.push(['CALICO_MANAGE_CNI', 'false']);
-  if (cni === 'AmazonVPC') env.push(['FELIX_BPFEXTTOSERVICECONNMARK', '0x80']);
-  if (ipam === 'HostLocal') env.push(['USE_POD_CIDR', 'true']);
-  if ((provider === 'AKS' && cni === 'AzureVNET') || (provider === 'EKS' && cni === 'AmazonVPC'))
-    env.push(['FELIX_WIREGUARDHOSTENCRYPTIONENABLED', 'true']);
   const prefix = interfacePrefix(cfg);
-  if (prefix) env.push(['FELIX_INTERFACEPREFIX', prefix]);
-  if (cni === 'AmazonVPC' || cni === 'GKE') env.push(['FELIX_IPTABLESMANGLEALLOWACTION', 'Return']);
-  if (cni === 'GKE') env.push(['FELIX_IPTABLESFILTERALLOWACTION', 'Return']);
-  if (policyOnly(cfg.platform)) env.push(['FELIX_ROUTESOURCE', 'WorkloadIPs']);
-  return env;
+  return prefix ? [['FELIX_INTERFACEPREFIX', prefix]] : [];
 }
 
 const notIn = (key: string, value: string) => ({ key, operator: 'NotIn', values: [value] });
