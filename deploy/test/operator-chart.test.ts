@@ -2,8 +2,9 @@
  * deploy/helm/tigera-operator, upstream's operator chart in this project: with default values it
  * renders exactly the objects of tigera-operator.yaml and custom-resources.yaml (Helm's labels
  * aside; the namespace comes from `--create-namespace`), `helm lint --strict` passes, the EKS and
- * AKS values of upstream's Helm guide give the Installation they say (and the operator's answer to
- * it), and values.schema.json refuses what the Installation CRD refuses.
+ * AKS values of upstream's Helm guide give the Installation they say (and the operator takes it:
+ * Calico for policy only beside the Amazon VPC CNI, the Calico CNI with one VXLAN pool on AKS), and
+ * values.schema.json refuses what the Installation CRD refuses.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -88,16 +89,18 @@ describe.skipIf(!helm)('deploy/helm/tigera-operator', () => {
     expect(labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'Helm', 'k8s-app': 'tigera-operator' });
   });
 
-  it('EKS values (`installation: {kubernetesProvider: EKS}`) give that spec; the operator refuses the provider', () => {
+  it('EKS values (`installation: {kubernetesProvider: EKS}`) give that spec; the operator installs Calico for policy only', () => {
     const inst = installationOf(rendered([EKS]));
     // No pool is added: with a provider and no cni.type the CNI is not Calico (AmazonVPC on EKS).
     expect(inst.spec).toEqual({ kubernetesProvider: 'EKS' });
     const r = resolveInstallation(inst);
-    expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.errors.join('\n')).toContain('spec.kubernetesProvider');
+    if (!r.ok) throw new Error(r.errors.join('; '));
+    expect(r.config.platform).toEqual({ provider: 'EKS', cni: 'AmazonVPC', ipam: 'AmazonVPC' });
+    expect(r.config.pools).toEqual([]);
+    expect(r.config.bgp).toBe(false);
   });
 
-  it('AKS values give their spec as written: Calico CNI, BGP Disabled, one VXLAN pool', () => {
+  it('AKS values give their spec as written: Calico CNI, BGP Disabled, one VXLAN pool; the operator takes it', () => {
     const inst = installationOf(rendered([AKS]));
     expect(inst.spec).toEqual({
       kubernetesProvider: 'AKS',
@@ -105,13 +108,12 @@ describe.skipIf(!helm)('deploy/helm/tigera-operator', () => {
       calicoNetwork: { bgp: 'Disabled', ipPools: [{ cidr: '10.244.0.0/16', encapsulation: 'VXLAN' }] },
     });
     const r = resolveInstallation(inst);
-    expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.errors.join('\n')).toMatch(/^spec\.kubernetesProvider/);
-    // Without the provider the operator takes it: the pool as given, defaulted as upstream.
-    const { kubernetesProvider: _, ...spec } = inst.spec as Record<string, unknown>;
-    const ok = resolveInstallation({ ...inst, spec });
-    if (!ok.ok) throw new Error(ok.errors.join('; '));
-    expect(JSON.stringify(ok.config)).toContain('10.244.0.0/16');
+    if (!r.ok) throw new Error(r.errors.join('; '));
+    expect(r.config.platform).toEqual({ provider: 'AKS', cni: 'Calico', ipam: 'Calico' });
+    expect(r.config.bgp).toBe(false);
+    expect(r.config.pools.map((p) => [p.cidr, p.encapsulation, p.blockSize])).toEqual([
+      ['10.244.0.0/16', 'VXLAN', 26],
+    ]);
   });
 
   it('keeps the default pool beside other calicoNetwork settings, and drops it when pools are given', () => {

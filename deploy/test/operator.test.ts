@@ -19,7 +19,12 @@ import {
 import { describe, expect, it } from 'vitest';
 import { root } from '../scripts/helm.mjs';
 import { find, type KubeObject, podSpec, readManifest } from './manifest-docs.js';
-import { calicoNodeEnvNames, installCniEnvNames, kubeControllersEnvNames } from './program-env.js';
+import {
+  calicoNodeEnvNames,
+  envNamesIn,
+  installCniEnvNames,
+  kubeControllersEnvNames,
+} from './program-env.js';
 
 const operator = readManifest('tigera-operator.yaml');
 const custom = readManifest('custom-resources.yaml');
@@ -98,14 +103,18 @@ function await_images(): unknown {
   return JSON.parse(out);
 }
 
-/** Typha's `TYPHA_<PARAM>` names: config.ts reads each as `get(env, 'Param')` (or int/bool/seconds). */
+/**
+ * Typha's `TYPHA_<PARAM>` names (config.ts reads each as `get(env, 'Param')`, or int/bool/seconds)
+ * and the other variables its sources read (FELIX_INTERFACEPREFIX, as upstream's Typha reads it).
+ */
 function typhaEnvNames(): Set<string> {
   const code = readFileSync(join(root, 'apps/typha/src/config.ts'), 'utf8');
-  return new Set(
-    [...code.matchAll(/\b(?:get|int|bool|seconds)\(env, '([A-Za-z]+)'/g)].map(
+  return new Set([
+    ...[...code.matchAll(/\b(?:get|int|bool|seconds)\(env, '([A-Za-z]+)'/g)].map(
       (m) => `TYPHA_${m[1]!.toUpperCase()}`,
     ),
-  );
+    ...[...envNamesIn(join(root, 'apps/typha/src'))].filter((n) => !n.startsWith('TYPHA_')),
+  ]);
 }
 
 describe('deploy/manifests/custom-resources.yaml', () => {
@@ -127,8 +136,22 @@ describe('deploy/manifests/custom-resources.yaml', () => {
     ]);
   });
 
-  it('renders workloads that set only variables their programs read', () => {
-    const r = resolveInstallation(custom[0]);
+  it.each([
+    ['custom-resources.yaml', undefined],
+    ['EKS (policy only)', { kubernetesProvider: 'EKS' }],
+    [
+      'AKS, Calico CNI',
+      {
+        kubernetesProvider: 'AKS',
+        cni: { type: 'Calico' },
+        calicoNetwork: { bgp: 'Disabled', ipPools: [{ cidr: '198.19.0.0/16', encapsulation: 'VXLAN' }] },
+      },
+    ],
+    ['AKS, Azure CNI', { kubernetesProvider: 'AKS' }],
+    ['GKE, GKE CNI', { kubernetesProvider: 'GKE' }],
+    ['GKE, Calico CNI', { kubernetesProvider: 'GKE', cni: { type: 'Calico' } }],
+  ] as const)('renders workloads that set only variables their programs read: %s', (_, spec) => {
+    const r = resolveInstallation(spec ? { metadata: { name: 'default' }, spec } : custom[0]);
     if (!r.ok) throw new Error(r.errors.join('; '));
     const base = baseFromManifest(readFileSync(join(root, 'deploy/manifests/calico.yaml'), 'utf8'));
     const objs = render(base, r.config, {
@@ -143,7 +166,8 @@ describe('deploy/manifests/custom-resources.yaml', () => {
     const ds = find(objs, 'DaemonSet', 'calico-node');
     const unread = (set: Set<string>, list: string[]) => list.filter((n) => !set.has(n));
     expect(unread(calicoNodeEnvNames(), names(ds, 'calico-node'))).toEqual([]);
-    expect(unread(installCniEnvNames(), names(ds, 'install-cni'))).toEqual([]);
+    if (podSpec(ds).initContainers?.some((c) => c.name === 'install-cni'))
+      expect(unread(installCniEnvNames(), names(ds, 'install-cni'))).toEqual([]);
     expect(
       unread(
         kubeControllersEnvNames(),

@@ -16,7 +16,8 @@ network it does not make (no BIRD, no Calico IPAM). Needs root.
 Commands:
   up [--nodes 3] [--mode bgp|ipip|vxlan|policy-only] [--datastore kubernetes|etcdv3]
      [--topology flat|two-subnets] [--ip-family 4|6|dual] [--tls] [--typha] [--images]
-     [--kubelet [--install manifest|etcd|helm|operator|operator-helm|none]]
+     [--kubelet [--install manifest|etcd|helm|operator|operator-helm|none]
+                [--helm-values eks|aks|FILE]]
                                           build the lab and wait until every node is ready
   down                                    remove everything the lab made (also after a crash)
   restart kube-apiserver                  stop the API server and start it again, as it ran
@@ -47,7 +48,8 @@ export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   up: `Usage: pnpm lab up [--nodes N] [--mode bgp|ipip|vxlan|policy-only]
                    [--datastore kubernetes|etcdv3] [--topology flat|two-subnets]
                    [--ip-family 4|6|dual] [--tls] [--typha] [--images]
-                   [--kubelet [--install manifest|etcd|helm|operator|operator-helm|none]]
+                   [--kubelet [--install manifest|etcd|helm|operator|operator-helm|none]
+                              [--helm-values eks|aks|FILE]]
 
 Builds the lab and waits until every node is ready: fabric bridge, etcd, kube-apiserver on it, one
 v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
@@ -105,6 +107,13 @@ v1 Node per lab node, calico-kube-controllers, then calico-node on each node.
                    deploy/helm/tigera-operator -n tigera-operator --create-namespace, the same
                    Installation given with --set; waits the same way); none (no CNI: the Nodes
                    stay NotReady until you install one, e.g. \`pnpm lab kubectl apply -f <state>/cluster/calico.yaml\`)
+  --helm-values V  with --install operator-helm: the chart's values instead of the lab's pool;
+                   eks: upstream's Helm guide {installation: {kubernetesProvider: EKS}}, Calico for
+                   policy only: the lab first gives every node a stand-in for the Amazon VPC CNI
+                   (lab-eni: eni… interfaces, host-local on the Node's podCIDR) and routes the
+                   ranges in the fabric; aks: the guide's AKS values (Calico CNI, VXLAN, BGP
+                   Disabled) with the pool in 198.19.0.0/16, the Nodes labelled as AKS labels them;
+                   FILE: your values (pools inside 198.18.0.0/15). Not with --mode
 `,
   down: `Usage: pnpm lab down
 

@@ -69,6 +69,24 @@ describe('pnpm lab command line', () => {
     });
     expect(usageText('up')).toContain('--kubelet');
   });
+  it('up --kubelet --install operator-helm --helm-values: eks, aks or a file; refusals that say why', () => {
+    expect(
+      parseLabArgs(['up', '--kubelet', '--install', 'operator-helm', '--helm-values', 'eks']).command,
+    ).toMatchObject({ kubelet: 'operator-helm', helmValues: 'eks' });
+    expect(
+      parseLabArgs(['up', '--kubelet', '--install', 'operator-helm', '--helm-values', 'my/values.yaml'])
+        .command,
+    ).toMatchObject({ helmValues: 'my/values.yaml' });
+    usageError(
+      ['up', '--kubelet', '--install', 'operator', '--helm-values', 'aks'],
+      /--helm-values gives the operator chart its values; use it with --kubelet --install operator-helm/,
+    );
+    usageError(
+      ['up', '--kubelet', '--install', 'operator-helm', '--helm-values', 'aks', '--mode', 'vxlan'],
+      /the values decide the network .*leave out --mode/,
+    );
+    expect(usageText('up')).toContain('--helm-values');
+  });
   it('up --images: a switch, no value', () => {
     expect(parseLabArgs(['up', '--images', '--mode', 'vxlan']).command).toEqual({
       kind: 'up',
@@ -225,7 +243,7 @@ describe('pnpm lab command line', () => {
     );
     usageError(
       ['up', '--node', '3'],
-      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --typha, --images, --kubelet, --install\)/,
+      /up: unknown flag --node \(accepted: --nodes, --mode, --datastore, --topology, --ip-family, --tls, --typha, --images, --kubelet, --install, --helm-values\)/,
     );
     usageError(['up', '--datastore', 'etcd'], /--datastore must be etcdv3 or kubernetes, got "etcd"/);
     usageError(['down', '--force'], /down: unknown flag --force \(it takes no flags\)/);

@@ -70,6 +70,8 @@ export type LabCommand =
       readonly typha?: true;
       /** `--kubelet`: a real cluster (kubelet, containerd, kube-proxy) that installs Calico by `--install`. */
       readonly kubelet?: ClusterInstall;
+      /** `--helm-values eks|aks|FILE` with `--install operator-helm` (a FILE as given). */
+      readonly helmValues?: string;
     }
   | { readonly kind: 'down' }
   | { readonly kind: 'restart'; readonly component: RestartableComponent }
@@ -135,6 +137,7 @@ const UP_FLAGS: Readonly<Record<string, FlagKind>> = {
   '--images': 'switch',
   '--kubelet': 'switch',
   '--install': 'value',
+  '--helm-values': 'value',
 };
 
 function parseUp(args: readonly string[]): LabCommand {
@@ -170,6 +173,7 @@ function parseUp(args: readonly string[]): LabCommand {
   if (install !== undefined && !(CLUSTER_INSTALLS as readonly string[]).includes(install))
     usage(`--install must be ${CLUSTER_INSTALLS.join(', ')}, got "${install}"`);
   if (flags.has('--kubelet')) checkKubelet(flags, mode);
+  const helmValues = helmValuesOf(flags, install);
   return {
     kind: 'up',
     nodes,
@@ -181,7 +185,20 @@ function parseUp(args: readonly string[]): LabCommand {
     ...(flags.has('--images') ? { images: true as const } : {}),
     ...(flags.has('--typha') ? { typha: true as const } : {}),
     ...(flags.has('--kubelet') ? { kubelet: (install ?? 'manifest') as ClusterInstall } : {}),
+    ...(helmValues !== undefined ? { helmValues } : {}),
   };
+}
+
+/** `--helm-values eks|aks|FILE`: only with `--install operator-helm`; the values decide the network. */
+function helmValuesOf(flags: Map<string, string[]>, install: string | undefined): string | undefined {
+  const v = one(flags, '--helm-values');
+  if (v === undefined) return undefined;
+  if (install !== 'operator-helm')
+    usage('--helm-values gives the operator chart its values; use it with --kubelet --install operator-helm');
+  if (flags.has('--mode'))
+    usage('--helm-values: the values decide the network (pool, encapsulation, BGP, CNI); leave out --mode');
+  if (v === '') usage('--helm-values takes eks, aks or a values file');
+  return v;
 }
 
 /** `up --kubelet`: the flags it does not take yet, and the modes it runs. */

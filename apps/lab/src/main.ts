@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { imageRef } from '@calico-ts/images/definitions';
 import { labBench, renderBench } from './bench.js';
 import { type LabArgs, type LabCommand, parseLabArgs, usageText } from './cli.js';
+import { helmValuesPath } from './cluster/provider-setup.js';
 import { clusterStatus, renderClusterStatus } from './cluster/status.js';
 import { labUpCluster } from './cluster/up.js';
 import {
@@ -165,6 +166,7 @@ async function run(args: LabArgs): Promise<number> {
         stateDir,
         ...(cmd.images ? { images: labImages(imageRef) } : {}),
         ...(cmd.kubelet ? { kubelet: cmd.kubelet } : {}),
+        ...(cmd.helmValues !== undefined ? { helmValues: helmValuesPath(cmd.helmValues) } : {}),
       });
       if (plan.cluster) await labUpCluster(plan, arts, out);
       else await labUp(plan, arts, out);

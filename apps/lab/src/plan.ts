@@ -237,6 +237,8 @@ export function planLab(opts: {
   images?: LabImages;
   /** `--kubelet` with its `--install`. */
   kubelet?: ClusterInstall;
+  /** `--helm-values` (with `--install operator-helm`). */
+  helmValues?: string;
 }): LabPlan {
   checkLabName(opts.name);
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
@@ -308,7 +310,7 @@ export function planLab(opts: {
           },
         }
       : {}),
-    ...(opts.kubelet ? { cluster: planCluster(opts.stateDir, opts.kubelet) } : {}),
+    ...(opts.kubelet ? { cluster: planCluster(opts.stateDir, opts.kubelet, opts.helmValues) } : {}),
     kube: {
       apiServerUrl: `https://${ETCD_IP}:${API_SERVER_PORT}`,
       dir: kubeDir,

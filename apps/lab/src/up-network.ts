@@ -19,6 +19,7 @@ import { logLineText } from './containers.js';
 import { LabError } from './errors.js';
 import {
   BRIDGE,
+  FABRIC_GATEWAY,
   FABRIC_GATEWAY6,
   type FabricSubnet,
   fabricSubnets,
@@ -145,19 +146,28 @@ export class NetworkSteps {
   /**
    * policy-only: what a cloud's network does for a routed pod network: the fabric (the VPC's
    * router) forwards, and routes each node's pod range to that node. No redirects: the nodes are
-   * to keep sending pod traffic to their gateway.
+   * to keep sending pod traffic to their gateway. The etcd namespace (the control plane's host)
+   * routes the ranges to the fabric, as every host of a VPC reaches its pods: the API server answers
+   * a pod's request to the `kubernetes` Service there. The ranges are the plan's (`--mode
+   * policy-only`), or given (a `--kubelet` node's podCIDR, known once its Node is registered).
    */
-  async cloudRoutes(): Promise<void> {
+  async cloudRoutes(
+    routed: readonly { readonly podCidr: string; readonly ip: string }[] = this.plan.nodes.flatMap((n) =>
+      n.podCidr !== undefined ? [{ podCidr: n.podCidr, ip: n.ip }] : [],
+    ),
+  ): Promise<void> {
     const { plan, net } = this;
-    const routed = plan.nodes.filter((n) => n.podCidr !== undefined);
     if (routed.length === 0) return;
     await net.writeSysctl('net.ipv4.ip_forward', 1, plan.fabricNetns);
     await net.writeSysctl('net.ipv4.conf.all.send_redirects', 0, plan.fabricNetns);
     await net.writeSysctl(`net.ipv4.conf.${BRIDGE}.send_redirects`, 0, plan.fabricNetns);
-    for (const n of routed)
-      await net.addRoute({ dst: n.podCidr!, gateway: n.ip, dev: BRIDGE }, plan.fabricNetns);
+    for (const n of routed) {
+      await net.addRoute({ dst: n.podCidr, gateway: n.ip, dev: BRIDGE }, plan.fabricNetns);
+      await net.addRoute({ dst: n.podCidr, gateway: FABRIC_GATEWAY, dev: 'eth0' }, plan.etcdNetns);
+    }
     this.out.step(
-      `cloud routes in ${plan.fabricNetns}: ${routed.map((n) => `${n.podCidr} via ${n.ip}`).join(', ')}`,
+      `cloud routes in ${plan.fabricNetns}: ${routed.map((n) => `${n.podCidr} via ${n.ip}`).join(', ')}; ` +
+        `in ${plan.etcdNetns} via ${FABRIC_GATEWAY}`,
     );
   }
 }

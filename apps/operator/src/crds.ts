@@ -76,13 +76,36 @@ const installationSpec = open(
     imagePath: str('The path of every image in the registry.'),
     imagePrefix: str('A prefix of every image name.'),
     imagePullSecrets: { type: 'array', items: open({ name: str() }, 'A pull Secret.') },
-    kubernetesProvider: oneOf(PROVIDERS, 'The platform; none is supported here yet.'),
+    kubernetesProvider: oneOf(
+      PROVIDERS,
+      'The platform: EKS, GKE, AKS with their defaults; RKE2, TKG, Kind as a plain cluster; OpenShift and DockerEnterprise are refused here.',
+    ),
     cni: open(
       {
-        type: oneOf(CNI_TYPES, 'The CNI plugin; Calico.'),
-        ipam: open({ type: oneOf(IPAM_TYPES, 'The IPAM plugin; Calico.') }, 'IPAM.'),
+        type: oneOf(
+          CNI_TYPES,
+          'The CNI plugin; default from the provider (EKS AmazonVPC, GKE GKE, AKS AzureVNET, else Calico). Another than Calico: Calico polices only.',
+        ),
+        ipam: open(
+          {
+            type: oneOf(
+              IPAM_TYPES,
+              "The IPAM plugin; default the CNI's own (Calico, AmazonVPC, AzureVNET; GKE: HostLocal).",
+            ),
+          },
+          'IPAM.',
+        ),
       },
       'The CNI plugin.',
+    ),
+    azure: open(
+      {
+        policyMode: oneOf(
+          ['Default', 'Manual'],
+          'AKS: Default labels calico-system control-plane: "true"; Manual does not.',
+        ),
+      },
+      'AKS options.',
     ),
     calicoNetwork: open(
       {

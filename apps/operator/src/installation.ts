@@ -4,12 +4,31 @@
  * configuration or the list of what is wrong out).
  *
  * Fail closed: a value of a field the operator acts on that this build does not implement
- * (`linuxDataplane: BPF`, `cni.type: AmazonVPC`, a `kubernetesProvider`, `variant:
- * TigeraSecureEnterprise`) is refused with a message naming the field, never installed as if it
- * were something else. Defaults are upstream's: one IPv4 pool `default-ipv4-ippool`
- * 192.168.0.0/16, block size 26, IPIP (VXLAN when BGP is disabled), NAT outgoing, `all()`; BGP
- * Enabled; Calico CNI and IPAM.
+ * (`linuxDataplane: BPF`, `kubernetesProvider: OpenShift`, `cni.ipam.type: HostLocal` with the
+ * Calico CNI, `variant: TigeraSecureEnterprise`) is refused with a message naming the field, never
+ * installed as if it were something else. Defaults are upstream's: the CNI and IPAM from the
+ * provider (provider.ts: EKS → AmazonVPC, GKE → GKE with HostLocal, AKS → AzureVNET, else Calico);
+ * with Calico IPAM one IPv4 pool `default-ipv4-ippool` 192.168.0.0/16 (EKS: 172.16.0.0/16 VXLAN),
+ * block size 26, IPIP with the Calico CNI (VXLAN when BGP is disabled), None with another CNI,
+ * NAT outgoing, `all()`; BGP Enabled with the Calico CNI (EKS: Disabled), Disabled with another.
  */
+
+import {
+  CNI_TYPES,
+  type CniType,
+  defaultAutodetectionV4,
+  defaultBgp,
+  defaultPools,
+  IPAM_TYPES,
+  type IpamType,
+  type Platform,
+  PROVIDERS,
+  type Provider,
+  policyOnly,
+  resolvePlatform,
+} from './provider.js';
+
+export { CNI_TYPES, IPAM_TYPES, PROVIDERS };
 
 export type Encapsulation = 'IPIP' | 'IPIPCrossSubnet' | 'VXLAN' | 'VXLANCrossSubnet' | 'None';
 export const ENCAPSULATIONS: readonly Encapsulation[] = [
@@ -19,9 +38,6 @@ export const ENCAPSULATIONS: readonly Encapsulation[] = [
   'VXLANCrossSubnet',
   'None',
 ];
-export const PROVIDERS = ['', 'EKS', 'GKE', 'AKS', 'OpenShift', 'DockerEnterprise', 'RKE2', 'TKG', 'Kind'];
-export const CNI_TYPES = ['Calico', 'GKE', 'AmazonVPC', 'AzureVNET'];
-export const IPAM_TYPES = ['Calico', 'HostLocal', 'AmazonVPC', 'AzureVNET'];
 export const LINUX_DATAPLANES = ['Iptables', 'BPF', 'VPP', 'Nftables'];
 export const ALLOWED_USES = ['Workload', 'Tunnel', 'LoadBalancer'];
 
@@ -46,14 +62,18 @@ export interface ResolvedInstallation {
   readonly imagePath: string;
   readonly imagePrefix: string;
   readonly imagePullSecrets: readonly string[];
+  /** The provider, CNI and IPAM (provider.ts). */
+  readonly platform: Platform;
   readonly bgp: boolean;
   /** Absent: worked out on each node from its interfaces. */
   readonly mtu?: number;
   readonly pools: readonly ResolvedPool[];
-  /** calico-node's IP_AUTODETECTION_METHOD. */
-  readonly autodetectionV4: string;
-  /** `calicoNetwork.hostPorts`: the CNI configuration's portmap plugin. */
+  /** calico-node's IP_AUTODETECTION_METHOD; absent: the node has no address of Calico's (IP=none). */
+  readonly autodetectionV4?: string;
+  /** `calicoNetwork.hostPorts`: the CNI configuration's portmap plugin (Calico CNI only). */
   readonly hostPorts: boolean;
+  /** `azure.policyMode` (AKS): Default labels calico-system `control-plane: "true"`, Manual does not. */
+  readonly azurePolicyMode: 'Default' | 'Manual';
 }
 
 export type InstallationResult =
@@ -142,18 +162,6 @@ class Checker {
 function refuseUnsupported(c: Checker, spec: Obj, network: Obj): void {
   const variant = c.oneOf('spec.variant', spec.variant, ['Calico', 'TigeraSecureEnterprise'], 'Calico');
   if (variant !== 'Calico') c.fail('spec.variant', `${variant} is not part of this build; use Calico`);
-  const provider = c.oneOf('spec.kubernetesProvider', spec.kubernetesProvider, PROVIDERS, '');
-  if (provider !== '')
-    c.fail(
-      'spec.kubernetesProvider',
-      `${provider} is not supported by this build yet (its provider-specific defaults are not implemented); leave it unset`,
-    );
-  const cni = c.obj('spec.cni', spec.cni);
-  const cniType = c.oneOf('spec.cni.type', cni.type, CNI_TYPES, 'Calico');
-  if (cniType !== 'Calico')
-    c.fail('spec.cni.type', `${cniType} (policy only beside another CNI) is not supported by this build yet`);
-  const ipamType = c.oneOf('spec.cni.ipam.type', c.obj('spec.cni.ipam', cni.ipam).type, IPAM_TYPES, 'Calico');
-  if (ipamType !== 'Calico') c.fail('spec.cni.ipam.type', `${ipamType} is not supported by this build yet`);
   const dp = c.oneOf(
     'spec.calicoNetwork.linuxDataplane',
     network.linuxDataplane,
@@ -167,7 +175,31 @@ function refuseUnsupported(c: Checker, spec: Obj, network: Obj): void {
     );
 }
 
-function resolvePool(c: Checker, path: string, raw: unknown, bgp: boolean): ResolvedPool | undefined {
+/** `kubernetesProvider`, `cni.type` and `cni.ipam.type`, checked and defaulted (provider.ts). */
+function platformOf(c: Checker, spec: Obj): Platform {
+  const provider = c.oneOf('spec.kubernetesProvider', spec.kubernetesProvider, PROVIDERS, '') as Provider;
+  const cni = c.obj('spec.cni', spec.cni);
+  // Unset, or not one of the values (already reported): the provider's default.
+  const given = <T extends string>(path: string, v: unknown, allowed: readonly T[]): T | undefined => {
+    if (v === undefined || v === null) return undefined;
+    c.oneOf(path, v, allowed, '');
+    return allowed.includes(v as T) ? (v as T) : undefined;
+  };
+  return resolvePlatform(
+    (path, msg) => c.fail(path, msg),
+    provider,
+    given<CniType>('spec.cni.type', cni.type, CNI_TYPES),
+    given<IpamType>('spec.cni.ipam.type', c.obj('spec.cni.ipam', cni.ipam).type, IPAM_TYPES),
+  );
+}
+
+function resolvePool(
+  c: Checker,
+  path: string,
+  raw: unknown,
+  bgp: boolean,
+  calicoCni: boolean,
+): ResolvedPool | undefined {
   const p = c.obj(path, raw);
   const cidrText = c.str(`${path}.cidr`, p.cidr, '');
   if (cidrText === '') {
@@ -181,16 +213,23 @@ function resolvePool(c: Checker, path: string, raw: unknown, bgp: boolean): Reso
   }
   if (hostBitsSet(cidr.bytes, cidr.prefix))
     c.fail(`${path}.cidr`, `${cidrText} has host bits set; use the network address`);
-  const dfltEncap: Encapsulation = cidr.ipv6 ? 'None' : bgp ? 'IPIP' : 'VXLAN';
+  const dfltEncap: Encapsulation = cidr.ipv6 || !calicoCni ? 'None' : bgp ? 'IPIP' : 'VXLAN';
   const encapsulation = c.oneOf(
     `${path}.encapsulation`,
     p.encapsulation,
     ENCAPSULATIONS,
     dfltEncap,
   ) as Encapsulation;
-  if (encapsulation.startsWith('IPIP') && !bgp)
+  if (!calicoCni) {
+    // Another CNI routes the pods: a pool only says which addresses are Calico's to police.
+    if (encapsulation !== 'None')
+      c.fail(
+        `${path}.encapsulation`,
+        `${encapsulation} is invalid when using a non-Calico CNI, should be None`,
+      );
+  } else if (encapsulation.startsWith('IPIP') && !bgp)
     c.fail(`${path}.encapsulation`, 'IPIP encapsulation requires that BGP is enabled');
-  if (encapsulation === 'None' && !bgp)
+  else if (encapsulation === 'None' && !bgp)
     c.fail(`${path}.encapsulation`, 'Unencapsulated IP pools require that BGP is enabled');
   if (encapsulation.startsWith('IPIP') && cidr.ipv6)
     c.fail(`${path}.encapsulation`, 'IPIP encapsulation is not supported on an IPv6 pool');
@@ -208,6 +247,9 @@ function resolvePool(c: Checker, path: string, raw: unknown, bgp: boolean): Reso
     else blockSize = b;
   }
   const nat = c.oneOf(`${path}.natOutgoing`, p.natOutgoing, ['Enabled', 'Disabled'], 'Enabled');
+  const nodeSelector = c.str(`${path}.nodeSelector`, p.nodeSelector, 'all()') || 'all()';
+  if (!calicoCni && nodeSelector !== 'all()')
+    c.fail(`${path}.nodeSelector`, `${nodeSelector} should be all() when using a non-Calico CNI`);
   const uses = Array.isArray(p.allowedUses) ? p.allowedUses : ['Workload', 'Tunnel'];
   uses.forEach((u, i) => void c.oneOf(`${path}.allowedUses[${i}]`, u, ALLOWED_USES, 'Workload'));
   c.oneOf(`${path}.assignmentMode`, p.assignmentMode, ['Automatic', 'Manual'], 'Automatic');
@@ -218,15 +260,18 @@ function resolvePool(c: Checker, path: string, raw: unknown, bgp: boolean): Reso
     blockSize,
     encapsulation,
     natOutgoing: nat === 'Enabled',
-    nodeSelector: c.str(`${path}.nodeSelector`, p.nodeSelector, 'all()') || 'all()',
+    nodeSelector,
     disableBGPExport: c.bool(`${path}.disableBGPExport`, p.disableBGPExport, false),
     disableNewAllocations: c.bool(`${path}.disableNewAllocations`, p.disableNewAllocations, false),
     allowedUses: uses.filter((u): u is string => typeof u === 'string'),
   };
 }
 
-/** calico-node's IP_AUTODETECTION_METHOD from `nodeAddressAutodetectionV4` (upstream's mapping). */
-function autodetection(c: Checker, raw: unknown): string {
+/**
+ * calico-node's IP_AUTODETECTION_METHOD from `nodeAddressAutodetectionV4` (upstream's mapping);
+ * undefined when no method is set.
+ */
+function autodetection(c: Checker, raw: unknown): string | undefined {
   const path = 'spec.calicoNetwork.nodeAddressAutodetectionV4';
   const a = c.obj(path, raw);
   const methods: string[] = [];
@@ -241,7 +286,7 @@ function autodetection(c: Checker, raw: unknown): string {
   if (typeof a.canReach === 'string' && a.canReach) methods.push(`can-reach=${a.canReach}`);
   if (Array.isArray(a.cidrs) && a.cidrs.length > 0) methods.push(`cidr=${a.cidrs.join(',')}`);
   if (methods.length > 1) c.fail(path, `set one method, got ${methods.length}`);
-  return methods[0] ?? 'first-found';
+  return methods[0];
 }
 
 /** The Installation's spec checked and defaulted; every problem is reported at once. */
@@ -254,8 +299,17 @@ export function resolveInstallation(installation: unknown): InstallationResult {
   const spec = c.obj('spec', inst.spec);
   const network = c.obj('spec.calicoNetwork', spec.calicoNetwork);
   refuseUnsupported(c, spec, network);
+  const platform = platformOf(c, spec);
+  const calicoCni = !policyOnly(platform);
   const bgp =
-    c.oneOf('spec.calicoNetwork.bgp', network.bgp, ['Enabled', 'Disabled'], 'Enabled') === 'Enabled';
+    c.oneOf(
+      'spec.calicoNetwork.bgp',
+      network.bgp,
+      ['Enabled', 'Disabled'],
+      defaultBgp(platform) ? 'Enabled' : 'Disabled',
+    ) === 'Enabled';
+  if (bgp && !calicoCni)
+    c.fail('spec.calicoNetwork.bgp', `BGP is not supported when using a non-Calico CNI (${platform.cni})`);
   let mtu: number | undefined;
   if (network.mtu !== undefined && network.mtu !== null) {
     const m = network.mtu;
@@ -266,9 +320,9 @@ export function resolveInstallation(installation: unknown): InstallationResult {
   const rawPools = network.ipPools === undefined || network.ipPools === null ? undefined : network.ipPools;
   if (rawPools !== undefined && !Array.isArray(rawPools))
     c.fail('spec.calicoNetwork.ipPools', 'must be a list');
-  const list = Array.isArray(rawPools) ? rawPools : [{ cidr: '192.168.0.0/16' }];
+  const list = Array.isArray(rawPools) ? rawPools : rawPools === undefined ? defaultPools(platform) : [];
   const pools = list
-    .map((p, i) => resolvePool(c, `spec.calicoNetwork.ipPools[${i}]`, p, bgp))
+    .map((p, i) => resolvePool(c, `spec.calicoNetwork.ipPools[${i}]`, p, bgp, calicoCni))
     .filter((p): p is ResolvedPool => p !== undefined);
   const names = pools.map((p) => p.name);
   for (const n of new Set(names.filter((n, i) => names.indexOf(n) !== i)))
@@ -280,10 +334,28 @@ export function resolveInstallation(installation: unknown): InstallationResult {
   let registry = c.str('spec.registry', spec.registry, '');
   if (registry !== '' && !registry.endsWith('/')) registry += '/';
   const secrets = Array.isArray(spec.imagePullSecrets) ? spec.imagePullSecrets : [];
-  const autodetectionV4 = autodetection(c, network.nodeAddressAutodetectionV4);
+  const autodetectionV4 =
+    autodetection(c, network.nodeAddressAutodetectionV4) ??
+    defaultAutodetectionV4(
+      platform,
+      pools.some((p) => !p.ipv6),
+    );
   const hostPorts =
-    c.oneOf('spec.calicoNetwork.hostPorts', network.hostPorts, ['Enabled', 'Disabled'], 'Enabled') ===
-    'Enabled';
+    c.oneOf(
+      'spec.calicoNetwork.hostPorts',
+      network.hostPorts,
+      ['Enabled', 'Disabled'],
+      calicoCni ? 'Enabled' : 'Disabled',
+    ) === 'Enabled';
+  if (hostPorts && !calicoCni)
+    c.fail('spec.calicoNetwork.hostPorts', 'Enabled is supported only with the Calico CNI');
+  const azure = c.obj('spec.azure', spec.azure);
+  const azurePolicyMode = c.oneOf(
+    'spec.azure.policyMode',
+    azure.policyMode,
+    ['Default', 'Manual'],
+    'Default',
+  ) as 'Default' | 'Manual';
   if (c.errors.length > 0) return { ok: false, errors: c.errors };
   return {
     ok: true,
@@ -294,11 +366,13 @@ export function resolveInstallation(installation: unknown): InstallationResult {
       imagePullSecrets: secrets
         .map((s) => (isObj(s) && typeof s.name === 'string' ? s.name : ''))
         .filter((s) => s !== ''),
+      platform,
       bgp,
       ...(mtu !== undefined ? { mtu } : {}),
       pools,
-      autodetectionV4,
+      ...(autodetectionV4 !== undefined ? { autodetectionV4 } : {}),
       hostPorts,
+      azurePolicyMode,
     },
   };
 }

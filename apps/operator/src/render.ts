@@ -15,12 +15,16 @@
  *
  * What the Installation changes in the manifest's calico-node: the images (`registry`,
  * `imagePath`, `imagePrefix`, `imagePullSecrets`), CALICO_NETWORKING_BACKEND (bird with BGP,
- * else vxlan when a pool uses VXLAN, else none), CLUSTER_TYPE (`k8s,operator[,bgp]`), the MTU
- * (CNI_MTU, FELIX_IPINIPMTU, FELIX_VXLANMTU, FELIX_WIREGUARDMTU), IP_AUTODETECTION_METHOD, Typha
+ * else vxlan when a pool uses VXLAN, else none; none with another CNI), CLUSTER_TYPE
+ * (`k8s,operator[,<provider>][,bgp]`), the MTU
+ * (CNI_MTU, FELIX_IPINIPMTU, FELIX_VXLANMTU, FELIX_WIREGUARDMTU), IP_AUTODETECTION_METHOD (IP=none
+ * when there is no IPv4 pool and no method), Typha
  * (FELIX_TYPHAK8SSERVICENAME / FELIX_TYPHAK8SNAMESPACE), NO_DEFAULT_POOLS=true in place of the
  * CALICO_IPV4POOL_* variables (the operator makes the pools), and, without BGP, the BIRD checks
  * of the probes. A pod-template annotation carries a hash of the CNI configuration, so a change
- * to it rolls the DaemonSet as a change of env does.
+ * to it rolls the DaemonSet as a change of env does. What the provider and a CNI other than
+ * Calico's change (no CNI pieces at all: Calico polices only; the interface prefix; affinities;
+ * labels) is render-platform.ts.
  */
 import { createHash } from 'node:crypto';
 import type { CalicoBase } from './base.js';
@@ -29,6 +33,16 @@ import { componentImage } from './images.js';
 import type { ResolvedInstallation, ResolvedPool } from './installation.js';
 import { CALICO_NAMESPACE, clone, type KubeObject, markManaged } from './kube-object.js';
 import { type ApiServerFacts, renderApiServer } from './render-apiserver.js';
+import { policyOnly } from './provider.js';
+import {
+  clusterType,
+  cniBinDir,
+  namespaceLabels,
+  nodeAffinity,
+  platformNodeEnv,
+  platformTyphaEnv,
+  typhaNodeAffinity,
+} from './render-platform.js';
 import { CA_BUNDLE_DIR, CA_BUNDLE_FILE, CERTS_HASH_ANNOTATION, renderTypha } from './render-typha.js';
 
 /** What the render needs to know about the cluster. */
@@ -88,6 +102,7 @@ export const CNI_CONFIGMAP = 'cni-config';
 export const CNI_CONFIG_HASH_ANNOTATION = 'hash.operator.tigera.io/cni-config';
 
 export function networkingBackend(cfg: ResolvedInstallation): 'bird' | 'vxlan' | 'none' {
+  if (policyOnly(cfg.platform)) return 'none';
   if (cfg.bgp) return 'bird';
   return cfg.pools.some((p) => p.encapsulation.startsWith('VXLAN')) ? 'vxlan' : 'none';
 }
@@ -155,10 +170,42 @@ function nodeTls(pod: PodSpec, node: Container): void {
   setEnv(node, 'FELIX_TYPHACN', TYPHA_CN);
 }
 
-function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string, certsHash: string): Workload {
+/** The manifest's CNI containers and volumes: install-cni, cni-refresh, the host's CNI directories. */
+const CNI_CONTAINERS = ['install-cni', 'cni-refresh'];
+const CNI_VOLUMES = ['cni-bin-dir', 'cni-net-dir'];
+
+/** Another CNI wires the pods: the manifest's CNI containers and volumes go (upstream renders none). */
+function dropCni(pod: PodSpec): void {
+  pod.initContainers = (pod.initContainers ?? []).filter((c) => !CNI_CONTAINERS.includes(c.name));
+  if (pod.initContainers.length === 0) delete pod.initContainers;
+  pod.containers = pod.containers.filter((c) => !CNI_CONTAINERS.includes(c.name));
+  pod.volumes = ((pod.volumes as Volume[] | undefined) ?? []).filter((v) => !CNI_VOLUMES.includes(v.name));
+  for (const c of pod.containers) {
+    const mounts = c.volumeMounts as Volume[] | undefined;
+    if (mounts) c.volumeMounts = mounts.filter((m) => !CNI_VOLUMES.includes(m.name));
+  }
+}
+
+/** The host directory install-cni writes the plugins to (GKE's differs). */
+function setCniBinDir(pod: PodSpec, cfg: ResolvedInstallation): void {
+  const v = ((pod.volumes as Volume[] | undefined) ?? []).find((x) => x.name === 'cni-bin-dir') as
+    | (Volume & { hostPath?: { path: string } })
+    | undefined;
+  if (!v?.hostPath) throw new Error('the manifest calico-node DaemonSet has no cni-bin-dir hostPath volume');
+  v.hostPath.path = cniBinDir(cfg);
+}
+
+function renderNode(
+  base: CalicoBase,
+  cfg: ResolvedInstallation,
+  cni: string | undefined,
+  certsHash: string,
+): Workload {
   const ds = clone(base.nodeDaemonSet) as Workload;
   ds.metadata.namespace = CALICO_NAMESPACE;
   const pod = ds.spec.template.spec;
+  if (cni === undefined) dropCni(pod);
+  else setCniBinDir(pod, cfg);
   if (cfg.imagePullSecrets.length > 0) pod.imagePullSecrets = cfg.imagePullSecrets.map((name) => ({ name }));
   for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
     replaceConfigRefs(c, cfg);
@@ -169,10 +216,18 @@ function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string, ce
   node.image = componentImage(cfg, 'node');
   node.env = (node.env ?? []).filter((e) => !e.name.startsWith('CALICO_IPV4POOL_'));
   setEnv(node, 'NO_DEFAULT_POOLS', 'true');
-  setEnv(node, 'CLUSTER_TYPE', cfg.bgp ? 'k8s,operator,bgp' : 'k8s,operator');
-  setEnv(node, 'IP_AUTODETECTION_METHOD', cfg.autodetectionV4);
+  setEnv(node, 'CLUSTER_TYPE', clusterType(cfg));
+  if (cfg.autodetectionV4 !== undefined) setEnv(node, 'IP_AUTODETECTION_METHOD', cfg.autodetectionV4);
+  else {
+    // No IPv4 pool and no method given: the node needs no address of Calico's (upstream's IP=none).
+    setEnv(node, 'IP', 'none');
+    node.env = node.env.filter((e) => e.name !== 'IP_AUTODETECTION_METHOD');
+  }
   setEnv(node, 'FELIX_TYPHAK8SSERVICENAME', 'calico-typha');
   setEnv(node, 'FELIX_TYPHAK8SNAMESPACE', CALICO_NAMESPACE);
+  for (const [name, value] of platformNodeEnv(cfg)) setEnv(node, name, value);
+  const affinity = nodeAffinity(cfg);
+  if (affinity) pod.affinity = affinity;
   nodeTls(pod, node);
   if (!cfg.bgp) {
     for (const probe of [node.livenessProbe, node.readinessProbe]) {
@@ -183,7 +238,9 @@ function renderNode(base: CalicoBase, cfg: ResolvedInstallation, cni: string, ce
   const meta = ds.spec.template.metadata;
   meta.annotations = {
     ...((meta.annotations as Record<string, string> | undefined) ?? {}),
-    [CNI_CONFIG_HASH_ANNOTATION]: createHash('sha1').update(cni).digest('hex'),
+    ...(cni !== undefined
+      ? { [CNI_CONFIG_HASH_ANNOTATION]: createHash('sha1').update(cni).digest('hex') }
+      : {}),
     [CERTS_HASH_ANNOTATION]: certsHash,
   };
   return ds;
@@ -224,9 +281,26 @@ export function poolResource(p: ResolvedPool): PoolResource {
   };
 }
 
+/**
+ * calico-typha for the platform (render-platform.ts): kept off the nodes it cannot run on (beside
+ * its anti-affinity), and naming endpoints with the CNI's interface prefix.
+ */
+function withTyphaPlatform(objs: KubeObject[], cfg: ResolvedInstallation): KubeObject[] {
+  const nodeAffinity = typhaNodeAffinity(cfg);
+  for (const o of objs) {
+    if (o.kind !== 'Deployment' || o.metadata.name !== 'calico-typha') continue;
+    const pod = (o as Workload).spec.template.spec;
+    if (nodeAffinity)
+      pod.affinity = { nodeAffinity, ...((pod.affinity as Record<string, unknown> | undefined) ?? {}) };
+    for (const [name, value] of platformTyphaEnv(cfg)) setEnv(pod.containers[0]!, name, value);
+  }
+  return objs;
+}
+
 export function render(base: CalicoBase, cfg: ResolvedInstallation, facts: ClusterFacts): Rendered {
   const ns = CALICO_NAMESPACE;
-  const cni = cniConfig(base, cfg);
+  // With another CNI, Calico installs no CNI configuration (policy only).
+  const cni = policyOnly(cfg.platform) ? undefined : cniConfig(base, cfg);
   const namespaced = (o: KubeObject): KubeObject => {
     const c = clone(o);
     c.metadata.namespace = ns;
@@ -248,20 +322,25 @@ export function render(base: CalicoBase, cfg: ResolvedInstallation, facts: Clust
           name: ns,
           'pod-security.kubernetes.io/enforce': 'privileged',
           'pod-security.kubernetes.io/enforce-version': 'latest',
+          ...namespaceLabels(cfg),
         },
       },
     },
     ...base.serviceAccounts.map(namespaced),
     ...base.clusterRoles.map(clone),
     ...bindings,
-    {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: CNI_CONFIGMAP, namespace: ns },
-      data: { config: cni },
-    },
+    ...(cni !== undefined
+      ? [
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: CNI_CONFIGMAP, namespace: ns },
+            data: { config: cni },
+          },
+        ]
+      : []),
     ...facts.certificates.objects.map(clone),
-    ...renderTypha(cfg, facts.nodeCount, nodeRole, facts.certificates.hash),
+    ...withTyphaPlatform(renderTypha(cfg, facts.nodeCount, nodeRole, facts.certificates.hash), cfg),
     renderNode(base, cfg, cni, facts.certificates.hash),
     renderKubeControllers(base, cfg),
     namespaced(base.kubeControllersPdb),

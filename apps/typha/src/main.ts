@@ -68,7 +68,11 @@ export async function main(env: Env): Promise<number> {
       datastoreType: cfg.datastoreType,
       ...(cfg.etcdEndpoints.length > 0 ? { etcdEndpoints: [...cfg.etcdEndpoints] } : {}),
     });
-    const kv = await createKVStore(client.config);
+    // Kubernetes datastore: a pod's endpoint is named after its host interface with Felix's prefix
+    // (FELIX_INTERFACEPREFIX, which upstream's Typha reads too), so the Felixes behind this Typha
+    // see the interfaces another CNI made (eni…, gke…, azv…) under their own names.
+    const prefix = env.FELIX_INTERFACEPREFIX;
+    const kv = await createKVStore(client.config, prefix ? { interfacePrefix: prefix } : {});
     const ds = new KVDatastore(kv, { backend: cfg.datastoreType });
     const tls =
       cfg.caFile === ''

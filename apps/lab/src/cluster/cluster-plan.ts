@@ -29,15 +29,28 @@ export const CLUSTER_INSTALLS: readonly ClusterInstall[] = [
   'none',
 ];
 
+/**
+ * `--helm-values` (with `--install operator-helm`): upstream's Helm guide values for EKS or AKS
+ * (`eks`, `aks`: deploy/test/values/), or a values file of the user's (an absolute path).
+ */
+export const HELM_VALUES_PRESETS = ['eks', 'aks'] as const;
+
 /** `--kubelet`: what the cluster runs and where it keeps it. */
 export interface ClusterPlan {
   readonly install: ClusterInstall;
+  /** `--helm-values`: `eks`, `aks` or an absolute path; absent: the lab's pool given with --set. */
+  readonly helmValues?: string;
   /** kube-controller-manager and kube-scheduler: kubeconfigs, logs. */
   readonly dir: string;
   /** A private bind mount holding each node's mount-namespace file. */
   readonly mntnsDir: string;
 }
 
-export function planCluster(stateDir: string, install: ClusterInstall): ClusterPlan {
-  return { install, dir: join(stateDir, 'cluster'), mntnsDir: join(stateDir, 'mntns') };
+export function planCluster(stateDir: string, install: ClusterInstall, helmValues?: string): ClusterPlan {
+  return {
+    install,
+    ...(helmValues !== undefined ? { helmValues } : {}),
+    dir: join(stateDir, 'cluster'),
+    mntnsDir: join(stateDir, 'mntns'),
+  };
 }

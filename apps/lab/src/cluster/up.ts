@@ -10,7 +10,7 @@
  * The fabric, etcd, API server and node namespaces are LabBuilder's (up.ts): the same lab, but no
  * calico-node, kube-controllers or CNI call is the lab's own here: kubelet runs them.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { imageRef } from '@calico-ts/images/definitions';
 import { LabError } from '../errors.js';
@@ -30,6 +30,8 @@ import type { Progress } from '../progress.js';
 import type { LabState } from '../state.js';
 import { checkNoLab, failedUp, LabBuilder, logTail, nsenter } from '../up.js';
 import { byOperator } from './cluster-plan.js';
+import { helmInstall } from './helm.js';
+import type { LabValues } from './helm-values.js';
 import {
   daemonSetCounts,
   labCustomResources,
@@ -56,6 +58,7 @@ import {
   kubeProxyConfigText,
   schedulerArgs,
 } from './plan.js';
+import { provideForPlatform, readLabValues } from './provider-setup.js';
 import { type ClusterTools, clusterTools } from './tools.js';
 
 const PATH = process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -84,6 +87,17 @@ export class ClusterBuilder {
 
   get plan(): LabPlan {
     return this.b.plan;
+  }
+
+  /** `--helm-values`, read and checked before the lab is built. */
+  values: LabValues | undefined;
+
+  step(message: string): void {
+    this.b.out.step(message);
+  }
+
+  cloudRoutes(routed: readonly { podCidr: string; ip: string }[]): Promise<void> {
+    return this.b.cloudRoutes(routed);
   }
 
   paths(name: string): ClusterNodePaths {
@@ -352,16 +366,28 @@ export class ClusterBuilder {
         return;
       }
       case 'operator-helm': {
+        const chart = [
+          'calico',
+          'deploy/helm/tigera-operator',
+          '-n',
+          'tigera-operator',
+          '--create-namespace',
+        ];
+        if (this.values) {
+          // The values given (helm-values.ts), after what their platform needs (provider-setup.ts).
+          await provideForPlatform(this, this.values.needs);
+          const file = join(cluster.dir, 'values.yaml');
+          writeFileSync(file, this.values.text);
+          this.createdAt = Date.now();
+          return this.helmInstall([...chart, '-f', file], []);
+        }
         // The operator's chart with the same Installation as custom-resources.yaml on this lab.
         const values = labOperatorHelmValues(
           readFileSync(join(REPO_ROOT, 'deploy/manifests/custom-resources.yaml'), 'utf8'),
           this.plan.mode,
         );
         this.createdAt = Date.now();
-        await this.helmInstall(
-          ['calico', 'deploy/helm/tigera-operator', '-n', 'tigera-operator', '--create-namespace'],
-          values,
-        );
+        await this.helmInstall(chart, values);
         return;
       }
       case 'helm':
@@ -380,32 +406,7 @@ export class ClusterBuilder {
 
   /** `helm install <release> <chart> <args> --set <values>` from the lab's etcd namespace (the API server's). */
   async helmInstall(args: string[], values: string[]): Promise<void> {
-    const cluster = clusterOf(this.plan);
-    const what = `helm install ${args.join(' ')}`;
-    if (!existsSync(this.tools.helm))
-      throw new LabError('prerequisite', `${what} needs ${this.tools.helm} (./scripts/setup.sh builds it)`);
-    const [release, chart, ...rest] = args;
-    const argv = [
-      ...nsenter(this.plan.etcdNetns),
-      this.tools.helm,
-      'install',
-      release!,
-      join(REPO_ROOT, chart!),
-      ...rest,
-      ...values.flatMap((v) => ['--set', v]),
-    ];
-    const r = await runAsync(argv, {
-      env: {
-        PATH,
-        KUBECONFIG: this.plan.kube.kubeconfig,
-        HELM_CACHE_HOME: join(cluster.dir, 'helm-cache'),
-        HELM_CONFIG_HOME: join(cluster.dir, 'helm-config'),
-        HELM_DATA_HOME: join(cluster.dir, 'helm-data'),
-      },
-      timeoutMs: 180_000,
-    });
-    if (r.status !== 0) throw new LabError('setup', `${what} failed:\n${(r.stderr || r.stdout).trim()}`);
-    this.b.out.step(`${what} --set ${values.join(' --set ')}`);
+    this.step(await helmInstall(this.plan, clusterOf(this.plan).dir, this.tools.helm, args, values));
   }
 
   /**
@@ -521,6 +522,7 @@ export async function labUpCluster(plan: LabPlan, arts: Artifacts, out: Progress
   const tools = clusterTools(kt.kubeApiServer);
   const b = new LabBuilder(plan, arts, out, { tools: kt, kit });
   const c = new ClusterBuilder(b, tools);
+  c.values = readLabValues(plan, REPO_ROOT);
   await checkNoLab(plan, b.net);
   mkdirSync(plan.stateDir, { recursive: true });
   b.save();
