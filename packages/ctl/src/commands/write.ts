@@ -124,7 +124,7 @@ export async function createCommand(args: CreateArgs, ds: Datastore, ctx: Comman
   const t = await eachResource(
     resources,
     (r) => createResource(ds, r.kind, r.resource),
-    (e) => !!args.skipExists && e.message.startsWith('resource already exists:'),
+    (e) => !!args.skipExists && e.code === 'already-exists',
   );
   return summarize('created', t, ctx);
 }
@@ -153,7 +153,7 @@ export async function replaceCommand(args: FileArgs, ds: Datastore, ctx: Command
   let handled = 0;
   for (const r of resources) {
     try {
-      await updateResource(ds, r.kind, r.resource, false);
+      await updateResource(ds, r.kind, r.resource, { skipUnchanged: false });
       handled++;
     } catch (e) {
       const err = e as Error;

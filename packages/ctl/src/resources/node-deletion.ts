@@ -190,7 +190,7 @@ export async function deleteNode(ds: Datastore, name: string, opts: NodeDeletion
     if (!isDatastoreError(e, 'not-found')) throw describeError(e, 'Node', name);
   }
   if (node && rv && str(obj(node.metadata).resourceVersion) !== rv) {
-    throw new CtlError('failed', `update conflict: ${identifier('Node', name)}`);
+    throw new CtlError('conflict', `update conflict: ${identifier('Node', name)}`);
   }
 
   const [workloadEndpoints, bgpPeers, hostEndpoints] = [

@@ -53,8 +53,8 @@ export function describeError(e: unknown, kind: Kind, name: string, namespace?: 
   if (e instanceof DatastoreError) {
     const map: Record<string, [CtlErrorCode, string]> = {
       'not-found': ['not-found', `resource does not exist: ${id} with error: <nil>`],
-      'already-exists': ['failed', `resource already exists: ${id}`],
-      conflict: ['failed', `update conflict: ${id}`],
+      'already-exists': ['already-exists', `resource already exists: ${id}`],
+      conflict: ['conflict', `update conflict: ${id}`],
     };
     const hit = map[e.code];
     if (hit) return new CtlError(hit[0], hit[1], { cause: e });
@@ -97,6 +97,33 @@ export function mergeForUpdate(stored: Obj, next: Obj): Obj {
   if (Object.keys(annotations).length > 0) meta.annotations = annotations;
   else delete meta.annotations;
   return { ...next, metadata: meta };
+}
+
+/**
+ * Stored metadata with the labels and annotations of `next` as given, so one left out is removed:
+ * what a patch (`calicoctl patch`) and a Kubernetes update mean. Identity and server-owned fields
+ * (uid, creationTimestamp, resourceVersion) stay the stored ones.
+ */
+export function replaceForUpdate(stored: Obj, next: Obj): Obj {
+  const out = mergeForUpdate(stored, next);
+  const meta = out.metadata as Obj;
+  const nm = metaOf(next);
+  for (const k of ['labels', 'annotations']) {
+    if (nm[k] !== undefined) meta[k] = nm[k];
+    else delete meta[k];
+  }
+  return out;
+}
+
+/** How an update treats the metadata it is given (see `updateResource`). */
+export interface UpdateOptions {
+  /** Leave a resource that would not change alone (no write; its revision stays). */
+  skipUnchanged: boolean;
+  /**
+   * `merge` (calicoctl's apply and replace): labels and annotations are merged over the stored
+   * ones. `replace` (a Kubernetes update): they are the given ones. Default `merge`.
+   */
+  metadata?: 'merge' | 'replace';
 }
 
 function canonical(v: unknown): string {
@@ -150,13 +177,11 @@ async function getStored(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
   return (await ds.get(kind, nameOf(r), ns ? { namespace: ns } : {})) as unknown as Obj;
 }
 
-/** Update semantics of apply and replace; `skipUnchanged` leaves an identical resource alone. */
-export async function updateResource(
-  ds: Datastore,
-  kind: Kind,
-  r: Obj,
-  skipUnchanged: boolean,
-): Promise<Obj> {
+/**
+ * Update semantics of apply and replace: a given resourceVersion must be the stored one (else a
+ * `conflict`); without one, a concurrent change is retried.
+ */
+export async function updateResource(ds: Datastore, kind: Kind, r: Obj, opts: UpdateOptions): Promise<Obj> {
   refuseOnKdd(ds, 'replace', kind, r);
   const name = nameOf(r);
   const ns = namespaceOf(kind, r);
@@ -166,10 +191,10 @@ export async function updateResource(
       const stored = await getStored(ds, kind, r);
       const storedRv = metaOf(stored).resourceVersion;
       if (typeof rv === 'string' && rv !== '' && rv !== storedRv) {
-        throw new CtlError('failed', `update conflict: ${identifier(kind, name, ns)}`);
+        throw new CtlError('conflict', `update conflict: ${identifier(kind, name, ns)}`);
       }
-      const merged = mergeForUpdate(stored, r);
-      if (skipUnchanged && sameStoredContent(stored, merged)) return stored;
+      const merged = opts.metadata === 'replace' ? replaceForUpdate(stored, r) : mergeForUpdate(stored, r);
+      if (opts.skipUnchanged && sameStoredContent(stored, merged)) return stored;
       try {
         return (await ds.update(asResource(merged))) as unknown as Obj;
       } catch (e) {
@@ -201,7 +226,7 @@ export async function applyResource(ds: Datastore, kind: Kind, r: Obj): Promise<
       if (!isDatastoreError(e2, 'already-exists')) throw describeCreateError(ds, e2, kind, fresh);
     }
   }
-  return updateResource(ds, kind, r, true);
+  return updateResource(ds, kind, r, { skipUnchanged: true });
 }
 
 /** What deleting an IPPool needs besides the datastore (see `deleteIPPool`). */
