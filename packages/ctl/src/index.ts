@@ -59,9 +59,9 @@ export {
 export { jsonPatch, mergePatch } from './resources/patch.js';
 export {
   formatProblems,
+  type Prepared,
   type PreparedResource,
   type PrepareOptions,
-  type Prepared,
   type Problem,
   prepareDocuments,
   type ResourceAction,
