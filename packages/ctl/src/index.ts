@@ -31,6 +31,7 @@ export {
   type DeleteArgs,
   deleteCommand,
   replaceCommand,
+  unenforcedWarnings,
 } from './commands/write.js';
 export { CTL_ERROR_CODES, CtlError, type CtlErrorCode, EXIT_FAILURE, EXIT_OK } from './errors.js';
 export { type CommandIO, type MemoryIO, memoryIO } from './io.js';
