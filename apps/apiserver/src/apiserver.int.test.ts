@@ -116,6 +116,17 @@ describe.skipIf(missing.length > 0)('calico-apiserver through the aggregator', (
       'NetworkPolicy',
     ]);
     expect(rows).toHaveLength(21);
+    // The schemas behind kubectl explain come from this server's OpenAPI v3.
+    // The aggregator merges an APIService's OpenAPI a moment after it is Available.
+    let explain = '';
+    for (const end = Date.now() + 30_000; ; ) {
+      const r = await c.kubectl(['explain', 'ippools.projectcalico.org.spec.blockSize']);
+      explain = r.stdout;
+      if (r.code === 0 || Date.now() > end) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    expect(explain).toMatch(/GROUP:\s+projectcalico.org\nKIND:\s+IPPool\nVERSION:\s+v3/);
+    expect(explain).toMatch(/FIELD: blockSize <integer>/);
   });
 
   it('get ippools.projectcalico.org prints a table of the pools', async () => {

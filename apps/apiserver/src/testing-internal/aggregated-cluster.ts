@@ -92,6 +92,8 @@ function run(
       clearTimeout(timer);
       resolve({ code: code ?? -1, stdout, stderr });
     });
+    // A program that exits before reading its input is no error of the caller's.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(o.input ?? '');
   });
 }
