@@ -168,6 +168,7 @@ async function listAll(ds: Datastore, node: string, kind: Kind): Promise<Obj[]> 
   }
 }
 
+/** How `deleteNode` deletes. */
 export interface NodeDeletionOptions {
   /** Delete only if the Node is still at this revision (checked before any clean-up). */
   resourceVersion?: string;

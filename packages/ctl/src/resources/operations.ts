@@ -163,6 +163,11 @@ function describeCreateError(ds: Datastore, e: unknown, kind: Kind, r: Obj): Ctl
   return describeError(e, kind, nameOf(r), namespaceOf(kind, r));
 }
 
+/**
+ * Create a resource as `calicoctl create` does: only name, namespace, labels and annotations of its
+ * metadata are kept; on the Kubernetes datastore what it cannot hold is refused first. Throws a
+ * `CtlError` in upstream's words.
+ */
 export async function createResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
   refuseOnKdd(ds, 'create', kind, r);
   try {
@@ -207,6 +212,7 @@ export async function updateResource(ds: Datastore, kind: Kind, r: Obj, opts: Up
   }
 }
 
+/** Create the resource, or update the one there as `calicoctl apply` does (see `updateResource`). */
 export async function applyResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
   refuseOnKdd(ds, 'apply', kind, r);
   const name = nameOf(r);
@@ -267,6 +273,10 @@ async function deleteIPPool(ds: Datastore, r: Obj, pools: PoolDeletion): Promise
   }
 }
 
+/**
+ * Delete a resource (a given resourceVersion must be current); an IPPool, with `pools`, as upstream
+ * deletes it (see `deleteIPPool`). Throws a `CtlError` in upstream's words.
+ */
 export async function deleteResource(ds: Datastore, kind: Kind, r: Obj, pools?: PoolDeletion): Promise<Obj> {
   refuseOnKdd(ds, 'delete', kind, r);
   if (kind === 'IPPool' && pools) return deleteIPPool(ds, r, pools);
@@ -283,6 +293,7 @@ export async function deleteResource(ds: Datastore, kind: Kind, r: Obj, pools?: 
   }
 }
 
+/** The stored resource; a `CtlError` (`not-found`, …) in upstream's words. */
 export async function getResource(ds: Datastore, kind: Kind, name: string, namespace?: string): Promise<Obj> {
   try {
     return (await ds.get(kind, name, namespace ? { namespace } : {})) as unknown as Obj;
@@ -296,7 +307,12 @@ export async function listResources(
   ds: Datastore,
   kind: Kind,
   namespace?: string,
-): Promise<{ items: Obj[]; revision: string }> {
+): Promise<{
+  /** The resources, in upstream's order. */
+  items: Obj[];
+  /** The store revision of the list. */
+  revision: string;
+}> {
   try {
     const list = await ds.list(kind, namespace ? { namespace } : {});
     const items = list.items as unknown as Obj[];
