@@ -347,6 +347,13 @@ spec:
     expect(write.stderr).toContain('Forbidden');
   });
 
+  it('deletes an IPPool as calicoctl does (disabled, affinities released, then gone)', async () => {
+    expect(await ok(['delete', 'ippools.projectcalico.org', 'pool-a'])).toBe(
+      'ippool.projectcalico.org "pool-a" deleted\n',
+    );
+    expect(await crdObject('ippools', 'pool-a')).toBeUndefined();
+  });
+
   it('answers no one without credentials, except its health checks', async () => {
     const base = `https://${c.ip}:${APISERVER_PORT}`;
     const curl = (path: string) =>
