@@ -116,6 +116,25 @@ describe.skipIf(missing.length > 0)('calico-apiserver through the aggregator', (
       'NetworkPolicy',
     ]);
     expect(rows).toHaveLength(21);
+    // kube-apiserver took this server's aggregated discovery into its own.
+    const agg = await c.exec([
+      'curl',
+      '-sS',
+      '--cacert',
+      c.ca.certFile,
+      '--cert',
+      join(c.dir, 'admin.pem'),
+      '--key',
+      join(c.dir, 'admin-key.pem'),
+      '-H',
+      'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+      `https://${c.ip}:6443/apis`,
+    ]);
+    const group = JSON.parse(agg.stdout).items.find(
+      (g: { metadata: { name: string } }) => g.metadata.name === 'projectcalico.org',
+    );
+    expect(group.versions[0]).toMatchObject({ version: 'v3', freshness: 'Current' });
+    expect(group.versions[0].resources).toHaveLength(21);
     // The schemas behind kubectl explain come from this server's OpenAPI v3.
     // The aggregator merges an APIService's OpenAPI a moment after it is Available.
     let explain = '';
