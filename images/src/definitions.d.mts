@@ -3,7 +3,7 @@ export const VERSION: string;
 export const REPOSITORY: string;
 /** The repository root. */
 export const ROOT: string;
-export type ImageName = 'node' | 'cni' | 'kube-controllers' | 'typha' | 'operator' | 'ctl';
+export type ImageName = 'node' | 'cni' | 'kube-controllers' | 'typha' | 'operator' | 'apiserver' | 'ctl';
 export const IMAGES: Readonly<
   Record<
     ImageName,

@@ -96,6 +96,20 @@ export const IMAGES = {
     dirs: [],
     entrypoint: ['/usr/bin/operator'],
   },
+  apiserver: {
+    description: 'calico-apiserver: projectcalico.org/v3 through the Kubernetes aggregation layer',
+    needs: ['apps/apiserver/dist/main.js'],
+    // etcd3 for DATASTORE_TYPE=etcdv3.
+    bundle: [{ app: 'apps/apiserver', to: `${LIB}/calico-apiserver.mjs`, etcd3: true }],
+    // Upstream's image runs `apiserver` (/code/apiserver); both names work here.
+    links: [
+      { path: '/usr/bin/calico-apiserver', target: `${LIB}/calico-apiserver.mjs` },
+      { path: '/usr/bin/apiserver', target: `${LIB}/calico-apiserver.mjs` },
+      { path: '/code/apiserver', target: `${LIB}/calico-apiserver.mjs` },
+    ],
+    dirs: [],
+    entrypoint: ['/usr/bin/calico-apiserver'],
+  },
   ctl: {
     description: 'calicoctl',
     needs: ['packages/ctl/bin/calicoctl'],

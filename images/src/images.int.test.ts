@@ -171,6 +171,15 @@ describe.skipIf(missing.length > 0)('container images', () => {
     expect(head.stdout).toMatch(/^# calico-ts for the Kubernetes datastore/);
   });
 
+  it('calico-apiserver prints its version, and refuses a command line without its certificate', async () => {
+    expect((await runImage(['--network', 'none'], 'apiserver', ['--version'])).stdout).toBe(
+      'calico-apiserver v0.1.0 (calico-ts)\n',
+    );
+    const r = await runImage(['--network', 'none'], 'apiserver', ['--secure-port=5443']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--tls-cert-file is required/);
+  });
+
   it('calico-typha without a datastore says why and exits 1', async () => {
     const r = await runImage(['--network', 'none', '--env', 'TYPHA_DATASTORETYPE=bolt'], 'typha', []);
     expect(r.code).toBe(1);

@@ -7,6 +7,8 @@ export const CTL_ERROR_CODES = [
   'usage', // bad flags or arguments
   'invalid-input', // a file could not be read, decoded or validated; nothing was written
   'not-found', // a named resource does not exist
+  'already-exists', // a create found the resource there already
+  'conflict', // the resource changed since it was read (a stale resourceVersion)
   'failed', // the datastore refused or failed an operation
   'version-mismatch', // client and cluster versions differ (see --allow-version-mismatch)
   'config', // client configuration could not be loaded

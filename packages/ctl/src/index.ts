@@ -1,6 +1,8 @@
 /**
  * @calico-ts/ctl: calicoctl as a library. `runCli` is the whole command line with injected I/O and
- * datastore connection; the command functions and output formatting are usable on their own.
+ * datastore connection; the command functions and output formatting are usable on their own, and so
+ * are the resource operations under them (checks before a write, create/apply/update/delete with
+ * upstream's semantics and error texts, patches), which calico-apiserver serves through Kubernetes.
  */
 export { type CliDeps, type Connection, DEFAULT_CONFIG_PATH, runCli } from './cli.js';
 export { baseVersion, checkVersionMismatch, ensureInitialized } from './cluster.js';
@@ -29,6 +31,7 @@ export {
   type DeleteArgs,
   deleteCommand,
   replaceCommand,
+  unenforcedWarnings,
 } from './commands/write.js';
 export { CTL_ERROR_CODES, CtlError, type CtlErrorCode, EXIT_FAILURE, EXIT_OK } from './errors.js';
 export { type CommandIO, type MemoryIO, memoryIO } from './io.js';
@@ -40,5 +43,30 @@ export { KIND_TABLES } from './output/columns.js';
 export { renderGoTemplate } from './output/go-template.js';
 export { renderJson, renderTemplate, renderYaml, toYaml } from './output/printers.js';
 export { type OutputFormat, parseOutputFormat, renderTables } from './output/tables.js';
+export { type KddAction, kddRefusal } from './resources/kdd-rules.js';
+export { deleteNode, type NodeDeletionOptions, type NodeIpam } from './resources/node-deletion.js';
+export {
+  applyResource,
+  createResource,
+  deleteResource,
+  describeError,
+  getResource,
+  listResources,
+  type PoolDeletion,
+  replaceForUpdate,
+  type UpdateOptions,
+  updateResource,
+} from './resources/operations.js';
 export { jsonPatch, mergePatch } from './resources/patch.js';
+export {
+  formatProblems,
+  type Prepared,
+  type PreparedResource,
+  type PrepareOptions,
+  type Problem,
+  prepareDocuments,
+  type ResourceAction,
+  unsupportedOperation,
+} from './resources/prepare.js';
+export type { SourceDocument } from './resources/read-documents.js';
 export { CLIENT_VERSION } from './version.js';

@@ -7,7 +7,7 @@ import type { Datastore } from '@calico-ts/datastore';
 import { CtlError } from '../errors.js';
 import { resolveCtlKind } from '../kinds.js';
 import type { Obj } from '../output/columns.js';
-import { describeError, getResource, mergeForUpdate } from '../resources/operations.js';
+import { describeError, getResource, replaceForUpdate } from '../resources/operations.js';
 import { jsonPatch, mergePatch } from '../resources/patch.js';
 import type { CommandContext } from './context.js';
 
@@ -66,13 +66,7 @@ export async function patchCommand(args: PatchArgs, ds: Datastore, ctx: CommandC
     throw new CtlError('usage', `Failed to patch '${kind}' resource: ${(e as Error).message}\n`);
   }
   // Identity fields come from the stored object: a patch may change labels, annotations and spec.
-  const next = mergeForUpdate(stored, patched);
-  const nm = next.metadata as Obj;
-  const pm = (patched.metadata ?? {}) as Obj;
-  if (pm.labels !== undefined) nm.labels = pm.labels;
-  else delete nm.labels;
-  if (pm.annotations !== undefined) nm.annotations = pm.annotations;
-  else delete nm.annotations;
+  const next = replaceForUpdate(stored, patched);
   next.kind = kind;
   next.apiVersion = stored.apiVersion;
   try {

@@ -81,20 +81,26 @@ const RULE_KINDS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * One stderr line per rule field the dataplane does not enforce (HTTP matches, unknown keys):
- * the resource is still written, and the line says what the rule does instead (fail closed).
+ * One line per rule field of a resource the dataplane does not enforce (HTTP matches, unknown
+ * keys), saying what the rule does instead (fail closed): `NetworkPolicy 'prod/api':
+ * spec.ingress[0].http is not enforced (...); the Allow rule matches nothing`. The resource is
+ * still written.
  */
+export function unenforcedWarnings(r: Pick<PreparedResource, 'kind' | 'resource'>): string[] {
+  if (!RULE_KINDS.has(r.kind)) return [];
+  const meta = (r.resource.metadata ?? {}) as Obj;
+  const spec = (r.resource.spec ?? {}) as { ingress?: Rule[]; egress?: Rule[] };
+  const name = meta.namespace ? `${String(meta.namespace)}/${String(meta.name)}` : String(meta.name);
+  return unenforcedPolicyFields(spec).map(
+    (f) =>
+      `${r.kind} '${name}': ${f.fullPath} is not enforced (${f.reason}); ${unenforcedConsequence(f.action)}`,
+  );
+}
+
+/** `unenforcedWarnings` of each resource on stderr, each line after `Warning: `. */
 export function warnUnenforced(resources: readonly PreparedResource[], ctx: CommandContext): void {
   for (const r of resources) {
-    if (!RULE_KINDS.has(r.kind)) continue;
-    const meta = (r.resource.metadata ?? {}) as Obj;
-    const spec = (r.resource.spec ?? {}) as { ingress?: Rule[]; egress?: Rule[] };
-    const name = meta.namespace ? `${String(meta.namespace)}/${String(meta.name)}` : String(meta.name);
-    for (const f of unenforcedPolicyFields(spec)) {
-      ctx.io.stderr(
-        `Warning: ${r.kind} '${name}': ${f.fullPath} is not enforced (${f.reason}); ${unenforcedConsequence(f.action)}\n`,
-      );
-    }
+    for (const line of unenforcedWarnings(r)) ctx.io.stderr(`Warning: ${line}\n`);
   }
 }
 
@@ -124,7 +130,7 @@ export async function createCommand(args: CreateArgs, ds: Datastore, ctx: Comman
   const t = await eachResource(
     resources,
     (r) => createResource(ds, r.kind, r.resource),
-    (e) => !!args.skipExists && e.message.startsWith('resource already exists:'),
+    (e) => !!args.skipExists && e.code === 'already-exists',
   );
   return summarize('created', t, ctx);
 }
@@ -153,7 +159,7 @@ export async function replaceCommand(args: FileArgs, ds: Datastore, ctx: Command
   let handled = 0;
   for (const r of resources) {
     try {
-      await updateResource(ds, r.kind, r.resource, false);
+      await updateResource(ds, r.kind, r.resource, { skipUnchanged: false });
       handled++;
     } catch (e) {
       const err = e as Error;

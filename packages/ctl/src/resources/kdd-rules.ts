@@ -15,6 +15,7 @@
 import { KINDS, type Kind } from '@calico-ts/api';
 import { DatastoreError } from '@calico-ts/datastore';
 
+/** A write whose meaning on the Kubernetes datastore `kddRefusal` decides. */
 export type KddAction = 'create' | 'apply' | 'replace' | 'delete';
 
 function id(kind: Kind, name: string, namespace?: string): string {

@@ -168,6 +168,7 @@ async function listAll(ds: Datastore, node: string, kind: Kind): Promise<Obj[]> 
   }
 }
 
+/** How `deleteNode` deletes. */
 export interface NodeDeletionOptions {
   /** Delete only if the Node is still at this revision (checked before any clean-up). */
   resourceVersion?: string;
@@ -190,7 +191,7 @@ export async function deleteNode(ds: Datastore, name: string, opts: NodeDeletion
     if (!isDatastoreError(e, 'not-found')) throw describeError(e, 'Node', name);
   }
   if (node && rv && str(obj(node.metadata).resourceVersion) !== rv) {
-    throw new CtlError('failed', `update conflict: ${identifier('Node', name)}`);
+    throw new CtlError('conflict', `update conflict: ${identifier('Node', name)}`);
   }
 
   const [workloadEndpoints, bgpPeers, hostEndpoints] = [

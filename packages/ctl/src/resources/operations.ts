@@ -53,8 +53,8 @@ export function describeError(e: unknown, kind: Kind, name: string, namespace?: 
   if (e instanceof DatastoreError) {
     const map: Record<string, [CtlErrorCode, string]> = {
       'not-found': ['not-found', `resource does not exist: ${id} with error: <nil>`],
-      'already-exists': ['failed', `resource already exists: ${id}`],
-      conflict: ['failed', `update conflict: ${id}`],
+      'already-exists': ['already-exists', `resource already exists: ${id}`],
+      conflict: ['conflict', `update conflict: ${id}`],
     };
     const hit = map[e.code];
     if (hit) return new CtlError(hit[0], hit[1], { cause: e });
@@ -99,6 +99,33 @@ export function mergeForUpdate(stored: Obj, next: Obj): Obj {
   return { ...next, metadata: meta };
 }
 
+/**
+ * Stored metadata with the labels and annotations of `next` as given, so one left out is removed:
+ * what a patch (`calicoctl patch`) and a Kubernetes update mean. Identity and server-owned fields
+ * (uid, creationTimestamp, resourceVersion) stay the stored ones.
+ */
+export function replaceForUpdate(stored: Obj, next: Obj): Obj {
+  const out = mergeForUpdate(stored, next);
+  const meta = out.metadata as Obj;
+  const nm = metaOf(next);
+  for (const k of ['labels', 'annotations']) {
+    if (nm[k] !== undefined) meta[k] = nm[k];
+    else delete meta[k];
+  }
+  return out;
+}
+
+/** How an update treats the metadata it is given (see `updateResource`). */
+export interface UpdateOptions {
+  /** Leave a resource that would not change alone (no write; its revision stays). */
+  skipUnchanged: boolean;
+  /**
+   * `merge` (calicoctl's apply and replace): labels and annotations are merged over the stored
+   * ones. `replace` (a Kubernetes update): they are the given ones. Default `merge`.
+   */
+  metadata?: 'merge' | 'replace';
+}
+
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
     x !== null && typeof x === 'object' && !Array.isArray(x)
@@ -136,6 +163,11 @@ function describeCreateError(ds: Datastore, e: unknown, kind: Kind, r: Obj): Ctl
   return describeError(e, kind, nameOf(r), namespaceOf(kind, r));
 }
 
+/**
+ * Create a resource as `calicoctl create` does: only name, namespace, labels and annotations of its
+ * metadata are kept; on the Kubernetes datastore what it cannot hold is refused first. Throws a
+ * `CtlError` in upstream's words.
+ */
 export async function createResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
   refuseOnKdd(ds, 'create', kind, r);
   try {
@@ -150,13 +182,11 @@ async function getStored(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
   return (await ds.get(kind, nameOf(r), ns ? { namespace: ns } : {})) as unknown as Obj;
 }
 
-/** Update semantics of apply and replace; `skipUnchanged` leaves an identical resource alone. */
-export async function updateResource(
-  ds: Datastore,
-  kind: Kind,
-  r: Obj,
-  skipUnchanged: boolean,
-): Promise<Obj> {
+/**
+ * Update semantics of apply and replace: a given resourceVersion must be the stored one (else a
+ * `conflict`); without one, a concurrent change is retried.
+ */
+export async function updateResource(ds: Datastore, kind: Kind, r: Obj, opts: UpdateOptions): Promise<Obj> {
   refuseOnKdd(ds, 'replace', kind, r);
   const name = nameOf(r);
   const ns = namespaceOf(kind, r);
@@ -166,10 +196,10 @@ export async function updateResource(
       const stored = await getStored(ds, kind, r);
       const storedRv = metaOf(stored).resourceVersion;
       if (typeof rv === 'string' && rv !== '' && rv !== storedRv) {
-        throw new CtlError('failed', `update conflict: ${identifier(kind, name, ns)}`);
+        throw new CtlError('conflict', `update conflict: ${identifier(kind, name, ns)}`);
       }
-      const merged = mergeForUpdate(stored, r);
-      if (skipUnchanged && sameStoredContent(stored, merged)) return stored;
+      const merged = opts.metadata === 'replace' ? replaceForUpdate(stored, r) : mergeForUpdate(stored, r);
+      if (opts.skipUnchanged && sameStoredContent(stored, merged)) return stored;
       try {
         return (await ds.update(asResource(merged))) as unknown as Obj;
       } catch (e) {
@@ -182,6 +212,7 @@ export async function updateResource(
   }
 }
 
+/** Create the resource, or update the one there as `calicoctl apply` does (see `updateResource`). */
 export async function applyResource(ds: Datastore, kind: Kind, r: Obj): Promise<Obj> {
   refuseOnKdd(ds, 'apply', kind, r);
   const name = nameOf(r);
@@ -201,7 +232,7 @@ export async function applyResource(ds: Datastore, kind: Kind, r: Obj): Promise<
       if (!isDatastoreError(e2, 'already-exists')) throw describeCreateError(ds, e2, kind, fresh);
     }
   }
-  return updateResource(ds, kind, r, true);
+  return updateResource(ds, kind, r, { skipUnchanged: true });
 }
 
 /** What deleting an IPPool needs besides the datastore (see `deleteIPPool`). */
@@ -242,6 +273,10 @@ async function deleteIPPool(ds: Datastore, r: Obj, pools: PoolDeletion): Promise
   }
 }
 
+/**
+ * Delete a resource (a given resourceVersion must be current); an IPPool, with `pools`, as upstream
+ * deletes it (see `deleteIPPool`). Throws a `CtlError` in upstream's words.
+ */
 export async function deleteResource(ds: Datastore, kind: Kind, r: Obj, pools?: PoolDeletion): Promise<Obj> {
   refuseOnKdd(ds, 'delete', kind, r);
   if (kind === 'IPPool' && pools) return deleteIPPool(ds, r, pools);
@@ -258,6 +293,7 @@ export async function deleteResource(ds: Datastore, kind: Kind, r: Obj, pools?: 
   }
 }
 
+/** The stored resource; a `CtlError` (`not-found`, …) in upstream's words. */
 export async function getResource(ds: Datastore, kind: Kind, name: string, namespace?: string): Promise<Obj> {
   try {
     return (await ds.get(kind, name, namespace ? { namespace } : {})) as unknown as Obj;
@@ -271,7 +307,12 @@ export async function listResources(
   ds: Datastore,
   kind: Kind,
   namespace?: string,
-): Promise<{ items: Obj[]; revision: string }> {
+): Promise<{
+  /** The resources, in upstream's order. */
+  items: Obj[];
+  /** The store revision of the list. */
+  revision: string;
+}> {
   try {
     const list = await ds.list(kind, namespace ? { namespace } : {});
     const items = list.items as unknown as Obj[];

@@ -27,23 +27,32 @@ import { K8S_NETWORK_POLICY_PREFIX } from '../kinds.js';
 import type { Obj } from '../output/columns.js';
 import type { SourceDocument } from './read-documents.js';
 
+/** What a command does with the resources it prepares; decides which checks apply. */
 export type ResourceAction = 'create' | 'apply' | 'replace' | 'delete' | 'get' | 'validate';
 
+/** A resource that passed every check, ready to be written. */
 export interface PreparedResource {
+  /** Its kind. */
   kind: Kind;
+  /** The document, with field names in their canonical spelling. */
   resource: Obj;
   /** `document 2 of pools.yaml`. */
   origin: string;
 }
 
+/** What is wrong with one document. */
 export interface Problem {
+  /** `document 2 of pools.yaml`. */
   origin: string;
   /** `IPPool "pool-a"`, or the kind alone when the document has no name. */
   subject: string;
+  /** Every broken rule. */
   errors: FieldError[];
 }
 
+/** What `prepareDocuments` prepares for. */
 export interface PrepareOptions {
+  /** The command's action. */
   action: ResourceAction;
   /** `-n`: the namespace for namespaced documents that name none. */
   namespace?: string;
@@ -51,8 +60,11 @@ export interface PrepareOptions {
   allNamespaces?: boolean;
 }
 
+/** The result of `prepareDocuments`: the good resources and every problem. */
 export interface Prepared {
+  /** The resources that passed, in document order. */
   resources: PreparedResource[];
+  /** What is wrong, document by document; nothing is written when there is any. */
   problems: Problem[];
   /** Informational lines for stderr (v1 conversions). */
   notes: string[];
@@ -142,6 +154,10 @@ function expand(d: SourceDocument, notes: string[], problems: Problem[]): unknow
   }
 }
 
+/**
+ * Every document's checks and validation for `opts.action` (see the top of this file), before
+ * anything is written.
+ */
 export function prepareDocuments(docs: readonly SourceDocument[], opts: PrepareOptions): Prepared {
   const out: Prepared = { resources: [], problems: [], notes: [] };
   const full =

@@ -7,11 +7,13 @@ import { ApiError, decodeDocuments, emptyDocuments } from '@calico-ts/api';
 import { CtlError } from '../errors.js';
 import type { CommandIO } from '../io.js';
 
+/** One decoded document and where it came from. */
 export interface SourceDocument {
   /** Where it came from: a path, or `stdin`. */
   source: string;
   /** 1-based position among the documents of its source. */
   index: number;
+  /** The decoded document. */
   doc: unknown;
 }
 

@@ -5,8 +5,11 @@
  * binary scripts/setup.sh builds, etcd, openssl and kubectl.
  */
 import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findKubectl, type KubeApiServer, missingKubePrerequisites, startKubeApiServer } from './index.js';
 
@@ -124,6 +127,31 @@ describe.skipIf(missing.length > 0)('kube-apiserver test server', () => {
     // Stored and never scheduled: there is no scheduler and no node.
     expect(pod.status.phase).toBe('Pending');
     expect(pod.spec.nodeName).toBeUndefined();
+  });
+
+  it('publishes the aggregation layer for extension API servers: the front-proxy CA, its allowed name and headers', async () => {
+    const cm = JSON.parse(
+      await kubectl(
+        'get',
+        'configmap',
+        'extension-apiserver-authentication',
+        '-n',
+        'kube-system',
+        '-o',
+        'json',
+      ),
+    ) as { data: Record<string, string> };
+    const frontProxyCa = await readFile(join(server.dir, 'front-proxy-ca.pem'), 'utf8');
+    expect(cm.data['requestheader-client-ca-file']?.trim()).toBe(frontProxyCa.trim());
+    expect(cm.data['client-ca-file']?.trim()).toBe(server.caPem.trim());
+    expect(JSON.parse(cm.data['requestheader-allowed-names']!)).toEqual(['front-proxy-client']);
+    expect(JSON.parse(cm.data['requestheader-username-headers']!)).toEqual(['X-Remote-User']);
+    expect(JSON.parse(cm.data['requestheader-group-headers']!)).toEqual(['X-Remote-Group']);
+    expect(JSON.parse(cm.data['requestheader-extra-headers-prefix']!)).toEqual(['X-Remote-Extra-']);
+    // The certificate it proxies with: issued by that CA, for the allowed name.
+    const client = new X509Certificate(await readFile(join(server.dir, 'front-proxy-client.pem')));
+    expect(client.subject).toBe('CN=front-proxy-client');
+    expect(client.verify(new X509Certificate(frontProxyCa).publicKey)).toBe(true);
   });
 
   it('stop() leaves no process and no temp dir behind, and is idempotent', async () => {

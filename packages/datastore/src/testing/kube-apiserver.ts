@@ -393,8 +393,9 @@ export interface KubeApiServerArgsOptions {
 /**
  * kube-apiserver's arguments: TLS from `makeKubeCertificates`' files, client-certificate
  * authentication, Node+RBAC authorization, service accounts signed with its key, services in a
- * range inside 198.18.0.0/15, and no ServiceAccount admission (nothing makes `default` accounts)
- * unless `serviceAccountAdmission`.
+ * range inside 198.18.0.0/15, the aggregation layer (front-proxy certificate, X-Remote-* headers,
+ * routing to endpoint addresses), and no ServiceAccount admission (nothing makes `default`
+ * accounts) unless `serviceAccountAdmission`.
  */
 export function kubeApiServerArgs(o: KubeApiServerArgsOptions): string[] {
   const p = (name: string) => join(o.dir, name);
@@ -412,6 +413,17 @@ export function kubeApiServerArgs(o: KubeApiServerArgsOptions): string[] {
     `--service-account-key-file=${p('sa.pub')}`,
     `--service-account-signing-key-file=${p('sa-key.pem')}`,
     `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+    // The aggregation layer: requests for an APIService's group are proxied with the front-proxy
+    // client certificate and the user in X-Remote-* headers, straight to the Service's endpoint
+    // addresses (no kube-proxy needs to run beside the API server).
+    `--requestheader-client-ca-file=${p('front-proxy-ca.pem')}`,
+    '--requestheader-allowed-names=front-proxy-client',
+    '--requestheader-username-headers=X-Remote-User',
+    '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    `--proxy-client-cert-file=${p('front-proxy-client.pem')}`,
+    `--proxy-client-key-file=${p('front-proxy-client-key.pem')}`,
+    '--enable-aggregator-routing=true',
     // With no controller-manager no `default` ServiceAccount is ever made, and this plugin would
     // reject every pod that names none.
     ...(o.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
@@ -425,7 +437,9 @@ export function kubeApiServerArgs(o: KubeApiServerArgsOptions): string[] {
 /**
  * With openssl into `dir`: a CA; a serving certificate for 127.0.0.1, localhost, the in-cluster
  * `kubernetes` service names and `serverIPs`; an admin client certificate in group system:masters;
- * and the service-account signing key pair. EC P-256 throughout, so it takes milliseconds.
+ * the service-account signing key pair; and for the aggregation layer a front-proxy CA
+ * (`front-proxy-ca.pem`) with the client certificate kube-apiserver proxies with
+ * (`front-proxy-client.pem`, CN=front-proxy-client). EC P-256 throughout, so it takes milliseconds.
  */
 export async function makeKubeCertificates(
   dir: string,
@@ -439,7 +453,16 @@ export async function makeKubeCertificates(
   };
   const newKey = (file: string) =>
     openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', p(file));
-  await Promise.all(['ca-key.pem', 'server-key.pem', 'admin-key.pem', 'sa-key.pem'].map(newKey));
+  await Promise.all(
+    [
+      'ca-key.pem',
+      'server-key.pem',
+      'admin-key.pem',
+      'sa-key.pem',
+      'front-proxy-ca-key.pem',
+      'front-proxy-client-key.pem',
+    ].map(newKey),
+  );
   const serverNames = [
     ...(options.serverIPs ?? []).filter((ip) => ip !== '127.0.0.1').map((ip) => `IP:${ip}`),
     'IP:127.0.0.1',
@@ -464,16 +487,41 @@ export async function makeKubeCertificates(
       '-out',
       p('ca.pem'),
     ),
+    // The aggregation layer's own CA: it signs only the certificate kube-apiserver presents when
+    // it proxies a request to an extension API server (with the user in X-Remote-* headers).
+    openssl(
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      p('front-proxy-ca-key.pem'),
+      '-subj',
+      '/CN=calico-ts test front-proxy CA',
+      '-days',
+      days,
+      '-out',
+      p('front-proxy-ca.pem'),
+    ),
     openssl('pkey', '-in', p('sa-key.pem'), '-pubout', '-out', p('sa.pub')),
     writeFile(
       p('server.ext'),
       `subjectAltName=${serverNames.join(',')}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
     ),
-    writeFile(p('admin.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n'),
+    writeFile(p('client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n'),
   ]);
-  const subjects = { server: '/CN=kube-apiserver', admin: '/O=system:masters/CN=calico-ts-admin' };
+  const issued = [
+    { who: 'server', subject: '/CN=kube-apiserver', ca: 'ca', ext: 'server', serial: '1' },
+    { who: 'admin', subject: '/O=system:masters/CN=calico-ts-admin', ca: 'ca', ext: 'client', serial: '2' },
+    {
+      who: 'front-proxy-client',
+      subject: '/CN=front-proxy-client',
+      ca: 'front-proxy-ca',
+      ext: 'client',
+      serial: '1',
+    },
+  ];
   await Promise.all(
-    Object.entries(subjects).map(async ([who, subject]) => {
+    issued.map(async ({ who, subject, ca, ext, serial }) => {
       await openssl('req', '-new', '-key', p(`${who}-key.pem`), '-subj', subject, '-out', p(`${who}.csr`));
       await openssl(
         'x509',
@@ -481,15 +529,15 @@ export async function makeKubeCertificates(
         '-in',
         p(`${who}.csr`),
         '-CA',
-        p('ca.pem'),
+        p(`${ca}.pem`),
         '-CAkey',
-        p('ca-key.pem'),
+        p(`${ca}-key.pem`),
         '-set_serial',
-        who === 'server' ? '1' : '2',
+        serial,
         '-days',
         days,
         '-extfile',
-        p(`${who}.ext`),
+        p(`${ext}.ext`),
         '-out',
         p(`${who}.pem`),
       );
