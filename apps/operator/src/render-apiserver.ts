@@ -5,8 +5,8 @@
  *
  *   ServiceAccount calico-apiserver
  *   ClusterRole calico-crds + binding calico-apiserver-access-calico-crds: the crd.projectcalico.org
- *     objects it stores through, and the reads calicoctl's checks make (namespaces, nodes, pods,
- *     service accounts, Kubernetes NetworkPolicies)
+ *     objects it stores through, the reads calicoctl's checks make (namespaces, service accounts,
+ *     Kubernetes NetworkPolicies), and Pods and Nodes (WorkloadEndpoint and Node are served)
  *   ClusterRoleBinding calico-apiserver-delegate-auth → system:auth-delegator (TokenReview,
  *     SubjectAccessReview: the main API server decides who may do what)
  *   RoleBinding kube-system/calico-apiserver-auth-reader → extension-apiserver-authentication-reader
@@ -67,13 +67,17 @@ export function renderApiServer(cfg: ResolvedInstallation, facts: ApiServerFacts
       apiVersion: `${RBAC}/v1`,
       kind: 'ClusterRole',
       metadata: { name: 'calico-crds' },
+      // calico-apiserver's own list (apps/apiserver/src/rbac.ts): Node and WorkloadEndpoint are
+      // served too, and are written as the Kubernetes Node and Pod on this datastore.
       rules: [
         {
-          apiGroups: ['', 'networking.k8s.io'],
-          resources: ['namespaces', 'nodes', 'pods', 'serviceaccounts', 'networkpolicies'],
-          verbs: READ,
+          apiGroups: ['crd.projectcalico.org'],
+          resources: ['*'],
+          verbs: [...READ, 'create', 'update', 'patch', 'delete', 'deletecollection'],
         },
-        { apiGroups: ['crd.projectcalico.org'], resources: ['*'], verbs: ['*'] },
+        { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: READ },
+        { apiGroups: [''], resources: ['pods', 'nodes'], verbs: [...READ, 'update', 'patch'] },
+        { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: READ },
       ],
     },
     {
