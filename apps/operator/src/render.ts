@@ -32,8 +32,8 @@ import { NODE_SECRET, TYPHA_CN } from './certs.js';
 import { componentImage } from './images.js';
 import type { ResolvedInstallation, ResolvedPool } from './installation.js';
 import { CALICO_NAMESPACE, clone, type KubeObject, markManaged } from './kube-object.js';
-import { type ApiServerFacts, renderApiServer } from './render-apiserver.js';
 import { policyOnly } from './provider.js';
+import { type ApiServerFacts, renderApiServer } from './render-apiserver.js';
 import {
   clusterType,
   cniBinDir,
