@@ -189,10 +189,10 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
     expect(table).toMatch(/^ippools\s+True\s+False\s+False\s+\S+/m);
   });
 
-  it('carries an encapsulation edit of the Installation into the pool it made', async () => {
-    const spec = (await json('get', 'installation', 'default')).spec;
-    const pools = structuredClone(spec.calicoNetwork.ipPools);
-    pools[0].encapsulation = 'VXLAN';
+  /** Sets the Installation's pool encapsulation (`kubectl patch`) and runs one reconcile. */
+  async function setPoolEncapsulation(encapsulation: string): Promise<void> {
+    const pools = structuredClone((await json('get', 'installation', 'default')).spec.calicoNetwork.ipPools);
+    pools[0].encapsulation = encapsulation;
     await kubectl(
       'patch',
       'installation',
@@ -202,18 +202,13 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
       JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
     );
     await reconciler.tick();
+  }
+
+  it('carries an encapsulation edit of the Installation into the pool it made', async () => {
+    await setPoolEncapsulation('VXLAN');
     const pool = await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool');
     expect(pool.spec).toMatchObject({ cidr: '198.19.0.0/16', vxlanMode: 'Always', ipipMode: 'Never' });
-    pools[0].encapsulation = 'VXLANCrossSubnet';
-    await kubectl(
-      'patch',
-      'installation',
-      'default',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
-    );
-    await reconciler.tick();
+    await setPoolEncapsulation('VXLANCrossSubnet');
     expect((await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool')).spec.vxlanMode).toBe(
       'CrossSubnet',
     );
@@ -233,30 +228,12 @@ describe.skipIf(missing.length > 0)('operator on a real API server', () => {
       false,
     );
     // Nor does a later Installation edit overwrite the user's pool.
-    const pools = structuredClone((await json('get', 'installation', 'default')).spec.calicoNetwork.ipPools);
-    pools[0].encapsulation = 'VXLAN';
-    await kubectl(
-      'patch',
-      'installation',
-      'default',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
-    );
-    await reconciler.tick();
+    await setPoolEncapsulation('VXLAN');
     expect((await json('get', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool')).spec).toMatchObject({
       natOutgoing: false,
       vxlanMode: 'CrossSubnet',
     });
-    pools[0].encapsulation = 'VXLANCrossSubnet';
-    await kubectl(
-      'patch',
-      'installation',
-      'default',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { calicoNetwork: { ipPools: pools } } }),
-    );
+    await setPoolEncapsulation('VXLANCrossSubnet');
   });
 
   it('rolls an MTU change into the DaemonSet', async () => {
