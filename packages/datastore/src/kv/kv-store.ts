@@ -64,6 +64,11 @@ export interface KVWrite {
   modRevision?: string;
 }
 
+export interface KVDeleteOptions {
+  /** Whether the returned KV must carry the deleted value. Default true. */
+  readonly value?: boolean;
+}
+
 export interface KVStore {
   get(key: string): Promise<KV | undefined>;
   /** Every key with this prefix, sorted by key. */
@@ -86,8 +91,12 @@ export interface KVStore {
   writeAll(writes: readonly KVWrite[]): Promise<KV[]>;
   /** Unconditional put (create or overwrite). */
   put(key: string, value: string): Promise<KV>;
-  /** Delete, iff `modRevision` matches when given. Returns the deleted KV. */
-  delete(key: string, modRevision?: string): Promise<KV>;
+  /**
+   * Delete, iff `modRevision` matches when given. Returns the deleted KV; with
+   * `{ value: false }` its `value` may be `''` (a caller that only needs the record gone saves a
+   * store without transactions, Kubernetes, the read of it).
+   */
+  delete(key: string, modRevision?: string, options?: KVDeleteOptions): Promise<KV>;
   /** Watch a prefix. The iterator ends when `signal` aborts or `close()` is called. */
   watch(prefix: string, options?: KVWatchOptions): AsyncIterable<KVWatchMessage>;
   /** Current store revision. */
