@@ -205,8 +205,30 @@ export async function assignFromBlock(
   env: AssignEnv,
   affinityCheck: boolean,
 ): Promise<AssignedIP[]> {
+  const cidrText = start.value.cidr;
+  // In turn with this process's other writers of the block: each starts from the version the one
+  // before it wrote, which the IPAM cache holds, instead of the one it was handed.
+  return ctx.store.blockTurns.turn(cidrText, () => {
+    const newest = ctx.store.cache.block(cidrText);
+    const from = newest && BigInt(newest.revision) > BigInt(start.revision) ? newest : start;
+    return assignInTurn(ctx, from, num, req, env, affinityCheck);
+  });
+}
+
+async function assignInTurn(
+  ctx: ClientContext,
+  start: Versioned<AllocationBlock>,
+  num: number,
+  req: FamilyRequest,
+  env: AssignEnv,
+  affinityCheck: boolean,
+): Promise<AssignedIP[]> {
   let current: Versioned<AllocationBlock> | undefined = start;
   const cidrText = start.value.cidr;
+  // The handle is taken to be new (a pod's own) until a write says otherwise: a create that
+  // finds it exists, or a write that finds it gone. A lost race on the block alone leaves it new
+  // (the transaction took the created handle back), so that retry reads the block only.
+  let readHandle = false;
   return withRetries(
     `assigning from block ${cidrText}`,
     ctx.retry,
@@ -222,15 +244,21 @@ export async function assignFromBlock(
       }
       const r = autoAssignInBlock(b, num, req.handleId, req.secondary, env.reserved);
       if (r.ordinals.length === 0) return [];
-      // The handle's count and the block's allocation in one transaction. The first try takes the
-      // handle to be new (a pod's own); when it is not, or the block moved on, the retry reads both.
-      const handle = attempt === 0 ? undefined : await ctx.store.getHandle(req.handleId);
-      await ctx.store.writeHandleAndBlock(
-        { ...incrementHandle(handle?.value, cidrText, r.ordinals.length), handleId: req.handleId },
-        handle?.revision,
-        bumpSequence(r.block),
-        current.revision,
-      );
+      // The handle's count and the block's allocation in one transaction.
+      const handle = readHandle ? await ctx.store.getHandle(req.handleId) : undefined;
+      try {
+        await ctx.store.writeHandleAndBlock(
+          { ...incrementHandle(handle?.value, cidrText, r.ordinals.length), handleId: req.handleId },
+          handle?.revision,
+          bumpSequence(r.block),
+          current.revision,
+        );
+      } catch (e) {
+        // Which record lost is told by the code: a create fails `already-exists`, a vanished
+        // record `not-found`; `conflict` is the block, unless the handle was updated too.
+        if (isAlreadyExists(e) || isNotFound(e) || handle) readHandle = true;
+        throw e;
+      }
       const cidr = blockCidrOf(b);
       return r.ordinals.map((o) => assigned(ordinalToIp(cidr, o), cidr));
     },

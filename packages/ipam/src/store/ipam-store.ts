@@ -55,12 +55,18 @@ import {
   deriveAssignEnv,
   type EnvRead,
 } from './assign-env.js';
+import { BlockTurns } from './block-turns.js';
 import { IpamCache } from './ipam-cache.js';
+
+/** What every delete here asks of the store: the record gone, its old value never read. */
+const NO_VALUE = { value: false } as const;
 
 /** The IPAM records over one KVStore, with compare-and-swap, and the IPAM cache they feed. */
 export class IpamStore {
   /** What this store has read and written, kept for the allocator (ipam-cache.ts). */
   readonly cache = new IpamCache();
+  /** One writer of a block at a time among this store's users (block-turns.ts). */
+  readonly blockTurns = new BlockTurns();
 
   constructor(private readonly store: KVStore) {}
 
@@ -134,7 +140,7 @@ export class IpamStore {
   /** Deletes a block (compare-and-swap on `revision` when given). */
   async deleteBlock(cidr: string, revision?: string): Promise<void> {
     this.cache.forgetBlock(cidr);
-    await this.store.delete(blockKey(cidr), revision).catch(named(`block ${cidr}`));
+    await this.store.delete(blockKey(cidr), revision, NO_VALUE).catch(named(`block ${cidr}`));
   }
 
   // Affinities
@@ -210,7 +216,9 @@ export class IpamStore {
     type: AffinityType = 'host',
   ): Promise<void> {
     const key = affinityKey(host, cidr, type);
-    const prev = await this.store.delete(key, revision).catch(named(`affinity of ${host} for ${cidr}`));
+    const prev = await this.store
+      .delete(key, revision, NO_VALUE)
+      .catch(named(`affinity of ${host} for ${cidr}`));
     this.cache.noteDelete(key, prev.modRevision);
   }
 
@@ -279,7 +287,7 @@ export class IpamStore {
 
   /** Deletes a handle (compare-and-swap on `revision` when given). */
   async deleteHandle(handleId: string, revision?: string): Promise<void> {
-    await this.store.delete(handleKey(handleId), revision).catch(named(`handle ${handleId}`));
+    await this.store.delete(handleKey(handleId), revision, NO_VALUE).catch(named(`handle ${handleId}`));
   }
 
   // The assignment environment
@@ -345,7 +353,7 @@ export class IpamStore {
 
   /** Deletes the IPAM config (compare-and-swap on `revision` when given). */
   async deleteConfig(revision?: string): Promise<void> {
-    await this.store.delete(IPAM_CONFIG_KEY, revision).catch(named('IPAM config'));
+    await this.store.delete(IPAM_CONFIG_KEY, revision, NO_VALUE).catch(named('IPAM config'));
   }
 }
 
