@@ -125,8 +125,31 @@ export class KubeHttp {
     body?: unknown,
     options: KubeRequestOptions = {},
   ): Promise<T> {
+    const bytes = await this.requestBytes(method, path, body, options);
+    try {
+      return decodeWireJson(bytes, options.exact ?? true) as T;
+    } catch (e) {
+      throw new DatastoreError(
+        'unavailable',
+        `${method} ${path}: the answer is not JSON: ${(e as Error).message}`,
+        {
+          cause: e,
+        },
+      );
+    }
+  }
+
+  /**
+   * One JSON request; resolves the answer's bytes undecoded (for a caller that decodes them its
+   * own way, or later), throws a classified `DatastoreError` as `request` does.
+   */
+  async requestBytes(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    options: Pick<KubeRequestOptions, 'contentType'> = {},
+  ): Promise<Buffer> {
     const what = `${method} ${path}`;
-    const exact = options.exact ?? true;
     const opts = await this.#options(
       method,
       path,
@@ -134,7 +157,7 @@ export class KubeHttp {
     );
     const payload = body === undefined ? undefined : Buffer.from(goJson(body), 'utf8');
     if (payload) (opts.headers as Record<string, string>)['Content-Length'] = String(payload.length);
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<Buffer>((resolve, reject) => {
       const req = httpsRequest(opts, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -143,20 +166,19 @@ export class KubeHttp {
         );
         res.on('end', () => {
           const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-          let decoded: unknown;
-          try {
-            decoded = decodeWireJson(bytes, exact);
-          } catch {
-            decoded = undefined;
-          }
           const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) resolve(decoded as T);
-          else {
-            const st = (decoded as KubeStatus | undefined) ?? {
-              message: bytes.toString('utf8', 0, 200) || `HTTP ${status}`,
-            };
-            reject(classifyStatus(status, st, what));
+          if (status >= 200 && status < 300) {
+            resolve(bytes);
+            return;
           }
+          let st: KubeStatus | undefined;
+          try {
+            st = decodeWireJson(bytes, false) as KubeStatus | undefined;
+          } catch {
+            st = undefined;
+          }
+          st ??= { message: bytes.toString('utf8', 0, 200) || `HTTP ${status}` };
+          reject(classifyStatus(status, st, what));
         });
       });
       answerDeadline(req, this.#answerTimeoutMs);

@@ -83,8 +83,11 @@ export interface Collection {
   locate(key: string): { readonly name: string; readonly namespace?: string } | undefined;
   /** An object as a key and its etcd-style value as parsed JSON data (`goJson(data)` is the text); undefined for an object that has no key. */
   toKV(obj: Obj, ctx?: MappingContext): { readonly key: string; readonly data: object } | undefined;
-  /** The object to write for a key and value (without resourceVersion). */
-  toObject(key: string, value: string): Obj;
+  /**
+   * The object to write for a key and value (without resourceVersion); from `data` instead of
+   * parsing `value` when the writer gave it (`KVStore.create`).
+   */
+  toObject(key: string, value: string, data?: unknown): Obj;
   /** `merge` collections: the Kubernetes object with the record written into it. */
   merge?(current: Obj, key: string, value: string): Obj;
   /** `merge` collections: the Kubernetes object with the record taken out (a delete). */
@@ -93,12 +96,14 @@ export interface Collection {
 
 const CRD_BASE = `/apis/${CRD_GROUP}/${CRD_VERSION}`;
 
-function parseObj(value: string, key: string): Obj {
-  let o: unknown;
-  try {
-    o = parseJsonExact(value);
-  } catch (e) {
-    throw new DatastoreError('invalid', `value for ${key} is not JSON: ${(e as Error).message}`);
+function parseObj(value: string, key: string, data?: unknown): Obj {
+  let o: unknown = data;
+  if (o === undefined) {
+    try {
+      o = parseJsonExact(value);
+    } catch (e) {
+      throw new DatastoreError('invalid', `value for ${key} is not JSON: ${(e as Error).message}`);
+    }
   }
   if (typeof o !== 'object' || o === null || Array.isArray(o)) {
     throw new DatastoreError('invalid', `value for ${key} is not a JSON object`);
@@ -219,10 +224,10 @@ function resourceCollection(kind: Kind): Collection {
       const key = info.namespaced ? `${keyPrefix}${namespace}/${name}` : `${keyPrefix}${name}`;
       return { key, data: out };
     },
-    toObject(key, value) {
+    toObject(key, value, data) {
       const loc = this.locate(key);
       if (!loc) throw new DatastoreError('invalid', `${key} is not a ${kind} key`);
-      const o = parseObj(value, key);
+      const o = parseObj(value, key, data);
       const m = meta(o);
       const annotations: Record<string, string> = { ...((m.annotations as Record<string, string>) ?? {}) };
       const policyName = isPolicy ? policyNameOf(annotations[METADATA_ANNOTATION]) : undefined;
@@ -284,8 +289,8 @@ const blockCollection: Collection = {
     out.deleted = s.deleted === true;
     return { key: `${BLOCK_ROOT}ipv${c.family}/block/${c.text.replace('/', '-')}`, data: out };
   },
-  toObject(key, value) {
-    const o = parseObj(value, key);
+  toObject(key, value, data) {
+    const o = parseObj(value, key, data);
     const c = canonicalCidr(o.cidr, `block ${key} cidr`);
     const spec: Obj = { cidr: c.text };
     if (o.affinity !== null && o.affinity !== undefined) spec.affinity = o.affinity;
@@ -345,11 +350,11 @@ function affinityCollection(type: 'host' | 'virtual'): Collection {
         data: value,
       };
     },
-    toObject(key, value) {
+    toObject(key, value, data) {
       const m = AFFINITY_KEY_RE.exec(key);
       if (!m) throw new DatastoreError('invalid', `${key} is not a block affinity key`);
       const cidr = canonicalCidr(`${m[4]}/${m[5]}`, `affinity ${key}`).text;
-      const o = value === '' ? {} : parseObj(value, key);
+      const o = value === '' ? {} : parseObj(value, key, data);
       return {
         apiVersion: CRD_API_VERSION,
         kind: 'BlockAffinity',
@@ -385,8 +390,8 @@ const handleCollection: Collection = {
       data: { block: s.block ?? {}, deleted: s.deleted === true },
     };
   },
-  toObject(key, value) {
-    const o = parseObj(value, key);
+  toObject(key, value, data) {
+    const o = parseObj(value, key, data);
     const id = key.slice(HANDLE_ROOT.length);
     return {
       apiVersion: CRD_API_VERSION,
@@ -417,8 +422,8 @@ const configCollection: Collection = {
       out.kubeVirtVMAddressPersistence = s.kubeVirtVMAddressPersistence;
     return { key: CONFIG_KEY, data: out };
   },
-  toObject(key, value) {
-    const o = parseObj(value, key);
+  toObject(key, value, data) {
+    const o = parseObj(value, key, data);
     const spec: Obj = {
       strictAffinity: o.strict_affinity === true,
       autoAllocateBlocks: o.auto_allocate_blocks === true,

@@ -60,6 +60,8 @@ export interface KVRead {
 export interface KVWrite {
   key: string;
   value: string;
+  /** `value` as data, when the writer has it (see `KVStore.create`). */
+  data?: unknown;
   /** The key's current modRevision (compare-and-swap); absent: the key must not exist (create). */
   modRevision?: string;
 }
@@ -73,10 +75,18 @@ export interface KVStore {
   get(key: string): Promise<KV | undefined>;
   /** Every key with this prefix, sorted by key. */
   list(prefix: string): Promise<KVList>;
-  /** Create; fails `already-exists` if the key is present. */
-  create(key: string, value: string): Promise<KV>;
-  /** Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if absent. */
-  update(key: string, value: string, modRevision: string): Promise<KV>;
+  /**
+   * Create; fails `already-exists` if the key is present. `data`, when the writer has it, is the
+   * value as data (`goJson(data)` writes what `value` holds, e.g. `blockData` beside
+   * `encodeBlock`): a store that builds objects from values (Kubernetes) takes it instead of
+   * parsing `value` back. Others ignore it.
+   */
+  create(key: string, value: string, data?: unknown): Promise<KV>;
+  /**
+   * Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if
+   * absent. `data` as for `create`.
+   */
+  update(key: string, value: string, modRevision: string, data?: unknown): Promise<KV>;
   /**
    * Several gets and lists as one request, all at one revision (an etcd Txn of ranges). Each
    * result is the matching KVs sorted by key: none or one for a key, any number for a prefix.

@@ -28,6 +28,7 @@ import {
 import {
   affinityKey,
   affinityPrefix,
+  blockData,
   blockKey,
   blockPrefix,
   checkKeySegment,
@@ -117,7 +118,7 @@ export class IpamStore {
   /** Creates a block; fails `already-exists` if one is there. */
   async createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>> {
     const kv = await this.store
-      .create(blockKey(block.cidr), encodeBlock(block))
+      .create(blockKey(block.cidr), encodeBlock(block), blockData(block))
       .catch(named(`block ${block.cidr}`));
     const b = { value: decodeBlock(kv), revision: kv.modRevision };
     this.cache.noteBlock(block.cidr, b);
@@ -127,7 +128,7 @@ export class IpamStore {
   /** Resolves the block as written (not decoded again: decoding a block costs more than its write). */
   async updateBlock(block: AllocationBlock, revision: string): Promise<Versioned<AllocationBlock>> {
     const kv = await this.store
-      .update(blockKey(block.cidr), encodeBlock(block), revision)
+      .update(blockKey(block.cidr), encodeBlock(block), revision, blockData(block))
       .catch((e: unknown) => {
         this.cache.forgetBlock(block.cidr);
         return named(`block ${block.cidr}`)(e);
@@ -274,7 +275,12 @@ export class IpamStore {
           value: encodeHandle(handle),
           ...(handleRevision !== undefined ? { modRevision: handleRevision } : {}),
         },
-        { key: blockKey(block.cidr), value: encodeBlock(block), modRevision: blockRevision },
+        {
+          key: blockKey(block.cidr),
+          value: encodeBlock(block),
+          data: blockData(block),
+          modRevision: blockRevision,
+        },
       ])
       .catch((e: unknown) => {
         this.cache.forgetBlock(block.cidr);
