@@ -144,6 +144,8 @@ export async function assignFamily(
   const maxBlocks = effectiveMaxBlocks(req.maxBlocksPerHost, env.config.maxBlocksPerHost);
   const remainingAffine = [...affine];
   let fruitless = 0;
+  // Affine blocks this request gave up once after losing a race for them (see below).
+  const deferred = new Set<string>();
 
   while (out.length < req.num) {
     const found = await findOrClaimBlock(
@@ -163,14 +165,31 @@ export async function assignFamily(
       );
     }
     if (found.newlyClaimed) owned++;
-    const got = await assignFromBlock(
+    // Contention is spread over the host's blocks: a request that loses the race for one block
+    // while another affine block may have room goes there, and comes back to this one only when
+    // the others are used up, instead of queueing on it with every other writer of the host.
+    const text = found.block.value.cidr;
+    const elsewhere =
+      !found.newlyClaimed &&
+      !deferred.has(text) &&
+      remainingAffine.some((c) => {
+        const known = ctx.store.cache.block(formatCidr(c));
+        return !known || countFree(known.value, env.reserved) > 0;
+      });
+    const got = await assignFromBlockOrYield(
       ctx,
       found.block,
       req.num - out.length,
       req,
       env,
       env.config.strictAffinity,
+      elsewhere,
     );
+    if (got === CONTENDED) {
+      deferred.add(text);
+      remainingAffine.push(blockCidrOf(found.block.value));
+      continue;
+    }
     out.push(...got);
     if (got.length === 0 && ++fruitless >= ctx.retry.maxRetries) {
       throw new IpamError(
@@ -196,6 +215,9 @@ export async function assignFamily(
   }
 }
 
+/** `assignFromBlockOrYield`'s answer when it gave the block up after a lost race. */
+const CONTENDED = Symbol('contended');
+
 /** Take up to `num` addresses from one block (CAS, re-reading on conflict). */
 export async function assignFromBlock(
   ctx: ClientContext,
@@ -205,13 +227,29 @@ export async function assignFromBlock(
   env: AssignEnv,
   affinityCheck: boolean,
 ): Promise<AssignedIP[]> {
+  return (await assignFromBlockOrYield(ctx, start, num, req, env, affinityCheck, false)) as AssignedIP[];
+}
+
+/**
+ * `assignFromBlock`; with `yieldOnLoss`, a first write that loses the block to another writer
+ * answers `CONTENDED` (nothing written) instead of reading the block and trying again.
+ */
+async function assignFromBlockOrYield(
+  ctx: ClientContext,
+  start: Versioned<AllocationBlock>,
+  num: number,
+  req: FamilyRequest,
+  env: AssignEnv,
+  affinityCheck: boolean,
+  yieldOnLoss: boolean,
+): Promise<AssignedIP[] | typeof CONTENDED> {
   const cidrText = start.value.cidr;
   // In turn with this process's other writers of the block: each starts from the version the one
   // before it wrote, which the IPAM cache holds, instead of the one it was handed.
   return ctx.store.blockTurns.turn(cidrText, () => {
     const newest = ctx.store.cache.block(cidrText);
     const from = newest && BigInt(newest.revision) > BigInt(start.revision) ? newest : start;
-    return assignInTurn(ctx, from, num, req, env, affinityCheck);
+    return assignInTurn(ctx, from, num, req, env, affinityCheck, yieldOnLoss);
   });
 }
 
@@ -222,7 +260,8 @@ async function assignInTurn(
   req: FamilyRequest,
   env: AssignEnv,
   affinityCheck: boolean,
-): Promise<AssignedIP[]> {
+  yieldOnLoss: boolean,
+): Promise<AssignedIP[] | typeof CONTENDED> {
   let current: Versioned<AllocationBlock> | undefined = start;
   const cidrText = start.value.cidr;
   // The handle is taken to be new (a pod's own) until a write says otherwise: a create that
@@ -257,6 +296,7 @@ async function assignInTurn(
         // Which record lost is told by the code: a create fails `already-exists`, a vanished
         // record `not-found`; `conflict` is the block, unless the handle was updated too.
         if (isAlreadyExists(e) || isNotFound(e) || handle) readHandle = true;
+        else if (yieldOnLoss && attempt === 0 && isConflict(e)) return CONTENDED;
         throw e;
       }
       const cidr = blockCidrOf(b);
