@@ -60,7 +60,7 @@ describe('goJson with bigints', () => {
     expect(v.list[0]).toBe(1n);
     expect(goJson(JSON.parse('{"__proto__":{"n":1}}'))).toBe('{"__proto__":{"n":1}}');
     const own = JSON.parse('{"__proto__":{"a":"b"}}') as Record<string, unknown>;
-    (own.__proto__ as Record<string, unknown>).n = 3n;
+    (Object.getOwnPropertyDescriptor(own, '__proto__')!.value as Record<string, unknown>).n = 3n;
     expect(goJson(own)).toBe('{"__proto__":{"a":"b","n":3}}');
     expect(parseJsonExact(goJson(v))).toMatchObject({ spec: { sequenceNumber: 1757000000123456788n } });
   });
