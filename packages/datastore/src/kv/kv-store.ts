@@ -66,6 +66,7 @@ export interface KVWrite {
   modRevision?: string;
 }
 
+/** How `KVStore.delete` answers. */
 export interface KVDeleteOptions {
   /** Whether the returned KV must carry the deleted value. Default true. */
   readonly value?: boolean;
