@@ -108,7 +108,7 @@ describe.skipIf(!available)('KubeSecretProvider on a real kube-apiserver', () =>
       'PATCH',
       secretPath(ns, 'bgp-a'),
       { metadata: { labels: { a: 'b' } } },
-      'application/merge-patch+json',
+      { contentType: 'application/merge-patch+json' },
     );
     await new Promise((r) => setTimeout(r, 300));
     expect(changes).toBe(1);

@@ -109,7 +109,9 @@ export class KubeApi {
 
   async apply(o: KubeObject, subresource = ''): Promise<Obj> {
     const path = `${resourcePath(o.kind, o.metadata.name, o.metadata.namespace)}${subresource}?fieldManager=tigera-operator&force=true`;
-    return this.http.request<Obj>('PATCH', path, o, 'application/apply-patch+yaml');
+    return this.http.request<Obj>('PATCH', path, o, {
+      contentType: 'application/apply-patch+yaml',
+    });
   }
 
   /** Sets an object's finalizers (a merge patch guarded by the resourceVersion read with them). */
@@ -123,7 +125,7 @@ export class KubeApi {
       'PATCH',
       resourcePath(kind, name),
       { metadata: { finalizers, resourceVersion } },
-      'application/merge-patch+json',
+      { contentType: 'application/merge-patch+json' },
     );
   }
 

@@ -46,3 +46,27 @@ describe('Go-compatible JSON', () => {
     expect(() => parseJsonExact('[12345678901234567890,]')).toThrow(SyntaxError);
   });
 });
+
+describe('goJson with bigints', () => {
+  it('writes them as integers wherever they are, copying only what leads to them', () => {
+    const seq = { '0': 1757000000123456789n, '1': 1757000000123456790n };
+    const spec = { cidr: '10.0.0.0/26', sequenceNumber: 1757000000123456788n, seq, other: { a: [1, 'x'] } };
+    const v = { kind: 'IPAMBlock', spec, list: [1n, { n: -2n }, 'y'], when: new Date(0) };
+    expect(goJson(v)).toBe(
+      '{"kind":"IPAMBlock","spec":{"cidr":"10.0.0.0/26","sequenceNumber":1757000000123456788,"seq":{"0":1757000000123456789,"1":1757000000123456790},"other":{"a":[1,"x"]}},"list":[1,{"n":-2},"y"],"when":"1970-01-01T00:00:00.000Z"}',
+    );
+    // The value itself is left as it was.
+    expect(spec.sequenceNumber).toBe(1757000000123456788n);
+    expect(v.list[0]).toBe(1n);
+    expect(goJson(JSON.parse('{"__proto__":{"n":1}}'))).toBe('{"__proto__":{"n":1}}');
+    const own = JSON.parse('{"__proto__":{"a":"b"}}') as Record<string, unknown>;
+    (Object.getOwnPropertyDescriptor(own, '__proto__')!.value as Record<string, unknown>).n = 3n;
+    expect(goJson(own)).toBe('{"__proto__":{"a":"b","n":3}}');
+    expect(parseJsonExact(goJson(v))).toMatchObject({ spec: { sequenceNumber: 1757000000123456788n } });
+  });
+
+  it('sees what a toJSON returns, bigints included', () => {
+    const v = { a: { toJSON: () => ({ n: 12345678901234567890n }) } };
+    expect(goJson(v)).toBe('{"a":{"n":12345678901234567890}}');
+  });
+});

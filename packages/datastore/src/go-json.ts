@@ -24,12 +24,57 @@ export function goJson(value: unknown): string {
   return hasHtmlUnsafe(text) ? text.replace(HTML_UNSAFE_ALL, escapeChar) : text;
 }
 
-/** `goJson` for values that hold `bigint`s: each written as a marked string, then unquoted. */
+/**
+ * `goJson` for values that hold `bigint`s: each written as a marked string, then unquoted. The
+ * marks go into a copy of only the objects on the way to a bigint (an IPAM block's spec and its
+ * sequence map, say), and the copy is written by JSON.stringify without a replacer: a replacer
+ * function called for every value costs several times the whole stringify.
+ */
 function goJsonWithBigInts(value: unknown): string {
-  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(markBigInts(value));
+  } catch (e) {
+    // A bigint behind a toJSON: the slow way, which sees what toJSON returns.
+    if (!(e instanceof TypeError)) throw e;
+    text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG_MARK}${v}` : v));
+  }
   if (text === undefined) throw new TypeError('value cannot be rendered as JSON');
   const plain = text.replace(/"\\u0000bigint:(-?\d+)"/g, '$1');
   return hasHtmlUnsafe(plain) ? plain.replace(HTML_UNSAFE_ALL, escapeChar) : plain;
+}
+
+/** `v` with every bigint a marked string: `v` itself when it holds none, else a partial copy. */
+function markBigInts(v: unknown): unknown {
+  if (typeof v === 'bigint') return `${BIG_MARK}${v}`;
+  if (v === null || typeof v !== 'object') return v;
+  if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return v;
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (x === null || (typeof x !== 'object' && typeof x !== 'bigint')) continue;
+      const y = markBigInts(x);
+      if (y !== x) {
+        out ??= v.slice();
+        out[i] = y;
+      }
+    }
+    return out ?? v;
+  }
+  const o = v as Record<string, unknown>;
+  let out: Record<string, unknown> | undefined;
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) continue;
+    const x = o[k];
+    if (x === null || (typeof x !== 'object' && typeof x !== 'bigint')) continue;
+    const y = markBigInts(x);
+    if (y !== x) {
+      out ??= { ...o };
+      Object.defineProperty(out, k, { value: y, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return out ?? o;
 }
 
 /** indexOf scans are several times faster than a character-class regex on typical values. */

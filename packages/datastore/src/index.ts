@@ -55,6 +55,7 @@ export { EtcdHttp2KVStore } from './kv/etcd-http2-kv-store.js';
 export type { EtcdKVStoreOptions } from './kv/etcd-options.js';
 export type {
   KV,
+  KVDeleteOptions,
   KVEvent,
   KVList,
   KVRead,

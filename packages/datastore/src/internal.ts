@@ -6,6 +6,7 @@ export { parseJsonExact } from './go-json.js';
 export {
   affinityKey,
   affinityPrefix,
+  blockData,
   blockKey,
   blockPrefix,
   checkKeySegment,

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { affinityKey, blockKey, encodeBlock, handleKey } from './ipam-records.js';
+import { goJson } from './go-json.js';
+import { affinityKey, blockData, blockKey, decodeBlock, encodeBlock, handleKey } from './ipam-records.js';
+import { upstreamBlockJson } from './testing/upstream-records.js';
 
 describe('IPAM keys', () => {
   it('lays out blocks, affinities and handles as upstream does', () => {
@@ -29,5 +31,31 @@ describe('block encoding', () => {
     } as Parameters<typeof encodeBlock>[0]);
     expect(text).toContain('"secondary":{"Z":"4","a":"3","z":"1","é":"2"}');
     expect(text).toContain('"sequenceNumber":1700000000123456789');
+  });
+});
+
+describe('block data', () => {
+  it('writes, through goJson, exactly the text encodeBlock writes', () => {
+    const key = blockKey('10.1.2.0/26');
+    const upstream = decodeBlock({
+      key,
+      value: upstreamBlockJson('10.1.2.0/26', 'n1'),
+      modRevision: '1',
+      createRevision: '1',
+    });
+    const fresh = {
+      cidr: '10.0.0.0/30',
+      affinity: null,
+      allocations: [0, null, null, null],
+      unallocated: [1, 2, 3],
+      attributes: [
+        { handle_id: 'h1', secondary: { z: '1', é: '2', a: '<&>' }, alternateOwnerAttrs: { b: '1' } },
+      ],
+      sequenceNumber: 5n,
+      sequenceNumberForAllocation: null,
+      deleted: true,
+      extra: { futureField: { x: 1 } },
+    } as unknown as Parameters<typeof encodeBlock>[0];
+    for (const b of [upstream, fresh]) expect(goJson(blockData(b))).toBe(encodeBlock(b));
   });
 });

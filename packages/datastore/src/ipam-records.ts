@@ -354,6 +354,34 @@ export function encodeBlock(b: AllocationBlock): string {
   return `${s}}`;
 }
 
+/**
+ * The block as data: what `parseJsonExact(encodeBlock(b))` holds, `goJson` of it writes the same
+ * text. For a store that builds objects from values (Kubernetes), which then need not parse
+ * `encodeBlock`'s text back (`KVWrite.data`).
+ */
+export function blockData(b: AllocationBlock): Record<string, unknown> {
+  const o: Record<string, unknown> = {
+    cidr: canonicalBlockCidr(b.cidr).text,
+    affinity: b.affinity ?? null,
+  };
+  if (b.affinity_claim_time !== undefined && b.affinity_claim_time !== null)
+    o.affinity_claim_time = b.affinity_claim_time;
+  o.allocations = b.allocations;
+  o.unallocated = b.unallocated;
+  o.attributes = b.attributes.map(attributeJsonValue);
+  o.sequenceNumber = BigInt(b.sequenceNumber);
+  const seq = sortedMap(b.sequenceNumberForAllocation);
+  if (seq === null) o.sequenceNumberForAllocation = null;
+  else {
+    const m: Record<string, bigint> = {};
+    for (const k in seq) m[k] = BigInt(seq[k]!);
+    o.sequenceNumberForAllocation = m;
+  }
+  o.deleted = b.deleted === true;
+  if (b.extra) for (const [k, v] of Object.entries(b.extra)) if (v !== undefined && !(k in o)) o[k] = v;
+  return o;
+}
+
 function attributeJsonValue(a: AllocationAttribute): Record<string, unknown> {
   const ao: Record<string, unknown> = { handle_id: a.handle_id ?? null, secondary: sortedMap(a.secondary) };
   if (a.alternateOwnerAttrs !== undefined && a.alternateOwnerAttrs !== null)

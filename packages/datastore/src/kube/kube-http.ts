@@ -1,7 +1,8 @@
 /**
  * The Kubernetes REST calls the datastore makes: JSON requests and watch streams over node:https,
- * on one keep-alive agent. Bodies are read with `parseJsonExact` and written with `goJson`, so
- * 64-bit integers (IPAM sequence numbers) survive the round trip.
+ * on one keep-alive agent. Bodies are decoded once from their bytes (wire-json.ts: managedFields
+ * left out, 64-bit integers exact where the caller asks, for IPAM sequence numbers) and written
+ * with `goJson`.
  *
  * Errors are classified here, once: 404 → not-found, 409 AlreadyExists → already-exists, other
  * 409 → conflict, 410 → compacted, 401/403 → unauthorized, 400/422 → invalid, anything else and
@@ -14,8 +15,9 @@
 import type { ClientRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { DatastoreError, type DatastoreErrorCode } from '../errors.js';
-import { goJson, parseJsonExact } from '../go-json.js';
+import { goJson } from '../go-json.js';
 import type { KubeConnection } from './kube-connection.js';
+import { decodeWireJson } from './wire-json.js';
 
 export interface KubeStatus {
   readonly kind?: 'Status';
@@ -44,6 +46,14 @@ function answerDeadline(req: ClientRequest, ms: number): void {
   req.once('close', () => clearTimeout(timer));
 }
 
+const NEWLINE = 0x0a;
+
+/** Only spaces, tabs and carriage returns (a watch stream's keep-alive, a CRLF's CR). */
+function isBlank(line: Buffer): boolean {
+  for (const c of line) if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  return true;
+}
+
 export function classifyStatus(status: number, body: KubeStatus | undefined, what: string): DatastoreError {
   const message = body?.message ?? `HTTP ${status}`;
   let code: DatastoreErrorCode;
@@ -56,6 +66,18 @@ export function classifyStatus(status: number, body: KubeStatus | undefined, wha
   return new DatastoreError(code, `${what}: ${message}`);
 }
 
+/** How one request's body is written and its answer read. */
+export interface KubeRequestOptions {
+  /** Default `application/json`. */
+  readonly contentType?: string;
+  /**
+   * Integers beyond 2^53 in the answer as bigint (`parseJsonExact`), at the cost of a scan of
+   * the whole text; else JSON.parse rounds them. Default true: what a caller writes back whole
+   * must not lose digits. Read-only callers of objects without such numbers pass false.
+   */
+  readonly exact?: boolean;
+}
+
 export interface KubeHttpOptions {
   /** How long a request or watch may wait for its response to start. Default 30 s. */
   answerTimeoutMs?: number;
@@ -65,11 +87,23 @@ export class KubeHttp {
   readonly #conn: KubeConnection;
   readonly #agent: Agent;
   readonly #answerTimeoutMs: number;
+  /** What every request's options share: the server's place, TLS and the agent. */
+  readonly #base: RequestOptions;
+  readonly #pathPrefix: string;
 
   constructor(conn: KubeConnection, options: KubeHttpOptions = {}) {
     this.#conn = conn;
     this.#answerTimeoutMs = options.answerTimeoutMs ?? TIMEOUT_MS;
     this.#agent = new Agent({ keepAlive: true, maxSockets: 16, ...conn.tls });
+    const url = new URL(conn.server);
+    this.#pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.#base = {
+      protocol: url.protocol,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port,
+      agent: this.#agent,
+      ...conn.tls,
+    };
   }
 
   get server(): string {
@@ -77,21 +111,11 @@ export class KubeHttp {
   }
 
   async #options(method: string, path: string, contentType?: string): Promise<RequestOptions> {
-    const url = new URL(this.#conn.server + path);
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (contentType) headers['Content-Type'] = contentType;
     const auth = await this.#conn.authorization?.();
     if (auth) headers.Authorization = auth;
-    return {
-      method,
-      protocol: url.protocol,
-      hostname: url.hostname.replace(/^\[|\]$/g, ''),
-      port: url.port,
-      path: url.pathname + url.search,
-      headers,
-      agent: this.#agent,
-      ...this.#conn.tls,
-    };
+    return { ...this.#base, method, path: this.#pathPrefix + path, headers };
   }
 
   /** One JSON request; resolves the decoded body, throws a classified `DatastoreError`. */
@@ -99,13 +123,41 @@ export class KubeHttp {
     method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     body?: unknown,
-    contentType = 'application/json',
+    options: KubeRequestOptions = {},
   ): Promise<T> {
+    const bytes = await this.requestBytes(method, path, body, options);
+    try {
+      return decodeWireJson(bytes, options.exact ?? true) as T;
+    } catch (e) {
+      throw new DatastoreError(
+        'unavailable',
+        `${method} ${path}: the answer is not JSON: ${(e as Error).message}`,
+        {
+          cause: e,
+        },
+      );
+    }
+  }
+
+  /**
+   * One JSON request; resolves the answer's bytes undecoded (for a caller that decodes them its
+   * own way, or later), throws a classified `DatastoreError` as `request` does.
+   */
+  async requestBytes(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    options: Pick<KubeRequestOptions, 'contentType'> = {},
+  ): Promise<Buffer> {
     const what = `${method} ${path}`;
-    const opts = await this.#options(method, path, body === undefined ? undefined : contentType);
+    const opts = await this.#options(
+      method,
+      path,
+      body === undefined ? undefined : (options.contentType ?? 'application/json'),
+    );
     const payload = body === undefined ? undefined : Buffer.from(goJson(body), 'utf8');
     if (payload) (opts.headers as Record<string, string>)['Content-Length'] = String(payload.length);
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<Buffer>((resolve, reject) => {
       const req = httpsRequest(opts, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -113,21 +165,20 @@ export class KubeHttp {
           reject(new DatastoreError('unavailable', `${what}: ${e.message}`, { cause: e })),
         );
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let decoded: unknown;
-          try {
-            decoded = text === '' ? undefined : parseJsonExact(text);
-          } catch {
-            decoded = undefined;
-          }
+          const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
           const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) resolve(decoded as T);
-          else {
-            const st = (decoded as KubeStatus | undefined) ?? {
-              message: text.slice(0, 200) || `HTTP ${status}`,
-            };
-            reject(classifyStatus(status, st, what));
+          if (status >= 200 && status < 300) {
+            resolve(bytes);
+            return;
           }
+          let st: KubeStatus | undefined;
+          try {
+            st = decodeWireJson(bytes, false) as KubeStatus | undefined;
+          } catch {
+            st = undefined;
+          }
+          st ??= { message: bytes.toString('utf8', 0, 200) || `HTTP ${status}` };
+          reject(classifyStatus(status, st, what));
         });
       });
       answerDeadline(req, this.#answerTimeoutMs);
@@ -149,7 +200,13 @@ export class KubeHttp {
    * it; throws a classified error for a refused watch (410 for a compacted resourceVersion) and
    * `unavailable` for a broken connection.
    */
-  async *watch(path: string, signal?: AbortSignal, onOpen?: () => void): AsyncGenerator<KubeWatchEvent> {
+  async *watch(
+    path: string,
+    signal?: AbortSignal,
+    onOpen?: () => void,
+    options: Pick<KubeRequestOptions, 'exact'> = {},
+  ): AsyncGenerator<KubeWatchEvent> {
+    const exact = options.exact ?? true;
     const what = `WATCH ${path}`;
     const opts = await this.#options('GET', path);
     const queue: (KubeWatchEvent | { end: true } | { error: Error })[] = [];
@@ -175,22 +232,32 @@ export class KubeHttp {
         return;
       }
       onOpen?.();
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        for (let nl = buf.indexOf('\n'); nl !== -1; nl = buf.indexOf('\n')) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (line === '') continue;
-          try {
-            push(parseJsonExact(line) as KubeWatchEvent);
-          } catch (e) {
-            push({
-              error: new DatastoreError('unavailable', `${what}: undecodable event: ${(e as Error).message}`),
-            });
+      // One event a line; a line's bytes are decoded once (wire-json.ts), when it is whole.
+      const decodeLine = (line: Buffer) => {
+        if (isBlank(line)) return;
+        try {
+          push(decodeWireJson(line, exact) as KubeWatchEvent);
+        } catch (e) {
+          push({
+            error: new DatastoreError('unavailable', `${what}: undecodable event: ${(e as Error).message}`),
+          });
+        }
+      };
+      // The start of a line that has not ended yet, as it arrived.
+      const pending: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => {
+        let start = 0;
+        for (let nl = chunk.indexOf(NEWLINE); nl !== -1; nl = chunk.indexOf(NEWLINE, start)) {
+          const tail = chunk.subarray(start, nl);
+          start = nl + 1;
+          if (pending.length === 0) decodeLine(tail);
+          else {
+            pending.push(tail);
+            decodeLine(Buffer.concat(pending));
+            pending.length = 0;
           }
         }
+        if (start < chunk.length) pending.push(chunk.subarray(start));
       });
       res.on('end', () => push({ end: true }));
       res.on('error', (e) =>

@@ -19,7 +19,7 @@
  * Where Kubernetes differs from etcd, and what this does about it:
  *   - compare-and-swap update: PUT with `metadata.resourceVersion` (409 Conflict on a stale one);
  *   - compare-and-delete: DELETE with `preconditions.resourceVersion`;
- *   - no multi-object transactions: `readAll` reads one after the other (not at one revision);
+ *   - no multi-object transactions: `readAll` sends its reads side by side (not at one revision);
  *     `writeAll` writes in order and, when a later write fails, undoes the earlier ones (a
  *     created object is deleted, an updated one is put back), then reports the failure. A crash
  *     between two writes can leave them apart, as upstream's Kubernetes IPAM can; the IPAM check
@@ -32,11 +32,29 @@
  * Thread-safety: any number of concurrent calls.
  */
 import { DatastoreError, isDatastoreError } from '../errors.js';
-import type { KV, KVList, KVRead, KVStore, KVWatchMessage, KVWatchOptions, KVWrite } from '../kv/kv-store.js';
-import { parsedKV } from '../kv/parsed-kv.js';
+import type {
+  KV,
+  KVDeleteOptions,
+  KVList,
+  KVRead,
+  KVStore,
+  KVWatchMessage,
+  KVWatchOptions,
+  KVWrite,
+} from '../kv/kv-store.js';
+import { lazyParsedKV, parsedKV } from '../kv/parsed-kv.js';
 import type { KubeHttp } from './kube-http.js';
 import { type KubeWatchHost, watchPrefix } from './kube-watch.js';
-import { type Collection, collectionsForPrefix, locateKey, type Obj, restPath, rvOf } from './kv-mapping.js';
+import {
+  type Collection,
+  collectionsForPrefix,
+  locateKey,
+  type Obj,
+  restPath,
+  rvOf,
+  wireReadOptions,
+} from './kv-mapping.js';
+import { decodeWireJson } from './wire-json.js';
 
 interface KubeList {
   metadata?: { resourceVersion?: string; continue?: string };
@@ -144,7 +162,12 @@ export class KubeKVStore implements KVStore {
   async get(key: string): Promise<KV | undefined> {
     const loc = locateKey(key);
     try {
-      const o = await this.#http.request<Obj>('GET', restPath(loc.collection, loc.namespace, loc.name));
+      const o = await this.#http.request<Obj>(
+        'GET',
+        restPath(loc.collection, loc.namespace, loc.name),
+        undefined,
+        wireReadOptions(loc.collection),
+      );
       if (loc.collection.write === 'merge') this.#remember(key, o);
       const kv = this.#toKV(loc.collection, o);
       return kv?.key === key ? kv : undefined;
@@ -166,7 +189,12 @@ export class KubeKVStore implements KVStore {
       if (cont) q.set('continue', cont);
       let list: KubeList;
       try {
-        list = await this.#http.request<KubeList>('GET', `${restPath(c, namespace)}?${q}`);
+        list = await this.#http.request<KubeList>(
+          'GET',
+          `${restPath(c, namespace)}?${q}`,
+          undefined,
+          wireReadOptions(c),
+        );
       } catch (e) {
         // Never an empty list for a collection the API server does not serve: a reader would take
         // "no policies" for the truth and act on it.
@@ -243,7 +271,12 @@ export class KubeKVStore implements KVStore {
   /** The Kubernetes object behind a `merge` record; a clear error when it does not exist. */
   async #current(loc: ReturnType<typeof locateKey>, key: string): Promise<Obj> {
     try {
-      return await this.#http.request<Obj>('GET', restPath(loc.collection, loc.namespace, loc.name));
+      return await this.#http.request<Obj>(
+        'GET',
+        restPath(loc.collection, loc.namespace, loc.name),
+        undefined,
+        wireReadOptions(loc.collection),
+      );
     } catch (e) {
       if (isDatastoreError(e, 'not-found')) {
         const where = loc.namespace ? `${loc.namespace}/${loc.name}` : loc.name;
@@ -268,14 +301,19 @@ export class KubeKVStore implements KVStore {
       );
     }
     try {
-      const o = await this.#http.request<Obj>('PUT', restPath(loc.collection, loc.namespace, loc.name), obj);
+      const o = await this.#http.request<Obj>(
+        'PUT',
+        restPath(loc.collection, loc.namespace, loc.name),
+        obj,
+        wireReadOptions(loc.collection),
+      );
       return this.#mustKV(loc.collection, o, key);
     } catch (e) {
       return named(e, key);
     }
   }
 
-  async create(key: string, value: string): Promise<KV> {
+  async create(key: string, value: string, data?: unknown): Promise<KV> {
     const loc = locateKey(key);
     this.#refuseReadonly(loc.collection, key);
     if (loc.collection.write === 'merge') {
@@ -285,10 +323,16 @@ export class KubeKVStore implements KVStore {
         return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
       });
     }
-    const body = loc.collection.toObject(key, value);
+    const body = loc.collection.toObject(key, value, data);
     try {
-      const o = await this.#http.request<Obj>('POST', restPath(loc.collection, loc.namespace), body);
-      return this.#mustKV(loc.collection, o, key, true);
+      return await this.#write(
+        'POST',
+        restPath(loc.collection, loc.namespace),
+        body,
+        loc.collection,
+        key,
+        true,
+      );
     } catch (e) {
       if (isDatastoreError(e, 'not-found')) {
         if (loc.namespace && /namespaces? "[^"]*" not found/.test(e.message)) {
@@ -304,13 +348,52 @@ export class KubeKVStore implements KVStore {
     }
   }
 
+  /**
+   * A create or replace, resolving the written record. A collection with exact integers (IPAM
+   * blocks) answers with objects whose exact decoding costs several times a plain parse, and its
+   * writers mostly want only the new revision: the answer is parsed plainly for that, and decoded
+   * exactly only if the KV's value is read (`lazyParsedKV`).
+   */
+  async #write(
+    method: 'POST' | 'PUT',
+    path: string,
+    body: Obj,
+    c: Collection,
+    key: string,
+    created: boolean,
+  ): Promise<KV> {
+    if (!c.exactIntegers)
+      return this.#mustKV(
+        c,
+        await this.#http.request<Obj>(method, path, body, wireReadOptions(c)),
+        key,
+        created,
+      );
+    const bytes = await this.#http.requestBytes(method, path, body);
+    let plain: Obj;
+    try {
+      plain = decodeWireJson(bytes, false) as Obj;
+    } catch (e) {
+      throw new DatastoreError(
+        'unavailable',
+        `${method} ${path}: the answer is not JSON: ${(e as Error).message}`,
+        {
+          cause: e,
+        },
+      );
+    }
+    const written = this.#mustKV(c, plain, key, created);
+    const exact = () => c.toKV(decodeWireJson(bytes, true) as Obj, this.#opts)?.data;
+    return lazyParsedKV(written.key, exact, written.modRevision, written.createRevision);
+  }
+
   #mustKV(c: Collection, o: Obj, key: string, created = false): KV {
     const kv = this.#toKV(c, o, created);
     if (!kv) throw new DatastoreError('invalid', `${key}: the API server returned an object with no key`);
     return kv;
   }
 
-  async update(key: string, value: string, modRevision: string): Promise<KV> {
+  async update(key: string, value: string, modRevision: string, data?: unknown): Promise<KV> {
     const loc = locateKey(key);
     this.#refuseReadonly(loc.collection, key);
     if (loc.collection.write === 'merge') {
@@ -321,11 +404,17 @@ export class KubeKVStore implements KVStore {
         return this.#putMerged(loc, key, loc.collection.merge!(current, key, value));
       });
     }
-    const body = loc.collection.toObject(key, value);
+    const body = loc.collection.toObject(key, value, data);
     (body.metadata as Obj).resourceVersion = modRevision;
     try {
-      const o = await this.#http.request<Obj>('PUT', restPath(loc.collection, loc.namespace, loc.name), body);
-      return this.#mustKV(loc.collection, o, key);
+      return await this.#write(
+        'PUT',
+        restPath(loc.collection, loc.namespace, loc.name),
+        body,
+        loc.collection,
+        key,
+        false,
+      );
     } catch (e) {
       return named(e, key);
     }
@@ -346,7 +435,7 @@ export class KubeKVStore implements KVStore {
     }
   }
 
-  async delete(key: string, modRevision?: string): Promise<KV> {
+  async delete(key: string, modRevision?: string, options: KVDeleteOptions = {}): Promise<KV> {
     const loc = locateKey(key);
     this.#refuseReadonly(loc.collection, key);
     if (loc.collection.write === 'merge') {
@@ -367,52 +456,70 @@ export class KubeKVStore implements KVStore {
           );
         }
         try {
-          await this.#http.request('PUT', restPath(loc.collection, loc.namespace, loc.name), clear(current));
+          await this.#http.request(
+            'PUT',
+            restPath(loc.collection, loc.namespace, loc.name),
+            clear(current),
+            wireReadOptions(loc.collection),
+          );
         } catch (e) {
           return named(e, key);
         }
         return kv;
       });
     }
-    const current = await this.get(key);
-    if (!current) throw new DatastoreError('not-found', `${key}: not found`);
-    if (modRevision !== undefined && modRevision !== current.modRevision) {
-      throw new DatastoreError(
-        'conflict',
-        `${key}: revision ${modRevision} is not the current ${current.modRevision}`,
-      );
+    // A compare-and-delete whose caller needs no value is one request: the DELETE's precondition
+    // is the whole check (the revision was read for this key). Otherwise the key is read first:
+    // the API server answers a Calico CRD's DELETE with a bare Status, not the object, and only
+    // an object that reads back as this key may go (two handle IDs that differ in case share one
+    // object name).
+    const direct = modRevision !== undefined && options.value === false;
+    const current = direct ? undefined : await this.get(key);
+    if (!direct) {
+      if (!current) throw new DatastoreError('not-found', `${key}: not found`);
+      if (modRevision !== undefined && modRevision !== current.modRevision) {
+        throw new DatastoreError(
+          'conflict',
+          `${key}: revision ${modRevision} is not the current ${current.modRevision}`,
+        );
+      }
     }
+    const revision = current?.modRevision ?? modRevision!;
     const body = {
       apiVersion: 'v1',
       kind: 'DeleteOptions',
-      preconditions: { resourceVersion: current.modRevision },
+      preconditions: { resourceVersion: revision },
     };
     try {
-      await this.#http.request('DELETE', restPath(loc.collection, loc.namespace, loc.name), body);
+      await this.#http.request('DELETE', restPath(loc.collection, loc.namespace, loc.name), body, {
+        exact: false,
+      });
     } catch (e) {
       return named(e, key);
     }
-    return current;
+    return current ?? { key, value: '', modRevision: revision, createRevision: '0' };
   }
 
   async readAll(reads: readonly KVRead[]): Promise<{ results: KV[][]; revision: string }> {
-    const results: KV[][] = [];
+    // All at once: each its own request, and none waits for another.
+    const read = (r: KVRead): Promise<{ kvs: KV[]; revision?: string }> =>
+      r.prefix
+        ? this.list(r.key).then((l) => ({
+            kvs: r.keysOnly ? l.kvs.map(keyOnly) : l.kvs,
+            revision: l.revision,
+          }))
+        : this.get(r.key).then(
+            (kv) => ({ kvs: kv ? [r.keysOnly ? keyOnly(kv) : kv] : [] }),
+            (e: unknown) => {
+              if (isDatastoreError(e, 'unsupported')) return { kvs: [] };
+              throw e;
+            },
+          );
+    const got = await Promise.all(reads.map(read));
     let revision = '0';
-    for (const r of reads) {
-      if (r.prefix) {
-        const l = await this.list(r.key);
-        results.push(r.keysOnly ? l.kvs.map(keyOnly) : l.kvs);
-        if (compareRevisions(l.revision, revision) > 0) revision = l.revision;
-      } else {
-        const kv = await this.get(r.key).catch((e: unknown) => {
-          if (isDatastoreError(e, 'unsupported')) return undefined;
-          throw e;
-        });
-        results.push(kv ? [r.keysOnly ? keyOnly(kv) : kv] : []);
-      }
-    }
+    for (const g of got) if (g.revision && compareRevisions(g.revision, revision) > 0) revision = g.revision;
     if (revision === '0') revision = await this.revision();
-    return { results, revision };
+    return { results: got.map((g) => g.kvs), revision };
   }
 
   async writeAll(writes: readonly KVWrite[]): Promise<KV[]> {
@@ -420,12 +527,12 @@ export class KubeKVStore implements KVStore {
     try {
       for (const [i, w] of writes.entries()) {
         if (w.modRevision === undefined) {
-          done.push({ write: w, kv: await this.create(w.key, w.value) });
+          done.push({ write: w, kv: await this.create(w.key, w.value, w.data) });
         } else if (i === writes.length - 1) {
           // The last write is never undone, so it needs no copy of what it replaces: the PUT's own
           // resourceVersion check is the compare-and-swap (409 conflict, 404 not-found). This is
           // IPAM's block write after its handle, one request fewer per allocation.
-          done.push({ write: w, kv: await this.update(w.key, w.value, w.modRevision) });
+          done.push({ write: w, kv: await this.update(w.key, w.value, w.modRevision, w.data) });
         } else {
           const before = await this.get(w.key);
           if (!before) throw new DatastoreError('not-found', `${w.key}: not found`);
@@ -435,7 +542,7 @@ export class KubeKVStore implements KVStore {
               `${w.key}: revision ${w.modRevision} is not the current ${before.modRevision}`,
             );
           }
-          done.push({ write: w, kv: await this.update(w.key, w.value, w.modRevision), before });
+          done.push({ write: w, kv: await this.update(w.key, w.value, w.modRevision, w.data), before });
         }
       }
     } catch (e) {
@@ -443,7 +550,7 @@ export class KubeKVStore implements KVStore {
       for (const d of done.reverse()) {
         try {
           if (d.before) await this.update(d.write.key, d.before.value, d.kv.modRevision);
-          else await this.delete(d.write.key, d.kv.modRevision);
+          else await this.delete(d.write.key, d.kv.modRevision, { value: false });
         } catch {
           // Someone else changed it since: theirs stands.
         }
@@ -456,8 +563,8 @@ export class KubeKVStore implements KVStore {
   async revision(): Promise<string> {
     if (this.#opts.kubernetesOnly)
       return (
-        (await this.#http.request<KubeList>('GET', '/api/v1/namespaces?limit=1')).metadata?.resourceVersion ??
-        '0'
+        (await this.#http.request<KubeList>('GET', '/api/v1/namespaces?limit=1', undefined, { exact: false }))
+          .metadata?.resourceVersion ?? '0'
       );
     // The cheapest consistent read: an empty page of one collection carries the store revision.
     // IPAM blocks: every Calico client lists them under upstream's RBAC (calico-node, the CNI

@@ -28,7 +28,7 @@ import type { KV, KVList, KVWatchMessage, KVWatchOptions } from '../kv/kv-store.
 import { RetryDelay, WatchLink } from '../kv/watch-link.js';
 import { sleep } from '../syncer.js';
 import type { KubeHttp, KubeWatchEvent } from './kube-http.js';
-import { type Collection, type Obj, restPath, rvOf } from './kv-mapping.js';
+import { type Collection, type Obj, restPath, rvOf, wireReadOptions } from './kv-mapping.js';
 
 /** What a watch needs of its store. */
 export interface KubeWatchHost {
@@ -141,7 +141,8 @@ async function watchCollection(
           linkState(false);
         }
       };
-      for await (const ev of host.http.watch(`${restPath(c, namespace)}?${q}`, signal, opened)) {
+      const path = `${restPath(c, namespace)}?${q}`;
+      for await (const ev of host.http.watch(path, signal, opened, wireReadOptions(c))) {
         delay.reset();
         rv = onEvent(host, c, ev, prefix, push, seen) ?? rv;
       }

@@ -72,14 +72,22 @@ export interface Collection {
   /** `replace`: the object is the record; `merge`: the record is written into an object Kubernetes owns; `readonly`. */
   readonly write: WriteMode;
   readonly readonlyReason?: string;
+  /**
+   * Its values hold integers beyond 2^53 that must stay exact (IPAM blocks' sequence numbers):
+   * its objects are read with `parseJsonExact`. `merge` collections are read so in any case.
+   */
+  readonly exactIntegers?: boolean;
   /** Every key of this collection starts with it. */
   readonly keyPrefix: string;
   /** Where a key lives, or undefined when the key is not one of this collection's. */
   locate(key: string): { readonly name: string; readonly namespace?: string } | undefined;
   /** An object as a key and its etcd-style value as parsed JSON data (`goJson(data)` is the text); undefined for an object that has no key. */
   toKV(obj: Obj, ctx?: MappingContext): { readonly key: string; readonly data: object } | undefined;
-  /** The object to write for a key and value (without resourceVersion). */
-  toObject(key: string, value: string): Obj;
+  /**
+   * The object to write for a key and value (without resourceVersion); from `data` instead of
+   * parsing `value` when the writer gave it (`KVStore.create`).
+   */
+  toObject(key: string, value: string, data?: unknown): Obj;
   /** `merge` collections: the Kubernetes object with the record written into it. */
   merge?(current: Obj, key: string, value: string): Obj;
   /** `merge` collections: the Kubernetes object with the record taken out (a delete). */
@@ -88,17 +96,26 @@ export interface Collection {
 
 const CRD_BASE = `/apis/${CRD_GROUP}/${CRD_VERSION}`;
 
-function parseObj(value: string, key: string): Obj {
-  let o: unknown;
-  try {
-    o = parseJsonExact(value);
-  } catch (e) {
-    throw new DatastoreError('invalid', `value for ${key} is not JSON: ${(e as Error).message}`);
+function parseObj(value: string, key: string, data?: unknown): Obj {
+  let o: unknown = data;
+  if (o === undefined) {
+    try {
+      o = parseJsonExact(value);
+    } catch (e) {
+      throw new DatastoreError('invalid', `value for ${key} is not JSON: ${(e as Error).message}`);
+    }
   }
   if (typeof o !== 'object' || o === null || Array.isArray(o)) {
     throw new DatastoreError('invalid', `value for ${key} is not a JSON object`);
   }
   return o as Obj;
+}
+
+/** An object with at least one own key. */
+function hasKeys(o: unknown): boolean {
+  if (o === null || typeof o !== 'object') return false;
+  for (const k in o) if (Object.hasOwn(o, k)) return true;
+  return false;
 }
 
 function meta(o: Obj): Obj {
@@ -169,10 +186,18 @@ function resourceCollection(kind: Kind): Collection {
       const name = String(m.name ?? '');
       if (mirrorsKnp && name.startsWith(KNP_PREFIX)) return undefined;
       const namespace = m.namespace === undefined ? undefined : String(m.namespace);
-      const annotations: Record<string, string> = { ...((m.annotations as Record<string, string>) ?? {}) };
+      // One pass over the annotations: the metadata one read, the others kept in their order.
+      const all = m.annotations as Record<string, string> | undefined;
+      let annotations: Record<string, string> | undefined;
+      let stored: string | undefined;
+      for (const k in all) {
+        if (k === METADATA_ANNOTATION) stored = all[k];
+        else {
+          annotations ??= {};
+          annotations[k] = all[k]!;
+        }
+      }
       let extra: Obj = {};
-      const stored = annotations[METADATA_ANNOTATION];
-      delete annotations[METADATA_ANNOTATION];
       if (stored) {
         try {
           extra = JSON.parse(stored) as Obj;
@@ -184,23 +209,25 @@ function resourceCollection(kind: Kind): Collection {
       if (info.namespaced && namespace) v3meta.namespace = namespace;
       v3meta.uid = extra.uid ?? m.uid;
       v3meta.creationTimestamp = extra.creationTimestamp ?? m.creationTimestamp;
-      for (const [k, v] of Object.entries(extra)) if (!K8S_META.has(k) && !(k in v3meta)) v3meta[k] = v;
-      if (m.labels && Object.keys(m.labels as Obj).length > 0) v3meta.labels = m.labels;
+      for (const k in extra) if (!K8S_META.has(k) && !(k in v3meta)) v3meta[k] = extra[k];
+      if (hasKeys(m.labels)) v3meta.labels = m.labels;
       // The etcd layout of policies names them in this annotation (see resource-codec); a policy
       // stored without it (by upstream ≤ v3.31 as `default.<name>`) is read the legacy way.
-      if (isPolicy && typeof extra.name === 'string')
+      if (isPolicy && typeof extra.name === 'string') {
+        annotations ??= {};
         annotations[METADATA_ANNOTATION] = JSON.stringify({ name: extra.name });
-      if (Object.keys(annotations).length > 0) v3meta.annotations = annotations;
+      }
+      if (annotations) v3meta.annotations = annotations;
       const out: Obj = { kind, apiVersion: 'projectcalico.org/v3', metadata: v3meta };
       if (obj.spec !== undefined) out.spec = obj.spec;
       if (obj.status !== undefined) out.status = obj.status;
       const key = info.namespaced ? `${keyPrefix}${namespace}/${name}` : `${keyPrefix}${name}`;
       return { key, data: out };
     },
-    toObject(key, value) {
+    toObject(key, value, data) {
       const loc = this.locate(key);
       if (!loc) throw new DatastoreError('invalid', `${key} is not a ${kind} key`);
-      const o = parseObj(value, key);
+      const o = parseObj(value, key, data);
       const m = meta(o);
       const annotations: Record<string, string> = { ...((m.annotations as Record<string, string>) ?? {}) };
       const policyName = isPolicy ? policyNameOf(annotations[METADATA_ANNOTATION]) : undefined;
@@ -237,6 +264,7 @@ const blockCollection: Collection = {
   namespaced: false,
   base: CRD_BASE,
   write: 'replace',
+  exactIntegers: true,
   keyPrefix: BLOCK_ROOT,
   locate(key) {
     const m = BLOCK_KEY_RE.exec(key);
@@ -261,8 +289,8 @@ const blockCollection: Collection = {
     out.deleted = s.deleted === true;
     return { key: `${BLOCK_ROOT}ipv${c.family}/block/${c.text.replace('/', '-')}`, data: out };
   },
-  toObject(key, value) {
-    const o = parseObj(value, key);
+  toObject(key, value, data) {
+    const o = parseObj(value, key, data);
     const c = canonicalCidr(o.cidr, `block ${key} cidr`);
     const spec: Obj = { cidr: c.text };
     if (o.affinity !== null && o.affinity !== undefined) spec.affinity = o.affinity;
@@ -322,11 +350,11 @@ function affinityCollection(type: 'host' | 'virtual'): Collection {
         data: value,
       };
     },
-    toObject(key, value) {
+    toObject(key, value, data) {
       const m = AFFINITY_KEY_RE.exec(key);
       if (!m) throw new DatastoreError('invalid', `${key} is not a block affinity key`);
       const cidr = canonicalCidr(`${m[4]}/${m[5]}`, `affinity ${key}`).text;
-      const o = value === '' ? {} : parseObj(value, key);
+      const o = value === '' ? {} : parseObj(value, key, data);
       return {
         apiVersion: CRD_API_VERSION,
         kind: 'BlockAffinity',
@@ -362,8 +390,8 @@ const handleCollection: Collection = {
       data: { block: s.block ?? {}, deleted: s.deleted === true },
     };
   },
-  toObject(key, value) {
-    const o = parseObj(value, key);
+  toObject(key, value, data) {
+    const o = parseObj(value, key, data);
     const id = key.slice(HANDLE_ROOT.length);
     return {
       apiVersion: CRD_API_VERSION,
@@ -394,8 +422,8 @@ const configCollection: Collection = {
       out.kubeVirtVMAddressPersistence = s.kubeVirtVMAddressPersistence;
     return { key: CONFIG_KEY, data: out };
   },
-  toObject(key, value) {
-    const o = parseObj(value, key);
+  toObject(key, value, data) {
+    const o = parseObj(value, key, data);
     const spec: Obj = {
       strictAffinity: o.strict_affinity === true,
       autoAllocateBlocks: o.auto_allocate_blocks === true,
@@ -447,6 +475,16 @@ export function collectionsForPrefix(prefix: string): { collection: Collection; 
     }
   }
   return out;
+}
+
+/**
+ * How a collection's answers are decoded (kube-http.ts): integers beyond 2^53 exact for IPAM
+ * blocks, and for the Kubernetes objects a `merge` write puts back whole (a Pod's or Node's own
+ * numbers must not be rounded by the write); everything else with JSON.parse, as the etcd
+ * backend reads resources, without the scan exactness costs.
+ */
+export function wireReadOptions(c: Collection): { exact: boolean } {
+  return { exact: c.exactIntegers === true || c.write === 'merge' };
 }
 
 /** The REST path of a collection (all namespaces, or one) or of one object in it. */

@@ -60,18 +60,34 @@ export interface KVRead {
 export interface KVWrite {
   key: string;
   value: string;
+  /** `value` as data, when the writer has it (see `KVStore.create`). */
+  data?: unknown;
   /** The key's current modRevision (compare-and-swap); absent: the key must not exist (create). */
   modRevision?: string;
+}
+
+/** How `KVStore.delete` answers. */
+export interface KVDeleteOptions {
+  /** Whether the returned KV must carry the deleted value. Default true. */
+  readonly value?: boolean;
 }
 
 export interface KVStore {
   get(key: string): Promise<KV | undefined>;
   /** Every key with this prefix, sorted by key. */
   list(prefix: string): Promise<KVList>;
-  /** Create; fails `already-exists` if the key is present. */
-  create(key: string, value: string): Promise<KV>;
-  /** Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if absent. */
-  update(key: string, value: string, modRevision: string): Promise<KV>;
+  /**
+   * Create; fails `already-exists` if the key is present. `data`, when the writer has it, is the
+   * value as data (`goJson(data)` writes what `value` holds, e.g. `blockData` beside
+   * `encodeBlock`): a store that builds objects from values (Kubernetes) takes it instead of
+   * parsing `value` back. Others ignore it.
+   */
+  create(key: string, value: string, data?: unknown): Promise<KV>;
+  /**
+   * Overwrite iff the key's modRevision equals `modRevision`; `conflict` otherwise, `not-found` if
+   * absent. `data` as for `create`.
+   */
+  update(key: string, value: string, modRevision: string, data?: unknown): Promise<KV>;
   /**
    * Several gets and lists as one request, all at one revision (an etcd Txn of ranges). Each
    * result is the matching KVs sorted by key: none or one for a key, any number for a prefix.
@@ -86,8 +102,12 @@ export interface KVStore {
   writeAll(writes: readonly KVWrite[]): Promise<KV[]>;
   /** Unconditional put (create or overwrite). */
   put(key: string, value: string): Promise<KV>;
-  /** Delete, iff `modRevision` matches when given. Returns the deleted KV. */
-  delete(key: string, modRevision?: string): Promise<KV>;
+  /**
+   * Delete, iff `modRevision` matches when given. Returns the deleted KV; with
+   * `{ value: false }` its `value` may be `''` (a caller that only needs the record gone saves a
+   * store without transactions, Kubernetes, the read of it).
+   */
+  delete(key: string, modRevision?: string, options?: KVDeleteOptions): Promise<KV>;
   /** Watch a prefix. The iterator ends when `signal` aborts or `close()` is called. */
   watch(prefix: string, options?: KVWatchOptions): AsyncIterable<KVWatchMessage>;
   /** Current store revision. */

@@ -30,32 +30,44 @@ class ParsedKV implements KV {
   readonly modRevision: string;
   readonly createRevision: string;
   #data: unknown;
+  /** Makes `#data` on first use, for a KV whose data nobody may read (`lazyParsedKV`). */
+  #load: (() => unknown) | undefined;
   #text: string | undefined;
 
   static readonly #value: PropertyDescriptor = {
     get(this: ParsedKV): string {
-      this.#text ??= goJson(this.#data);
+      this.#text ??= goJson(this.#loaded());
       return this.#text;
     },
     set(this: ParsedKV, v: string) {
       this.#text = v;
       this.#data = undefined;
+      this.#load = undefined;
     },
     enumerable: true,
     configurable: true,
   };
 
-  constructor(key: string, data: unknown, modRevision: string, createRevision: string) {
+  constructor(key: string, data: unknown, modRevision: string, createRevision: string, load?: () => unknown) {
     this.key = key;
     Object.defineProperty(this, 'value', ParsedKV.#value);
     this.modRevision = modRevision;
     this.createRevision = createRevision;
     this.#data = data;
+    this.#load = load;
+  }
+
+  #loaded(): unknown {
+    if (this.#load) {
+      this.#data = this.#load();
+      this.#load = undefined;
+    }
+    return this.#data;
   }
 
   /** The data of a parsed KV whose value was not replaced since; undefined for any other KV. */
   static dataOf(kv: KV): unknown {
-    return #data in kv ? kv.#data : undefined;
+    return #data in kv ? kv.#loaded() : undefined;
   }
 }
 
@@ -65,6 +77,20 @@ class ParsedKV implements KV {
  */
 export function parsedKV(key: string, data: unknown, modRevision: string, createRevision: string): KV {
   return new ParsedKV(key, data, modRevision, createRevision);
+}
+
+/**
+ * `parsedKV` whose data is made by `load` when something first reads it (its value or its data):
+ * for a KV that is often only looked at for its revision (what a write returns), whose data is
+ * dear to make (an IPAM block's exact 64-bit sequence numbers). `load` must not throw.
+ */
+export function lazyParsedKV(
+  key: string,
+  load: () => unknown,
+  modRevision: string,
+  createRevision: string,
+): KV {
+  return new ParsedKV(key, undefined, modRevision, createRevision, load);
 }
 
 /** The value as `JSON.parse(kv.value)` returns it (integers beyond 2^53 rounded); the caller's own. */

@@ -16,7 +16,7 @@ import { affinityForHost, isBlockEmpty, newBlock } from '../block/allocation-blo
 import type { Cidr } from '../block/ip-math.js';
 import type { AllocationBlock } from '../block/types.js';
 import type { IpamStore } from '../store/ipam-store.js';
-import { isAlreadyExists, isNotFound, raceLost } from './retry.js';
+import { isAlreadyExists, isConflict, isNotFound, raceLost } from './retry.js';
 
 /** Another host owns the block; look elsewhere. */
 export class BlockClaimConflict extends Error {
@@ -151,7 +151,11 @@ export async function getBlockFromAffinity(
     return claimAffineBlock(ctx, host, cidr, p);
   }
   if (block.value.affinity !== affinityForHost(host)) {
-    await ctx.store.deleteAffinity(host, text, aff.revision);
+    // Another request of this host may have found it stale first and removed it, or changed it:
+    // either way it is not this host's block.
+    await ctx.store.deleteAffinity(host, text, aff.revision).catch((e: unknown) => {
+      if (!isNotFound(e) && !isConflict(e)) throw e;
+    });
     throw new StaleAffinity(text);
   }
   if (aff.value.state === 'pending') {

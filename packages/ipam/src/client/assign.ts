@@ -144,6 +144,8 @@ export async function assignFamily(
   const maxBlocks = effectiveMaxBlocks(req.maxBlocksPerHost, env.config.maxBlocksPerHost);
   const remainingAffine = [...affine];
   let fruitless = 0;
+  // Affine blocks this request gave up once after losing a race for them (see below).
+  const deferred = new Set<string>();
 
   while (out.length < req.num) {
     const found = await findOrClaimBlock(
@@ -163,14 +165,31 @@ export async function assignFamily(
       );
     }
     if (found.newlyClaimed) owned++;
-    const got = await assignFromBlock(
+    // Contention is spread over the host's blocks: a request that loses the race for one block
+    // while another affine block may have room goes there, and comes back to this one only when
+    // the others are used up, instead of queueing on it with every other writer of the host.
+    const text = found.block.value.cidr;
+    const elsewhere =
+      !found.newlyClaimed &&
+      !deferred.has(text) &&
+      remainingAffine.some((c) => {
+        const known = ctx.store.cache.block(formatCidr(c));
+        return !known || countFree(known.value, env.reserved) > 0;
+      });
+    const got = await assignFromBlockOrYield(
       ctx,
       found.block,
       req.num - out.length,
       req,
       env,
       env.config.strictAffinity,
+      elsewhere,
     );
+    if (got === CONTENDED) {
+      deferred.add(text);
+      remainingAffine.push(blockCidrOf(found.block.value));
+      continue;
+    }
     out.push(...got);
     if (got.length === 0 && ++fruitless >= ctx.retry.maxRetries) {
       throw new IpamError(
@@ -196,6 +215,9 @@ export async function assignFamily(
   }
 }
 
+/** `assignFromBlockOrYield`'s answer when it gave the block up after a lost race. */
+const CONTENDED = Symbol('contended');
+
 /** Take up to `num` addresses from one block (CAS, re-reading on conflict). */
 export async function assignFromBlock(
   ctx: ClientContext,
@@ -205,8 +227,47 @@ export async function assignFromBlock(
   env: AssignEnv,
   affinityCheck: boolean,
 ): Promise<AssignedIP[]> {
+  return (await assignFromBlockOrYield(ctx, start, num, req, env, affinityCheck, false)) as AssignedIP[];
+}
+
+/**
+ * `assignFromBlock`; with `yieldOnLoss`, a first write that loses the block to another writer
+ * answers `CONTENDED` (nothing written) instead of reading the block and trying again.
+ */
+async function assignFromBlockOrYield(
+  ctx: ClientContext,
+  start: Versioned<AllocationBlock>,
+  num: number,
+  req: FamilyRequest,
+  env: AssignEnv,
+  affinityCheck: boolean,
+  yieldOnLoss: boolean,
+): Promise<AssignedIP[] | typeof CONTENDED> {
+  const cidrText = start.value.cidr;
+  // In turn with this process's other writers of the block: each starts from the version the one
+  // before it wrote, which the IPAM cache holds, instead of the one it was handed.
+  return ctx.store.blockTurns.turn(cidrText, () => {
+    const newest = ctx.store.cache.block(cidrText);
+    const from = newest && BigInt(newest.revision) > BigInt(start.revision) ? newest : start;
+    return assignInTurn(ctx, from, num, req, env, affinityCheck, yieldOnLoss);
+  });
+}
+
+async function assignInTurn(
+  ctx: ClientContext,
+  start: Versioned<AllocationBlock>,
+  num: number,
+  req: FamilyRequest,
+  env: AssignEnv,
+  affinityCheck: boolean,
+  yieldOnLoss: boolean,
+): Promise<AssignedIP[] | typeof CONTENDED> {
   let current: Versioned<AllocationBlock> | undefined = start;
   const cidrText = start.value.cidr;
+  // The handle is taken to be new (a pod's own) until a write says otherwise: a create that
+  // finds it exists, or a write that finds it gone. A lost race on the block alone leaves it new
+  // (the transaction took the created handle back), so that retry reads the block only.
+  let readHandle = false;
   return withRetries(
     `assigning from block ${cidrText}`,
     ctx.retry,
@@ -222,15 +283,22 @@ export async function assignFromBlock(
       }
       const r = autoAssignInBlock(b, num, req.handleId, req.secondary, env.reserved);
       if (r.ordinals.length === 0) return [];
-      // The handle's count and the block's allocation in one transaction. The first try takes the
-      // handle to be new (a pod's own); when it is not, or the block moved on, the retry reads both.
-      const handle = attempt === 0 ? undefined : await ctx.store.getHandle(req.handleId);
-      await ctx.store.writeHandleAndBlock(
-        { ...incrementHandle(handle?.value, cidrText, r.ordinals.length), handleId: req.handleId },
-        handle?.revision,
-        bumpSequence(r.block),
-        current.revision,
-      );
+      // The handle's count and the block's allocation in one transaction.
+      const handle = readHandle ? await ctx.store.getHandle(req.handleId) : undefined;
+      try {
+        await ctx.store.writeHandleAndBlock(
+          { ...incrementHandle(handle?.value, cidrText, r.ordinals.length), handleId: req.handleId },
+          handle?.revision,
+          bumpSequence(r.block),
+          current.revision,
+        );
+      } catch (e) {
+        // Which record lost is told by the code: a create fails `already-exists`, a vanished
+        // record `not-found`; `conflict` is the block, unless the handle was updated too.
+        if (isAlreadyExists(e) || isNotFound(e) || handle) readHandle = true;
+        else if (yieldOnLoss && attempt === 0 && isConflict(e)) return CONTENDED;
+        throw e;
+      }
       const cidr = blockCidrOf(b);
       return r.ordinals.map((o) => assigned(ordinalToIp(cidr, o), cidr));
     },

@@ -84,7 +84,34 @@ export async function releaseFromBlock(
   reqs: ReleaseRequest[],
 ): Promise<{ released: number[]; notAllocated: number[]; mismatched: number[] }> {
   const text = formatCidr(cidr);
-  const done = await withRetries(`releasing addresses in block ${text}`, ctx.retry, async () => {
+  const done = await ctx.store.blockTurns.turn(text, () => releaseInTurn(ctx, text, reqs));
+  for (const [handleId, n] of done.counts) {
+    await decrementHandleRecord(ctx.store, ctx.retry, handleId, text, n);
+  }
+  return done;
+}
+
+function releaseInTurn(
+  ctx: ClientContext,
+  text: string,
+  reqs: ReleaseRequest[],
+): Promise<{
+  released: number[];
+  notAllocated: number[];
+  mismatched: number[];
+  counts: Map<string, number>;
+}> {
+  return withRetries(`releasing addresses in block ${text}`, ctx.retry, async (attempt) => {
+    // As in `releaseHandle`: the cached version serves a first try only when every address asked
+    // for is allocated in it (the write's compare-and-swap checks it); otherwise the block is read.
+    const known = attempt === 0 ? ctx.store.cache.block(text) : undefined;
+    if (known) {
+      const r = releaseInBlock(known.value, reqs);
+      if (r.released.length === reqs.length) {
+        await writeReleased(ctx, r.block, known.revision);
+        return { ...r, counts: r.countByHandle };
+      }
+    }
     const block = await ctx.store.getBlock(text);
     if (!block) {
       return { released: [], notAllocated: reqs.map((r) => r.ordinal), mismatched: [], counts: new Map() };
@@ -93,10 +120,6 @@ export async function releaseFromBlock(
     if (r.released.length > 0) await writeReleased(ctx, r.block, block.revision);
     return { ...r, counts: r.countByHandle };
   });
-  for (const [handleId, n] of done.counts) {
-    await decrementHandleRecord(ctx.store, ctx.retry, handleId, text, n);
-  }
-  return done;
 }
 
 /** A block after a release: deleted when empty and no host owns it, else written back. */
@@ -137,13 +160,27 @@ export async function releaseHandle(
     for (const text of Object.keys(handle.value.block)) {
       const cidr = parseStrictCidr(text);
       const ords = cidr
-        ? await withRetries(`releasing handle ${id} in block ${text}`, ctx.retry, async () => {
-            const block = await ctx.store.getBlock(text);
-            if (!block) return [];
-            const r = releaseHandleInBlock(block.value, id);
-            if (r.released.length > 0) await writeReleased(ctx, r.block, block.revision);
-            return r.released;
-          })
+        ? await ctx.store.blockTurns.turn(text, () =>
+            withRetries(`releasing handle ${id} in block ${text}`, ctx.retry, async (attempt) => {
+              // The first try starts from the block as this store last saw it (usually its own
+              // write of this very allocation): a version that holds the handle's addresses is
+              // checked by the write's compare-and-swap. One that holds none proves nothing (it
+              // may predate the allocation), so the block is read before concluding that.
+              const known = attempt === 0 ? ctx.store.cache.block(text) : undefined;
+              if (known) {
+                const r = releaseHandleInBlock(known.value, id);
+                if (r.released.length > 0) {
+                  await writeReleased(ctx, r.block, known.revision);
+                  return r.released;
+                }
+              }
+              const block = await ctx.store.getBlock(text);
+              if (!block) return [];
+              const r = releaseHandleInBlock(block.value, id);
+              if (r.released.length > 0) await writeReleased(ctx, r.block, block.revision);
+              return r.released;
+            }),
+          )
         : [];
       if (cidr) released.push(...ords.map((o) => formatIP(ordinalToIp(cidr, o))));
       // The block no longer holds anything of this handle: drop its entry whatever the count said.

@@ -29,14 +29,31 @@ export function raceLost(what: string): DatastoreError {
 
 export interface RetryOptions {
   maxRetries: number;
-  /** Pause between attempts after the first few, so racing writers drift apart. */
+  /** Pause between attempts, so racing writers drift apart. */
   sleep: (ms: number) => Promise<void>;
   random: () => number;
 }
 
+/** The first retry's pause is up to this long; each further one may be twice as long … */
+const BACKOFF_BASE_MS = 2;
+/** … up to this. */
+const BACKOFF_CAP_MS = 128;
+
+/**
+ * The pause before retry `n` (1 for the first): uniform in [0, min(cap, base·2^(n-1))) ms, "full
+ * jitter". Writers that lost the same compare-and-swap then come back at different times instead
+ * of colliding again in step, and the more often one loses, the further apart they spread; the
+ * cap keeps a long run of losses from turning into seconds of waiting.
+ */
+export function backoffMs(n: number, random: () => number): number {
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.min(n - 1, 16));
+  return random() * ceiling;
+}
+
 /**
  * Run `attempt` until it returns, retrying on compare-and-swap conflicts (and on the other errors
- * `retryOn` accepts) up to `maxRetries` times; then `conflict-retries-exhausted` naming `what`.
+ * `retryOn` accepts) up to `maxRetries` times, with a jittered, growing pause between tries
+ * (`backoffMs`); then `conflict-retries-exhausted` naming `what`.
  */
 export async function withRetries<T>(
   what: string,
@@ -46,12 +63,12 @@ export async function withRetries<T>(
 ): Promise<T> {
   let last: unknown;
   for (let i = 0; i < opts.maxRetries; i++) {
+    if (i > 0) await opts.sleep(backoffMs(i, opts.random));
     try {
       return await attempt(i);
     } catch (e) {
       if (!retryOn(e)) throw e;
       last = e;
-      if (i >= 3) await opts.sleep(Math.floor(opts.random() * Math.min(2 * i, 50)));
     }
   }
   throw new IpamError(

@@ -28,6 +28,7 @@ import {
 import {
   affinityKey,
   affinityPrefix,
+  blockData,
   blockKey,
   blockPrefix,
   checkKeySegment,
@@ -55,12 +56,18 @@ import {
   deriveAssignEnv,
   type EnvRead,
 } from './assign-env.js';
+import { BlockTurns } from './block-turns.js';
 import { IpamCache } from './ipam-cache.js';
+
+/** What every delete here asks of the store: the record gone, its old value never read. */
+const NO_VALUE = { value: false } as const;
 
 /** The IPAM records over one KVStore, with compare-and-swap, and the IPAM cache they feed. */
 export class IpamStore {
   /** What this store has read and written, kept for the allocator (ipam-cache.ts). */
   readonly cache = new IpamCache();
+  /** One writer of a block at a time among this store's users (block-turns.ts). */
+  readonly blockTurns = new BlockTurns();
 
   constructor(private readonly store: KVStore) {}
 
@@ -111,7 +118,7 @@ export class IpamStore {
   /** Creates a block; fails `already-exists` if one is there. */
   async createBlock(block: AllocationBlock): Promise<Versioned<AllocationBlock>> {
     const kv = await this.store
-      .create(blockKey(block.cidr), encodeBlock(block))
+      .create(blockKey(block.cidr), encodeBlock(block), blockData(block))
       .catch(named(`block ${block.cidr}`));
     const b = { value: decodeBlock(kv), revision: kv.modRevision };
     this.cache.noteBlock(block.cidr, b);
@@ -121,7 +128,7 @@ export class IpamStore {
   /** Resolves the block as written (not decoded again: decoding a block costs more than its write). */
   async updateBlock(block: AllocationBlock, revision: string): Promise<Versioned<AllocationBlock>> {
     const kv = await this.store
-      .update(blockKey(block.cidr), encodeBlock(block), revision)
+      .update(blockKey(block.cidr), encodeBlock(block), revision, blockData(block))
       .catch((e: unknown) => {
         this.cache.forgetBlock(block.cidr);
         return named(`block ${block.cidr}`)(e);
@@ -134,7 +141,7 @@ export class IpamStore {
   /** Deletes a block (compare-and-swap on `revision` when given). */
   async deleteBlock(cidr: string, revision?: string): Promise<void> {
     this.cache.forgetBlock(cidr);
-    await this.store.delete(blockKey(cidr), revision).catch(named(`block ${cidr}`));
+    await this.store.delete(blockKey(cidr), revision, NO_VALUE).catch(named(`block ${cidr}`));
   }
 
   // Affinities
@@ -210,7 +217,9 @@ export class IpamStore {
     type: AffinityType = 'host',
   ): Promise<void> {
     const key = affinityKey(host, cidr, type);
-    const prev = await this.store.delete(key, revision).catch(named(`affinity of ${host} for ${cidr}`));
+    const prev = await this.store
+      .delete(key, revision, NO_VALUE)
+      .catch(named(`affinity of ${host} for ${cidr}`));
     this.cache.noteDelete(key, prev.modRevision);
   }
 
@@ -266,7 +275,12 @@ export class IpamStore {
           value: encodeHandle(handle),
           ...(handleRevision !== undefined ? { modRevision: handleRevision } : {}),
         },
-        { key: blockKey(block.cidr), value: encodeBlock(block), modRevision: blockRevision },
+        {
+          key: blockKey(block.cidr),
+          value: encodeBlock(block),
+          data: blockData(block),
+          modRevision: blockRevision,
+        },
       ])
       .catch((e: unknown) => {
         this.cache.forgetBlock(block.cidr);
@@ -279,7 +293,7 @@ export class IpamStore {
 
   /** Deletes a handle (compare-and-swap on `revision` when given). */
   async deleteHandle(handleId: string, revision?: string): Promise<void> {
-    await this.store.delete(handleKey(handleId), revision).catch(named(`handle ${handleId}`));
+    await this.store.delete(handleKey(handleId), revision, NO_VALUE).catch(named(`handle ${handleId}`));
   }
 
   // The assignment environment
@@ -345,7 +359,7 @@ export class IpamStore {
 
   /** Deletes the IPAM config (compare-and-swap on `revision` when given). */
   async deleteConfig(revision?: string): Promise<void> {
-    await this.store.delete(IPAM_CONFIG_KEY, revision).catch(named('IPAM config'));
+    await this.store.delete(IPAM_CONFIG_KEY, revision, NO_VALUE).catch(named('IPAM config'));
   }
 }
 
