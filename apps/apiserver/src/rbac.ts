@@ -7,31 +7,17 @@
  *   RoleBinding kube-system/<sa>-auth-reader → Role extension-apiserver-authentication-reader
  *                                             (read the authentication ConfigMap)
  *   ClusterRoleBinding <sa>                 → ClusterRole calico-apiserver (API_SERVER_ROLE):
- *     crd.projectcalico.org, every resource: get list watch create update patch delete
- *       deletecollection (the Kubernetes datastore: the v3 kinds and the IPAM records an IPPool's
- *       deletion releases)
- *     "" namespaces, serviceaccounts: get list watch (Profiles kns.* / ksa.*)
- *     "" pods, nodes: get list watch update patch (WorkloadEndpoints and Nodes are those objects;
- *       writes merge Calico's fields into them)
- *     networking.k8s.io networkpolicies: get list watch (their knp.default.* NetworkPolicies)
+ *     KUBE_DATASTORE_READ_WRITE_RULES (@calico-ts/datastore/kube): every Calico resource on the
+ *     Kubernetes datastore
  *
  * On etcd only the first two are needed.
  */
 
+import { KUBE_DATASTORE_READ_WRITE_RULES } from '@calico-ts/datastore/kube';
+
 type Obj = Record<string, unknown>;
 
 export const API_SERVER_ROLE = 'calico-apiserver';
-
-const ROLE_RULES = [
-  {
-    apiGroups: ['crd.projectcalico.org'],
-    resources: ['*'],
-    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'],
-  },
-  { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [''], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch'] },
-];
 
 /** The ClusterRole and the bindings for service account `namespace/serviceAccount`. */
 export function apiServerRbac(namespace: string, serviceAccount: string): Obj[] {
@@ -42,7 +28,7 @@ export function apiServerRbac(namespace: string, serviceAccount: string): Obj[] 
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: { name: API_SERVER_ROLE },
-      rules: ROLE_RULES,
+      rules: KUBE_DATASTORE_READ_WRITE_RULES,
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',

@@ -24,6 +24,7 @@
  * user policy verbs there and checks tier permissions inside its API server; this one checks only
  * what Kubernetes RBAC says for the projectcalico.org resource, so it grants nothing extra.
  */
+import { KUBE_DATASTORE_READ_WRITE_RULES } from '@calico-ts/datastore/kube';
 import { APISERVER_SECRET, CA_BUNDLE } from './certs.js';
 import { componentImage } from './images.js';
 import type { ResolvedInstallation } from './installation.js';
@@ -37,7 +38,6 @@ export const APISERVICE_NAME = 'v3.projectcalico.org';
 export const APISERVER_CERTS_HASH_ANNOTATION = 'hash.operator.tigera.io/calico-apiserver-certs';
 const CERTS_DIR = '/calico-apiserver-certs';
 const RBAC = 'rbac.authorization.k8s.io';
-const READ = ['get', 'list', 'watch'];
 
 /** What the render needs beyond the Installation. */
 export interface ApiServerFacts {
@@ -67,18 +67,9 @@ export function renderApiServer(cfg: ResolvedInstallation, facts: ApiServerFacts
       apiVersion: `${RBAC}/v1`,
       kind: 'ClusterRole',
       metadata: { name: 'calico-crds' },
-      // calico-apiserver's own list (apps/apiserver/src/rbac.ts): Node and WorkloadEndpoint are
-      // served too, and are written as the Kubernetes Node and Pod on this datastore.
-      rules: [
-        {
-          apiGroups: ['crd.projectcalico.org'],
-          resources: ['*'],
-          verbs: [...READ, 'create', 'update', 'patch', 'delete', 'deletecollection'],
-        },
-        { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: READ },
-        { apiGroups: [''], resources: ['pods', 'nodes'], verbs: [...READ, 'update', 'patch'] },
-        { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: READ },
-      ],
+      // What calico-apiserver's client needs: Node and WorkloadEndpoint are served too, and are
+      // written as the Kubernetes Node and Pod on this datastore.
+      rules: KUBE_DATASTORE_READ_WRITE_RULES,
     },
     {
       apiVersion: `${RBAC}/v1`,

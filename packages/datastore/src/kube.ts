@@ -13,3 +13,4 @@ export {
   loadKubeConnectionWithClientNode,
 } from './kube/kube-connection.js';
 export { classifyStatus, KubeHttp, type KubeHttpOptions, type KubeStatus } from './kube/kube-http.js';
+export { KUBE_DATASTORE_READ_WRITE_RULES, type RbacRule } from './kube/rbac-rules.js';
