@@ -13,8 +13,11 @@
 
 /** One RBAC PolicyRule, as a ClusterRole's `rules` holds it. */
 export interface RbacRule {
+  /** API groups the rule covers (`''` is the core group). */
   readonly apiGroups: readonly string[];
+  /** Resources (plural names) in those groups; `*` is every one. */
   readonly resources: readonly string[];
+  /** Verbs allowed on them. */
   readonly verbs: readonly string[];
 }
 
