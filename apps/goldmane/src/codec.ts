@@ -163,7 +163,7 @@ export function decodeFilter(v: unknown, path = 'filter'): Filter {
     protocols: decodeStringMatches(w.protocols, `${path}.protocols`),
     destPorts: list(w.dest_ports, `${path}.dest_ports`).map((m, i) => {
       const p = `${path}.dest_ports[${i}].port`;
-      const n = int((msg(m, `${path}.dest_ports[${i}]`) ?? {}).port, p, 0);
+      const n = int(msg(m, `${path}.dest_ports[${i}]`)?.port, p, 0);
       if (n > 65535) throw invalidArgument(p, `${n} is not a port (0–65535)`);
       return n;
     }),
@@ -190,7 +190,7 @@ export function decodeListRequest(w: Wire): ListQuery {
     page: int(w.page, 'page', 0),
     pageSize: int(w.page_size, 'page_size', 0),
     sortBy: list(w.sort_by, 'sort_by').map((s, i) =>
-      oneOf((msg(s, `sort_by[${i}]`) ?? {}).sort_by, SORT_BYS, `sort_by[${i}].sort_by`),
+      oneOf(msg(s, `sort_by[${i}]`)?.sort_by, SORT_BYS, `sort_by[${i}].sort_by`),
     ),
     filter: decodeFilter(w.filter),
     aggregationInterval: int(w.aggregation_interval, 'aggregation_interval', 0),

@@ -18,7 +18,7 @@
  * order they arrived; a flow older than every kept row is itself the one dropped.
  */
 import { invalidArgument } from './errors.js';
-import { EMPTY_FILTER, type Filter, hitsOf, keyMatches } from './filter.js';
+import { type Filter, hitsOf, keyMatches } from './filter.js';
 import {
   ENDPOINT_TYPES,
   type FilterType,
