@@ -51,7 +51,6 @@ export { grpcStatusOf } from './grpc-status.js';
 export { GoldmaneMetrics } from './metrics.js';
 export { type GoldmaneGrpc, loadGoldmaneProto, PROTO_LOADER_OPTIONS, PROTO_PATH } from './proto.js';
 export {
-  type GoldmaneLogger,
   GoldmaneServer,
   type GoldmaneServerOptions,
   type GoldmaneServerStats,

@@ -15,6 +15,8 @@
  * Thread-safety: everything runs on Node's one loop; the store is only touched from handlers and
  * the bucket timer.
  */
+
+import { type Logger, NOOP_LOGGER } from '@calico-ts/api/log';
 import {
   type handleBidiStreamingCall,
   type handleServerStreamingCall,
@@ -51,14 +53,6 @@ export interface GoldmaneServerTls {
   readonly key: Buffer;
 }
 
-/** The smallest logger the server needs (pino fits). */
-export interface GoldmaneLogger {
-  /** Information. */
-  info(obj: object, msg?: string): void;
-  /** Something went wrong, the server goes on. */
-  warn(obj: object, msg?: string): void;
-}
-
 /** What the server needs; exactly one of `tls` and `plaintext`. */
 export interface GoldmaneServerOptions {
   /** Address to bind. */
@@ -73,8 +67,8 @@ export interface GoldmaneServerOptions {
   readonly store?: Partial<FlowStoreOptions>;
   /** The clock, in milliseconds since the epoch (tests). */
   readonly nowMs?: () => number;
-  /** Logger. */
-  readonly log?: GoldmaneLogger;
+  /** Logger (pino fits). */
+  readonly log?: Logger;
 }
 
 /** The store's counters and the server's own. */
@@ -94,8 +88,6 @@ interface Subscriber {
   readonly filter: Filter;
 }
 
-const quiet: GoldmaneLogger = { info() {}, warn() {} };
-
 /** The aggregator's gRPC server. */
 export class GoldmaneServer {
   readonly #opts: GoldmaneServerOptions;
@@ -104,7 +96,7 @@ export class GoldmaneServer {
   readonly #subscribers = new Set<Subscriber>();
   readonly #collectors = new Set<ServerDuplexStream<Wire, Wire>>();
   readonly #nowMs: () => number;
-  readonly #log: GoldmaneLogger;
+  readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
   #invalid = 0;
   #port = 0;
@@ -116,7 +108,7 @@ export class GoldmaneServer {
     this.#opts = opts;
     this.#store = new FlowStore(opts.store);
     this.#nowMs = opts.nowMs ?? Date.now;
-    this.#log = opts.log ?? quiet;
+    this.#log = opts.log ?? NOOP_LOGGER;
     const { grpc } = loadGoldmaneProto();
     this.#server.addService(grpc.FlowCollector.service, {
       Connect: this.#connect,
