@@ -272,12 +272,18 @@ describe('goldmane over gRPC with mTLS', () => {
     expect(noKey.details).toBe('flow.Key: is required');
   });
 
-  it('refuses a bad List or FilterHints request, naming the field, and Statistics as unimplemented', async () => {
+  it('refuses a bad List, Stream or FilterHints request, naming the field, and Statistics as unimplemented', async () => {
     const flows = client('Flows', 'felix');
     const e1 = (await unary(flows, 'List', { page_size: -1 }).catch((e) => e)) as ServiceError;
     expect([e1.code, e1.details]).toEqual([status.INVALID_ARGUMENT, 'page_size: -1 is below 0']);
     const e2 = (await unary(flows, 'List', { sort_by: [{}, {}] }).catch((e) => e)) as ServiceError;
     expect(e2.details).toBe('sort_by: at most one sort order is supported');
+    const badStream = flows.Stream!({ aggregation_interval: 30 }) as NodeJS.ReadableStream;
+    const e5 = await new Promise<ServiceError>((resolve) => badStream.on('error', resolve));
+    expect([e5.code, e5.details]).toEqual([
+      status.INVALID_ARGUMENT,
+      'aggregation_interval: 30 is not the aggregation window (1 s); streams send one window at a time',
+    ]);
     const e3 = (await unary(flows, 'FilterHints', {}).catch((e) => e)) as ServiceError;
     expect(e3.code).toBe(status.INVALID_ARGUMENT);
     expect(e3.details).toMatch(/^type: /);
