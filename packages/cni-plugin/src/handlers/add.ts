@@ -82,9 +82,22 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       id.pod !== undefined && kubernetesMode(conf)
         ? readPodInfo(ctx, id.namespace, id.pod)
         : Promise.resolve(undefined);
+    // On the Kubernetes datastore the endpoint is the Pod: the Pod just read answers both. A Pod
+    // that could not be read fails the ADD below, with its own error.
+    // Elsewhere the endpoint is read beside the Pod.
+    const endpointRead =
+      id.pod !== undefined && conf.datastoreType === 'kubernetes' && backend.endpointOfPod
+        ? podRead.then(
+            (info) => {
+              const known = info ? backend.endpointOfPod?.(id.namespace, wepName, info.pod) : undefined;
+              return known ? known.endpoint : backend.getWorkloadEndpoint(id.namespace, wepName);
+            },
+            () => undefined,
+          )
+        : backend.getWorkloadEndpoint(id.namespace, wepName);
     const [ready, existingRead, made] = await Promise.allSettled([
       requireReady(backend),
-      backend.getWorkloadEndpoint(id.namespace, wepName),
+      endpointRead,
       podRead.then((info) =>
         dp.createPair(
           info?.request.containerMac ? { ...pair, containerMac: info.request.containerMac } : pair,

@@ -177,6 +177,25 @@ export class KubeKVStore implements KVStore {
     }
   }
 
+  /**
+   * Takes a Kubernetes object its caller read itself (the CNI plugin's GET of the Pod, which it
+   * needs whole) as if `get(key)` had just returned it: the record at `key` it holds, if any, and
+   * the copy the next write of `key` starts from (a `merge` collection's, as after `get`). One
+   * read then serves both, and the write stays a compare-and-swap on that copy's resourceVersion.
+   * `object` must be what the API server answered for `key`'s object (exact integers).
+   */
+  adopt(key: string, object: unknown): KV | undefined {
+    const loc = locateKey(key);
+    const o = object as Obj;
+    const meta = (o?.metadata ?? {}) as { name?: string; namespace?: string };
+    if (loc.collection.write !== 'merge' || meta.name !== loc.name || meta.namespace !== loc.namespace) {
+      throw new DatastoreError('invalid', `${key}: adopt takes the Pod or Node of the record's own key`);
+    }
+    this.#remember(key, o);
+    const kv = this.#toKV(loc.collection, o);
+    return kv?.key === key ? kv : undefined;
+  }
+
   async #listCollection(
     c: Collection,
     namespace: string | undefined,
