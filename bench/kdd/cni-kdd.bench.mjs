@@ -146,7 +146,7 @@ async function inner() {
         burst: BURST,
         result,
         extraLines: [
-          '\nAPI server requests per single ADD / DEL (kube-apiserver request counters; the series\' first ADD claims the node\'s block):',
+          "\nAPI server requests per single ADD / DEL (kube-apiserver request counters; the series' first ADD claims the node's block):",
           ...Object.entries(apiRequests).map(
             ([side, r]) => `  ${LABELS[side]}: ADD ${fmt(r.ADD)}; DEL ${fmt(r.DEL)}`,
           ),

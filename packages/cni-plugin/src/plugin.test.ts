@@ -357,9 +357,9 @@ describe('calico DEL', () => {
     expect(h.backend.calls.filter((c) => c === 'releaseByHandle')).toHaveLength(1);
     expect([...h.backend.allocations.keys()]).toEqual([legacy.address]);
     // The DEL of the sandbox the pre-v3 plugin added finds no current handle and frees the old one.
-    expect((await h.run('calico-ipam', k8sEnv('DEL', { CNI_CONTAINERID: 'v2sandbox' }), conf())).exitCode).toBe(
-      0,
-    );
+    expect(
+      (await h.run('calico-ipam', k8sEnv('DEL', { CNI_CONTAINERID: 'v2sandbox' }), conf())).exitCode,
+    ).toBe(0);
     expect([...h.backend.allocations.keys()]).toEqual([]);
   });
 

@@ -105,7 +105,11 @@ describe.skipIf(missing.length > 0)(`CNI requests on the Kubernetes datastore ($
     for (let i = 0; i < count; i++) {
       const name = `count-${++seq}`;
       await lab.ensurePod(NS, name, node);
-      out.push({ name, cid: `c0a7${seq.toString().padStart(4, '0')}0123456789abcdef`, netns: await lab.addPod() });
+      out.push({
+        name,
+        cid: `c0a7${seq.toString().padStart(4, '0')}0123456789abcdef`,
+        netns: await lab.addPod(),
+      });
     }
     return out;
   }
@@ -126,7 +130,8 @@ describe.skipIf(missing.length > 0)(`CNI requests on the Kubernetes datastore ($
     const c1 = await readApiRequestCounts(lab.api);
     for (const p of batch) await run(node, viaService, 'DEL', p);
     const c2 = await readApiRequestCounts(lab.api);
-    const per = (a: ApiRequestCounts, b: ApiRequestCounts) => requestsBetween(a, b, { ops: N, only: counted });
+    const per = (a: ApiRequestCounts, b: ApiRequestCounts) =>
+      requestsBetween(a, b, { ops: N, only: counted });
     const result = { ADD: per(c0, c1), DEL: per(c1, c2) };
     return result;
   }

@@ -22,7 +22,7 @@
  */
 import { withFields } from '@calico-ts/api/log';
 import { CniPluginError, isCniPluginError } from '../errors.js';
-import type { WorkloadEndpoint } from '../io/backend.js';
+import type { PluginBackend, WorkloadEndpoint } from '../io/backend.js';
 import { hostVethName, interfacePrefix, ipamHandleId, workloadEndpointName } from '../naming.js';
 import { floatingIpNats } from '../spec/annotations.js';
 import { workloadIdentity } from '../spec/cni-args.js';
@@ -82,19 +82,7 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       id.pod !== undefined && kubernetesMode(conf)
         ? readPodInfo(ctx, id.namespace, id.pod)
         : Promise.resolve(undefined);
-    // On the Kubernetes datastore the endpoint is the Pod: the Pod just read answers both. A Pod
-    // that could not be read fails the ADD below, with its own error.
-    // Elsewhere the endpoint is read beside the Pod.
-    const endpointRead =
-      id.pod !== undefined && conf.datastoreType === 'kubernetes' && backend.endpointOfPod
-        ? podRead.then(
-            (info) => {
-              const known = info ? backend.endpointOfPod?.(id.namespace, wepName, info.pod) : undefined;
-              return known ? known.endpoint : backend.getWorkloadEndpoint(id.namespace, wepName);
-            },
-            () => undefined,
-          )
-        : backend.getWorkloadEndpoint(id.namespace, wepName);
+    const endpointRead = readEndpoint(ctx, backend, podRead, id, wepName);
     const [ready, existingRead, made] = await Promise.allSettled([
       requireReady(backend),
       endpointRead,
@@ -192,6 +180,30 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     await undo.run(e);
     throw e;
   }
+}
+
+/**
+ * The endpoint as it is before this ADD. On the Kubernetes datastore the endpoint is the Pod, and
+ * the Pod just read answers (a Pod that could not be read fails the ADD with its own error);
+ * elsewhere it is read beside the Pod.
+ */
+function readEndpoint(
+  ctx: PluginContext,
+  backend: PluginBackend,
+  podRead: Promise<PodInfo | undefined>,
+  id: { namespace: string; pod?: string | undefined },
+  wepName: string,
+): Promise<WorkloadEndpoint | undefined> {
+  if (id.pod === undefined || ctx.conf.datastoreType !== 'kubernetes' || !backend.endpointOfPod) {
+    return backend.getWorkloadEndpoint(id.namespace, wepName);
+  }
+  return podRead.then(
+    (info) => {
+      const known = info ? backend.endpointOfPod?.(id.namespace, wepName, info.pod) : undefined;
+      return known ? known.endpoint : backend.getWorkloadEndpoint(id.namespace, wepName);
+    },
+    () => undefined,
+  );
 }
 
 /**

@@ -59,6 +59,12 @@ export interface WriteEndpointOptions {
   ipamHandle?: string;
 }
 
+/** What a Pod says of its WorkloadEndpoint (`PluginBackend.endpointOfPod`). */
+export interface PodEndpoint {
+  /** The endpoint the Pod holds; undefined when it holds none (no ADD has annotated it). */
+  endpoint: WorkloadEndpoint | undefined;
+}
+
 export interface PluginBackend {
   /**
    * The endpoint is its Pod (the Kubernetes datastore): every write of it is a compare-and-swap on
@@ -76,11 +82,7 @@ export interface PluginBackend {
    * Pod the copy the next endpoint write starts from (a compare-and-swap on its resourceVersion).
    * `undefined` where the backend cannot tell from a Pod: read with `getWorkloadEndpoint`.
    */
-  endpointOfPod?(
-    namespace: string,
-    name: string,
-    pod: unknown,
-  ): { endpoint: WorkloadEndpoint | undefined } | undefined;
+  endpointOfPod?(namespace: string, name: string, pod: unknown): PodEndpoint | undefined;
   /**
    * Creates, or replaces the existing one of that name (last writer wins). With `ipamHandle`, a
    * create happens only while that IPAM handle exists, checked in the same write (etcd: one

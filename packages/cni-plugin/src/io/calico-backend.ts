@@ -19,8 +19,8 @@ import {
   createKVStore,
   type Datastore,
   isDatastoreError,
-  KVDatastore,
   type KV,
+  KVDatastore,
   type KVStore,
   loadCniClientConfig,
 } from '@calico-ts/datastore';
@@ -34,6 +34,7 @@ import type {
   AutoAssignRequest,
   DeletePrecondition,
   PluginBackend,
+  PodEndpoint,
   PoolCapacity,
   Readiness,
   WorkloadEndpoint,
@@ -150,17 +151,13 @@ export class CalicoBackend implements PluginBackend {
     });
   }
 
-  endpointOfPod(
-    namespace: string,
-    name: string,
-    pod: unknown,
-  ): { endpoint: WorkloadEndpoint | undefined } | undefined {
-    const kv = this.#kv as (KVStore & { adopt?(key: string, object: unknown): KV | undefined }) | undefined;
+  endpointOfPod(namespace: string, name: string, pod: unknown): PodEndpoint | undefined {
+    const kv = this.#kv as (KVStore & { adopt?(key: string, object: object): KV | undefined }) | undefined;
     if (this.#ds.backend !== 'kubernetes' || typeof kv?.adopt !== 'function') return undefined;
     const key = resourceKey('WorkloadEndpoint', name, namespace);
     let found: KV | undefined;
     try {
-      found = kv.adopt(key, pod);
+      found = kv.adopt(key, pod as object);
     } catch {
       return undefined; // not the Pod of this endpoint: read it
     }

@@ -43,7 +43,8 @@ export function readApiRequestCounts(
         res.on('error', reject);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode !== 200) reject(new Error(`GET ${url}: ${res.statusCode}: ${text.slice(0, 300)}`));
+          if (res.statusCode !== 200)
+            reject(new Error(`GET ${url}: ${res.statusCode}: ${text.slice(0, 300)}`));
           else resolve(parseApiRequestCounts(text));
         });
       },
