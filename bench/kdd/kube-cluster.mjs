@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { findKubectl, startKubeApiServer } from '@calico-ts/datastore/testing';
+import { findKubectl, parseApiRequestCounts, startKubeApiServer } from '@calico-ts/datastore/testing';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const REPO = join(HERE, '..', '..');
@@ -125,22 +125,11 @@ export function kubeRest(apiServer, maxSockets = 32) {
 
 /**
  * The API server's request counters (`apiserver_request_total`) summed by verb and resource:
- * `{ 'GET pods': 12, 'PUT ipamblocks': 3, … }`. Two readings apart say what a client asked for.
+ * `{ 'GET pods': 12, 'PUT ipamblocks': 3, … }` (parsed as the tests that assert request counts
+ * parse them). Two readings apart say what a client asked for.
  */
 export async function apiRequestCounts(rest) {
-  const text = await rest.call('GET', '/metrics');
-  const out = {};
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /[{,]verb="([^"]*)"/.exec(line)?.[1];
-    const resource = /[{,]resource="([^"]*)"/.exec(line)?.[1];
-    const sub = /[{,]subresource="([^"]*)"/.exec(line)?.[1];
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (!verb || !resource || !Number.isFinite(value)) continue;
-    const k = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
-    out[k] = (out[k] ?? 0) + value;
-  }
-  return out;
+  return parseApiRequestCounts(await rest.call('GET', '/metrics'));
 }
 
 /** Requests per operation between two `apiRequestCounts` readings, largest first. */

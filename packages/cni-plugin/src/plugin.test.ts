@@ -347,6 +347,22 @@ describe('calico DEL', () => {
     expect((await h.run('calico', k8sEnv('DEL'), conf())).exitCode).toBe(0);
   });
 
+  it('calico-ipam DEL releases the pre-v3 handle (<namespace>.<pod>) only when the current one holds nothing', async () => {
+    const legacy = { address: '198.19.9.9', cidr: '198.19.9.9/26', handleId: 'default.nginx', attrs: {} };
+    h.backend.allocations.set(legacy.address, legacy);
+    await h.run('calico', k8sEnv('ADD'), conf());
+    h.backend.calls.length = 0;
+    expect((await h.run('calico-ipam', k8sEnv('DEL'), conf())).exitCode).toBe(0);
+    // This container's ADD made k8s-pod-network.<CID>: the old handle is another sandbox's.
+    expect(h.backend.calls.filter((c) => c === 'releaseByHandle')).toHaveLength(1);
+    expect([...h.backend.allocations.keys()]).toEqual([legacy.address]);
+    // The DEL of the sandbox the pre-v3 plugin added finds no current handle and frees the old one.
+    expect(
+      (await h.run('calico-ipam', k8sEnv('DEL', { CNI_CONTAINERID: 'v2sandbox' }), conf())).exitCode,
+    ).toBe(0);
+    expect([...h.backend.allocations.keys()]).toEqual([]);
+  });
+
   it('succeeds when the netns is already gone (and without CNI_NETNS)', async () => {
     await h.run('calico', k8sEnv('ADD'), conf());
     h.net.namespaces.delete(POD);

@@ -22,7 +22,7 @@
  */
 import { withFields } from '@calico-ts/api/log';
 import { CniPluginError, isCniPluginError } from '../errors.js';
-import type { WorkloadEndpoint } from '../io/backend.js';
+import type { PluginBackend, WorkloadEndpoint } from '../io/backend.js';
 import { hostVethName, interfacePrefix, ipamHandleId, workloadEndpointName } from '../naming.js';
 import { floatingIpNats } from '../spec/annotations.js';
 import { workloadIdentity } from '../spec/cni-args.js';
@@ -82,9 +82,10 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
       id.pod !== undefined && kubernetesMode(conf)
         ? readPodInfo(ctx, id.namespace, id.pod)
         : Promise.resolve(undefined);
+    const endpointRead = readEndpoint(ctx, backend, podRead, id, wepName);
     const [ready, existingRead, made] = await Promise.allSettled([
       requireReady(backend),
-      backend.getWorkloadEndpoint(id.namespace, wepName),
+      endpointRead,
       podRead.then((info) =>
         dp.createPair(
           info?.request.containerMac ? { ...pair, containerMac: info.request.containerMac } : pair,
@@ -179,6 +180,30 @@ export async function cmdAdd(ctx: PluginContext): Promise<Record<string, unknown
     await undo.run(e);
     throw e;
   }
+}
+
+/**
+ * The endpoint as it is before this ADD. On the Kubernetes datastore the endpoint is the Pod, and
+ * the Pod just read answers (a Pod that could not be read fails the ADD with its own error);
+ * elsewhere it is read beside the Pod.
+ */
+function readEndpoint(
+  ctx: PluginContext,
+  backend: PluginBackend,
+  podRead: Promise<PodInfo | undefined>,
+  id: { namespace: string; pod?: string | undefined },
+  wepName: string,
+): Promise<WorkloadEndpoint | undefined> {
+  if (id.pod === undefined || ctx.conf.datastoreType !== 'kubernetes' || !backend.endpointOfPod) {
+    return backend.getWorkloadEndpoint(id.namespace, wepName);
+  }
+  return podRead.then(
+    (info) => {
+      const known = info ? backend.endpointOfPod?.(id.namespace, wepName, info.pod) : undefined;
+      return known ? known.endpoint : backend.getWorkloadEndpoint(id.namespace, wepName);
+    },
+    () => undefined,
+  );
 }
 
 /**

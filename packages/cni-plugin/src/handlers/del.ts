@@ -13,7 +13,9 @@
  * 4. With calico-ipam, once the addresses are released: the WorkloadEndpoint again, deleted if it
  *    is this container's. An ADD's create that reached the datastore late (after step 1) put it
  *    there; ADD creates are guarded by the IPAM handle (calico-backend.ts), so after step 3 no
- *    late one can land.
+ *    late one can land. Not where step 1 deleted this container's endpoint from its Pod (the
+ *    Kubernetes datastore): that delete changed the Pod, and a late write, which carries the
+ *    resourceVersion read before it, fails.
  *
  * Steps 2 and 3 run even when an earlier one failed, so as much as possible is cleaned up; the
  * first error is reported.
@@ -61,6 +63,8 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
   // endpoint's deletion. Without a netns, the host end is named by our own endpoint: after step 1.
   const dp = ctx.dataplane();
   let ownHostIf: string | undefined;
+  /** Step 1 deleted this container's endpoint, with a compare-and-swap on its Pod. */
+  let deletedFromPod = false;
   let teardown: Promise<void> | undefined;
   const removeInterface = () =>
     attempt('remove the pod interface', async () => {
@@ -94,7 +98,8 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
       const pre: { uid?: string; resourceVersion?: string } = {};
       if (wep.metadata.uid) pre.uid = wep.metadata.uid;
       if (wep.metadata.resourceVersion) pre.resourceVersion = wep.metadata.resourceVersion;
-      await backend.deleteWorkloadEndpoint(id.namespace, wepName, pre);
+      const deleted = await backend.deleteWorkloadEndpoint(id.namespace, wepName, pre);
+      deletedFromPod = deleted && backend.endpointsOnPods === true;
       log.info('deleted the WorkloadEndpoint');
     });
   } finally {
@@ -114,7 +119,7 @@ export async function cmdDel(ctx: PluginContext): Promise<undefined> {
   // datastore after step 1 read (sent before its process was killed, on a connection cut off and
   // delivered when the link came back) wrote it there. Its creates are guarded by the IPAM handle
   // step 3 has now released, so none can land after this read.
-  if (released && ipam.type === 'calico-ipam') {
+  if (released && ipam.type === 'calico-ipam' && !deletedFromPod) {
     await attempt('delete a WorkloadEndpoint written late', async () => {
       await retryOnConflict(5, async () => {
         const wep = await backend.getWorkloadEndpoint(id.namespace, wepName);

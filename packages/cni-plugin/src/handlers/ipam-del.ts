@@ -1,7 +1,12 @@
 /**
- * `calico-ipam` DEL: releases handle `<network>.<containerID>`, then the handle upstream used
- * before v3 (`<namespace>.<pod>` for pods, the container ID otherwise). A handle that does not
- * exist is fine: DEL is idempotent.
+ * `calico-ipam` DEL: releases handle `<network>.<containerID>`; when that handle does not exist,
+ * the handle upstream used before v3 (`<namespace>.<pod>` for pods, the container ID otherwise). A
+ * handle that does not exist is fine: DEL is idempotent.
+ *
+ * Upstream releases the pre-v3 handle on every DEL. A container whose ADD made the current handle
+ * cannot hold addresses under the old one (only a pre-v3 ADD made those), so its DEL skips that
+ * read: one request fewer on every DEL. An older sandbox of the same pod that does hold the old
+ * handle has a DEL of its own, which finds no current handle and releases the old one.
  */
 
 import { withFields } from '@calico-ts/api/log';
@@ -21,7 +26,7 @@ export async function cmdIpamDel(ctx: PluginContext): Promise<undefined> {
     const released = await backend.releaseByHandle(handleId);
     log.info(released ? 'released addresses' : 'no addresses held by the handle');
     const legacy = legacyHandleId({ ...id, containerId: inv.containerId });
-    if (legacy !== handleId && (await backend.releaseByHandle(legacy))) {
+    if (!released && legacy !== handleId && (await backend.releaseByHandle(legacy))) {
       log.info({ LegacyHandleID: legacy }, 'released addresses of the pre-v3 handle');
     }
   } finally {

@@ -59,11 +59,30 @@ export interface WriteEndpointOptions {
   ipamHandle?: string;
 }
 
+/** What a Pod says of its WorkloadEndpoint (`PluginBackend.endpointOfPod`). */
+export interface PodEndpoint {
+  /** The endpoint the Pod holds; undefined when it holds none (no ADD has annotated it). */
+  endpoint: WorkloadEndpoint | undefined;
+}
+
 export interface PluginBackend {
+  /**
+   * The endpoint is its Pod (the Kubernetes datastore): every write of it is a compare-and-swap on
+   * the Pod's resourceVersion, so once a delete has changed the Pod, a write sent before it (a late
+   * one, from a killed ADD) fails instead of landing.
+   */
+  readonly endpointsOnPods?: boolean;
   /** ClusterInformation `default` exists and says `datastoreReady`. */
   readiness(): Promise<Readiness>;
 
   getWorkloadEndpoint(namespace: string, name: string): Promise<WorkloadEndpoint | undefined>;
+  /**
+   * On the Kubernetes datastore, where the endpoint is its Pod: the endpoint `name` as the Pod
+   * `pod` (the object just read from the API server) holds it, with no read of its own, and that
+   * Pod the copy the next endpoint write starts from (a compare-and-swap on its resourceVersion).
+   * `undefined` where the backend cannot tell from a Pod: read with `getWorkloadEndpoint`.
+   */
+  endpointOfPod?(namespace: string, name: string, pod: unknown): PodEndpoint | undefined;
   /**
    * Creates, or replaces the existing one of that name (last writer wins). With `ipamHandle`, a
    * create happens only while that IPAM handle exists, checked in the same write (etcd: one
@@ -104,8 +123,10 @@ export interface PluginBackend {
 /** `b` for a second user that must not close it (an in-process calico-ipam sharing the connection). */
 export function borrowBackend(b: PluginBackend): PluginBackend {
   return {
+    ...(b.endpointsOnPods ? { endpointsOnPods: true } : {}),
     readiness: () => b.readiness(),
     getWorkloadEndpoint: (ns, name) => b.getWorkloadEndpoint(ns, name),
+    endpointOfPod: (ns, name, pod) => b.endpointOfPod?.(ns, name, pod),
     writeWorkloadEndpoint: (wep, opts) => b.writeWorkloadEndpoint(wep, opts),
     deleteWorkloadEndpoint: (ns, name, pre) => b.deleteWorkloadEndpoint(ns, name, pre),
     ensureNetworkProfile: (network, orch) => b.ensureNetworkProfile(network, orch),

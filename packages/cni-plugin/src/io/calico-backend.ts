@@ -19,11 +19,12 @@ import {
   createKVStore,
   type Datastore,
   isDatastoreError,
+  type KV,
   KVDatastore,
   type KVStore,
   loadCniClientConfig,
 } from '@calico-ts/datastore';
-import { handleKey } from '@calico-ts/datastore/internal';
+import { decodeResource, handleKey, resourceKey } from '@calico-ts/datastore/internal';
 import { IpamClient, IpamStore, isIpamError } from '@calico-ts/ipam';
 import { CniPluginError, isCniPluginError, messageOf } from '../errors.js';
 import type { Env } from '../spec/env.js';
@@ -33,6 +34,7 @@ import type {
   AutoAssignRequest,
   DeletePrecondition,
   PluginBackend,
+  PodEndpoint,
   PoolCapacity,
   Readiness,
   WorkloadEndpoint,
@@ -101,6 +103,7 @@ export class CalicoBackend implements PluginBackend {
   readonly #mirrorHosts: boolean;
   /** The store under `ds`, for the IPAM handle a WorkloadEndpoint create is guarded by (etcd). */
   readonly #kv: KVStore | undefined;
+  #readiness: ReadinessMirror | undefined;
 
   /**
    * `kv`: the store `ds` and `records` use; given, WorkloadEndpoint creates with an `ipamHandle`
@@ -114,17 +117,24 @@ export class CalicoBackend implements PluginBackend {
     this.#kv = kv;
   }
 
+  get endpointsOnPods(): boolean {
+    return this.#ds.backend === 'kubernetes';
+  }
+
   async readiness(): Promise<Readiness> {
+    if (this.#mirrorHosts) {
+      // The plugin service: ClusterInformation as a watch keeps it, read only while that is down.
+      this.#readiness ??= new ReadinessMirror(this.#ds, () => {
+        this.#readiness = undefined;
+      });
+      const held = this.#readiness.current();
+      if (held) return held;
+    }
     return op('read ClusterInformation', async () => {
       try {
-        const ci = await this.#ds.get('ClusterInformation', 'default');
-        const ready = (ci.spec as { datastoreReady?: boolean }).datastoreReady;
-        return ready === true
-          ? { ready: true }
-          : { ready: false, reason: 'ClusterInformation "default" has datastoreReady false' };
+        return readinessOf(await this.#ds.get('ClusterInformation', 'default'));
       } catch (e) {
-        if (isDatastoreError(e, 'not-found'))
-          return { ready: false, reason: 'ClusterInformation "default" does not exist' };
+        if (isDatastoreError(e, 'not-found')) return readinessOf(undefined);
         throw e;
       }
     });
@@ -139,6 +149,23 @@ export class CalicoBackend implements PluginBackend {
         throw e;
       }
     });
+  }
+
+  endpointOfPod(namespace: string, name: string, pod: unknown): PodEndpoint | undefined {
+    const kv = this.#kv as (KVStore & { adopt?(key: string, object: object): KV | undefined }) | undefined;
+    if (this.#ds.backend !== 'kubernetes' || typeof kv?.adopt !== 'function') return undefined;
+    const key = resourceKey('WorkloadEndpoint', name, namespace);
+    let found: KV | undefined;
+    try {
+      found = kv.adopt(key, pod as object);
+    } catch {
+      return undefined; // not the Pod of this endpoint: read it
+    }
+    return {
+      endpoint: found
+        ? (decodeResource(found, { kind: 'WorkloadEndpoint', name, namespace }) as WorkloadEndpoint)
+        : undefined,
+    };
   }
 
   async writeWorkloadEndpoint(
@@ -342,8 +369,85 @@ export class CalicoBackend implements PluginBackend {
   }
 
   async close(): Promise<void> {
+    this.#readiness?.close();
     this.#ipam.close();
     await this.#ds.close();
+  }
+}
+
+/** What ClusterInformation `default` (undefined: it does not exist) says of readiness. */
+function readinessOf(ci: { spec: unknown } | undefined): Readiness {
+  if (!ci) return { ready: false, reason: 'ClusterInformation "default" does not exist' };
+  return (ci.spec as { datastoreReady?: boolean }).datastoreReady === true
+    ? { ready: true }
+    : { ready: false, reason: 'ClusterInformation "default" has datastoreReady false' };
+}
+
+/**
+ * ClusterInformation `default` kept by a watch, for a long-lived process that would otherwise read
+ * it before every ADD and DEL: listed once, then followed. `current()` answers only while the watch
+ * is up (undefined before the list, while disconnected, after a record it could not decode, and once
+ * it has ended, when `onEnd` lets the owner start another); the caller reads it then.
+ */
+class ReadinessMirror {
+  readonly #abort = new AbortController();
+  #held: Readiness | undefined;
+  #up = false;
+
+  constructor(ds: Datastore, onEnd: () => void) {
+    void this.#run(ds).finally(() => {
+      this.#up = false;
+      if (!this.#abort.signal.aborted) onEnd();
+    });
+  }
+
+  current(): Readiness | undefined {
+    return this.#up ? this.#held : undefined;
+  }
+
+  close(): void {
+    this.#up = false;
+    this.#abort.abort();
+  }
+
+  #hold(items: readonly { metadata: { name?: string }; spec: unknown }[]): void {
+    this.#held = readinessOf(items.find((ci) => ci.metadata.name === 'default'));
+  }
+
+  async #run(ds: Datastore): Promise<void> {
+    try {
+      const list = await ds.list('ClusterInformation');
+      if (this.#abort.signal.aborted) return;
+      this.#hold(list.items);
+      this.#up = true;
+      for await (const e of ds.watch('ClusterInformation', {
+        revision: list.revision,
+        signal: this.#abort.signal,
+      })) {
+        switch (e.kind) {
+          case 'added':
+          case 'modified':
+            if (e.resource.metadata.name === 'default') this.#held = readinessOf(e.resource);
+            break;
+          case 'deleted':
+            if (e.resource.metadata.name === 'default') this.#held = readinessOf(undefined);
+            break;
+          case 'resync':
+            this.#hold(e.items);
+            break;
+          case 'error':
+            return; // a record it cannot read: the reads that follow report it
+          case 'disconnected':
+            this.#up = false;
+            break;
+          case 'reconnected':
+            this.#up = true;
+            break;
+        }
+      }
+    } catch {
+      // The list or the watch failed: readiness is read again until another starts.
+    }
   }
 }
 

@@ -261,8 +261,8 @@ class ClientCache {
     e.users++;
     const lent = borrowBackend(backend) as unknown as Record<string, (...a: unknown[]) => unknown>;
     for (const name of Object.keys(lent)) {
-      if (name === 'close') continue;
       const f = lent[name]!;
+      if (name === 'close' || typeof f !== 'function') continue; // endpointsOnPods: a fact
       lent[name] = (...a: unknown[]) => {
         const out = f(...a);
         if (!(out instanceof Promise)) return out; // a hint such as prefetchAssign: nothing to watch

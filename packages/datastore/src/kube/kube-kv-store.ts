@@ -48,6 +48,8 @@ import { type KubeWatchHost, watchPrefix } from './kube-watch.js';
 import {
   type Collection,
   collectionsForPrefix,
+  crdMissing,
+  isCrdCollection,
   locateKey,
   type Obj,
   restPath,
@@ -74,16 +76,6 @@ function compareRevisions(a: string, b: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/** The API server does not serve the collection: its CRD is not installed. */
-function crdMissing(c: Collection, what: string, cause: unknown): DatastoreError {
-  const crd = isCrdCollection(c) ? `${c.plural}.crd.projectcalico.org` : `${c.plural} (${c.base})`;
-  return new DatastoreError(
-    'config',
-    `${what}: the API server does not serve ${crd}; install Calico's CRDs (kubectl apply --server-side -f deploy/crds/calico-crds.yaml)`,
-    { cause },
-  );
-}
-
 function named(e: unknown, key: string): never {
   if (e instanceof DatastoreError) {
     throw new DatastoreError(e.code, `${key}: ${e.message}`, { cause: e });
@@ -108,11 +100,6 @@ export interface KubeKVStoreOptions {
    * upstream's calico-etcd.yaml installs no CRDs. Default false.
    */
   kubernetesOnly?: boolean;
-}
-
-/** Whether a collection is one of Calico's CRDs (crd.projectcalico.org). */
-function isCrdCollection(c: Collection): boolean {
-  return c.base.startsWith('/apis/crd.projectcalico.org/');
 }
 
 export class KubeKVStore implements KVStore {
@@ -175,6 +162,20 @@ export class KubeKVStore implements KVStore {
       if (isDatastoreError(e, 'not-found')) return undefined;
       return named(e, key);
     }
+  }
+
+  /**
+   * `object`, which the caller read itself (the CNI plugin's GET of a Pod), taken as if `get(key)`
+   * had just returned it: the record it holds, and the copy the next write of `key` starts from.
+   */
+  adopt(key: string, object: Obj): KV | undefined {
+    const loc = locateKey(key);
+    const meta = (object.metadata ?? {}) as { name?: string; namespace?: string };
+    if (loc.collection.write !== 'merge' || meta.name !== loc.name || meta.namespace !== loc.namespace)
+      throw new DatastoreError('invalid', `${key}: adopt takes the Pod or Node of this key`);
+    this.#remember(key, object);
+    const kv = this.#toKV(loc.collection, object);
+    return kv?.key === key ? kv : undefined;
   }
 
   async #listCollection(

@@ -477,6 +477,21 @@ export function collectionsForPrefix(prefix: string): { collection: Collection; 
   return out;
 }
 
+/** The API server does not serve the collection: its CRD is not installed. */
+export function crdMissing(c: Collection, what: string, cause: unknown): DatastoreError {
+  const crd = isCrdCollection(c) ? `${c.plural}.crd.projectcalico.org` : `${c.plural} (${c.base})`;
+  return new DatastoreError(
+    'config',
+    `${what}: the API server does not serve ${crd}; install Calico's CRDs (kubectl apply --server-side -f deploy/crds/calico-crds.yaml)`,
+    { cause },
+  );
+}
+
+/** Whether a collection is one of Calico's CRDs (crd.projectcalico.org). */
+export function isCrdCollection(c: Collection): boolean {
+  return c.base.startsWith('/apis/crd.projectcalico.org/');
+}
+
 /**
  * How a collection's answers are decoded (kube-http.ts): integers beyond 2^53 exact for IPAM
  * blocks, and for the Kubernetes objects a `merge` write puts back whole (a Pod's or Node's own

@@ -25,4 +25,10 @@ export {
   type StartKubeApiServerOptions,
   startKubeApiServer,
 } from './kube-apiserver.js';
+export {
+  type ApiRequestCounts,
+  parseApiRequestCounts,
+  readApiRequestCounts,
+  requestsBetween,
+} from './kube-requests.js';
 export { upstreamBlockJson } from './upstream-records.js';
