@@ -65,6 +65,16 @@ export type {
   KVWrite,
 } from './kv/kv-store.js';
 export { type MemoryKVDump, MemoryKVStore, type MemoryKVStoreOptions } from './kv/memory-kv-store.js';
+export {
+  type IndexFunction,
+  Informer,
+  type InformerOptions,
+  InformerStore,
+  type InformerStoreOptions,
+  informerKeyOf,
+  type ReadOptions,
+  resourceInformer,
+} from './informer.js';
 export { KVDatastore, type KVDatastoreOptions } from './kv-datastore.js';
 export {
   kvSource,
