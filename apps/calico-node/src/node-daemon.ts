@@ -21,10 +21,10 @@
 
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { IPPool } from '@calico-ts/api';
 import { withFields } from '@calico-ts/api/log';
 import { BirdBridge, BirdSupervisor, nodeAffinitySource, type SecretProvider } from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
-import type { IPPool } from '@calico-ts/api';
 import {
   type Datastore,
   type Informer,

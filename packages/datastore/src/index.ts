@@ -39,6 +39,16 @@ export {
 } from './errors.js';
 export { type CreateKVStoreOptions, createDatastore, createKVStore } from './factory.js';
 export {
+  type IndexFunction,
+  Informer,
+  type InformerOptions,
+  InformerStore,
+  type InformerStoreOptions,
+  informerKeyOf,
+  type ReadOptions,
+  resourceInformer,
+} from './informer.js';
+export {
   AFFINITY_STATES,
   type AffinityInput,
   type AffinityState,
@@ -65,16 +75,6 @@ export type {
   KVWrite,
 } from './kv/kv-store.js';
 export { type MemoryKVDump, MemoryKVStore, type MemoryKVStoreOptions } from './kv/memory-kv-store.js';
-export {
-  type IndexFunction,
-  Informer,
-  type InformerOptions,
-  InformerStore,
-  type InformerStoreOptions,
-  informerKeyOf,
-  type ReadOptions,
-  resourceInformer,
-} from './informer.js';
 export { KVDatastore, type KVDatastoreOptions } from './kv-datastore.js';
 export {
   kvSource,

@@ -68,7 +68,11 @@ describe.skipIf(missing.length > 0)('informer on a real kube-apiserver', () => {
     await kubectl(['apply', '--server-side', '-f', CRDS]);
     await kubectl(['wait', '--for', 'condition=established', '--timeout', '60s', 'crd', '--all']);
     await kubectl(['create', 'namespace', ns]);
-    kv = await createKVStore({ datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: api.kubeconfigPath });
+    kv = await createKVStore({
+      datastoreType: 'kubernetes',
+      etcdEndpoints: [],
+      kubeconfig: api.kubeconfigPath,
+    });
     ds = new KVDatastore(kv, { backend: 'kubernetes' });
     // More than one page (the store lists 500 at a time).
     const items = Array.from({ length: 520 }, (_, i) => ({

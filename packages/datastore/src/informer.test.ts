@@ -12,7 +12,11 @@ interface Item {
 }
 
 const keyOf = (i: Item) => (i.ns ? `${i.ns}/${i.name}` : i.name);
-const item = (name: string, rv: number, extra: Partial<Item> = {}): Item => ({ name, rv: String(rv), ...extra });
+const item = (name: string, rv: number, extra: Partial<Item> = {}): Item => ({
+  name,
+  rv: String(rv),
+  ...extra,
+});
 const names = (xs: readonly Item[]) => xs.map((x) => `${keyOf(x)}@${x.rv}`);
 
 function store() {

@@ -26,21 +26,25 @@
 import type { Kind, ResourceOf } from '@calico-ts/api';
 import type { Logger } from '@calico-ts/api/log';
 import { DatastoreError } from './errors.js';
-import { resourceSource, type SyncSource, Syncer } from './syncer.js';
+import { resourceSource, Syncer, type SyncSource } from './syncer.js';
 import type { Datastore } from './types.js';
 
 /** Item → the values it is found under in a named index (empty: not in the index). */
 export type IndexFunction<T> = (item: T) => readonly string[];
 
+/** How an `InformerStore` files its items. */
 export interface InformerStoreOptions<T> {
+  /** The item's key: unique in the collection (`name`, or `namespace/name`). */
   readonly keyOf: (item: T) => string;
   /** The item's namespace, for `list({ namespace })`; undefined for cluster-scoped items. */
   readonly namespaceOf?: (item: T) => string | undefined;
   /** The item's resourceVersion (its revision), to order own writes against watch events. */
   readonly versionOf?: (item: T) => string | undefined;
+  /** Named indexes for `byIndex`: name → the values an item is filed under. */
   readonly indexes?: Readonly<Record<string, IndexFunction<T>>>;
 }
 
+/** How a read of an informer may answer. */
 export interface ReadOptions {
   /** Answer from the copy even while the watch is down or before the first list. */
   readonly allowStale?: boolean;
@@ -69,14 +73,17 @@ export class InformerStore<T> {
     for (const name of Object.keys(o.indexes ?? {})) this.#index.set(name, new Map());
   }
 
+  /** How many items are held. */
   get size(): number {
     return this.#items.size;
   }
 
+  /** The item at `key`, or undefined. */
   get(key: string): T | undefined {
     return this.#items.get(key);
   }
 
+  /** The keys held, in no particular order. */
   keys(): IterableIterator<string> {
     return this.#items.keys();
   }
@@ -145,9 +152,9 @@ export class InformerStore<T> {
 }
 
 function addTo(m: Map<string, Set<string>>, v: string, key: string): void {
-  let s = m.get(v);
-  if (!s) m.set(v, (s = new Set()));
-  s.add(key);
+  const s = m.get(v);
+  if (s) s.add(key);
+  else m.set(v, new Set([key]));
 }
 
 function removeFrom(m: Map<string, Set<string>>, v: string, key: string): void {
@@ -157,27 +164,32 @@ function removeFrom(m: Map<string, Set<string>>, v: string, key: string): void {
   if (s.size === 0) m.delete(v);
 }
 
+/** An informer's source and filing (its keys are the source's `keyOf`). */
 export interface InformerOptions<T> extends Omit<InformerStoreOptions<T>, 'keyOf'> {
+  /** What is listed and watched: `resourceSource`, `kvSource`, `KubeKVStore.objectSource`. */
   readonly source: SyncSource<T>;
   /** Every change applied from the datastore (not own writes), after the copy has it. */
   readonly onChange?: (change: { readonly kind: 'set' | 'delete'; readonly item: T }) => void;
+  /** Where a failed list or watch is logged (as the Syncer logs it). */
   readonly log?: Logger;
+  /** Backoff after a failed list or a broken watch, doubling up to `maxRetryMs` (the Syncer's). */
   readonly retryMs?: number;
+  /** The backoff's cap. */
   readonly maxRetryMs?: number;
 }
 
+/** A read-only copy of one collection, kept by list+watch (see the file's comment). */
 export class Informer<T> {
+  /** The source's name (a kind, `ipam-blocks`, ...). */
   readonly name: string;
   readonly #store: InformerStore<T>;
   readonly #syncer: Syncer;
-  readonly #o: InformerOptions<T>;
   #listed = false;
   #up = false;
   #started = false;
   readonly #waiters: (() => void)[] = [];
 
   constructor(o: InformerOptions<T>) {
-    this.#o = o;
     this.name = o.source.name;
     this.#store = new InformerStore({ ...o, keyOf: o.source.keyOf });
     this.#syncer = new Syncer({
@@ -228,6 +240,7 @@ export class Informer<T> {
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
+  /** Ends the watch; reads no longer answer (unless stale reads are allowed). */
   async stop(): Promise<void> {
     await this.#syncer.stop();
     this.#up = false;
@@ -238,16 +251,19 @@ export class Informer<T> {
     return this.#listed && this.#up;
   }
 
+  /** The item at `key`, or undefined. Throws `unavailable` while not serving. */
   get(key: string, opts?: ReadOptions): T | undefined {
     this.#check(opts);
     return this.#store.get(key);
   }
 
+  /** Every item (of `namespace` when given), in key order. Throws `unavailable` while not serving. */
   list(opts?: ReadOptions & { readonly namespace?: string }): T[] {
     this.#check(opts);
     return this.#store.list(opts?.namespace);
   }
 
+  /** The items an index files under `value`. Throws `unavailable` while not serving. */
   byIndex(index: string, value: string, opts?: ReadOptions): T[] {
     this.#check(opts);
     return this.#store.byIndex(index, value);

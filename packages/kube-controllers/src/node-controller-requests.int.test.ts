@@ -73,7 +73,11 @@ describe.skipIf(missing.length > 0)('node controller on the Kubernetes datastore
     await kubectl(['wait', '--for', 'condition=established', '--timeout', '60s', 'crd', '--all']);
     const nodes = ['n1', 'n2', 'n3'].map((name) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name } }));
     await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
-    kv = await createKVStore({ datastoreType: 'kubernetes', etcdEndpoints: [], kubeconfig: api.kubeconfigPath });
+    kv = await createKVStore({
+      datastoreType: 'kubernetes',
+      etcdEndpoints: [],
+      kubeconfig: api.kubeconfigPath,
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -88,7 +92,13 @@ describe.skipIf(missing.length > 0)('node controller on the Kubernetes datastore
       apiVersion: 'projectcalico.org/v3',
       kind: 'IPPool',
       metadata: { name: 'pool' },
-      spec: { cidr: '198.18.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: false },
+      spec: {
+        cidr: '198.18.0.0/16',
+        blockSize: 26,
+        ipipMode: 'Never',
+        vxlanMode: 'Never',
+        natOutgoing: false,
+      },
     });
     const ipamStore = new IpamStore(kv);
     let passes = 0;
@@ -136,7 +146,16 @@ describe.skipIf(missing.length > 0)('node controller on the Kubernetes datastore
       };
       await kubectl(['apply', '-f', '-'], JSON.stringify(pod));
       const was = passes;
-      await kubectl(['delete', 'pod', '-n', 'default', `p${i}`, '--grace-period=0', '--force', '--wait=false']);
+      await kubectl([
+        'delete',
+        'pod',
+        '-n',
+        'default',
+        `p${i}`,
+        '--grace-period=0',
+        '--force',
+        '--wait=false',
+      ]);
       await until(`the scan after pod ${i} was deleted`, () => passes >= was + 2);
     }
     await new Promise((r) => setTimeout(r, 500));

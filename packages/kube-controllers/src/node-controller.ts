@@ -51,7 +51,7 @@ import {
   planLeakRelease,
   podOwnsAddress,
 } from './ipam-leaks.js';
-import { ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
+import { ipamGauges, ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
 import type { MetricsRegistry } from './metrics.js';
 import type { ReconcileReport } from './mirror-controller.js';
 import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-sync.js';
@@ -110,49 +110,6 @@ export interface NodeControllerOptions {
   readonly onSkipped?: (name: string) => void;
   /** The IPAM blocks as stored, e.g. `() => ipamStore.listBlocks()`: what the scan judges. */
   readonly blocks: () => Promise<readonly AllocationBlock[]>;
-}
-
-function ipamGauges(reg: MetricsRegistry) {
-  const pn = ['ippool', 'node'];
-  return {
-    inUse: reg.gauge(
-      'ipam_allocations_in_use',
-      'Calico IP allocations currently in use by a workload or interface.',
-      pn,
-    ),
-    borrowed: reg.gauge(
-      'ipam_allocations_borrowed',
-      'Calico IP allocations in use whose block is affine to another node.',
-      pn,
-    ),
-    gcCandidates: reg.gauge(
-      'ipam_allocations_gc_candidates',
-      'Allocations the garbage collector currently holds as possible leaks; returns to zero under normal operation.',
-      pn,
-    ),
-    gcReclamations: reg.counter(
-      'ipam_allocations_gc_reclamations',
-      'Allocations reclaimed by the garbage collector.',
-      pn,
-    ),
-    blocks: reg.gauge('ipam_blocks', 'IPAM blocks, by pool and the node they are affine to.', pn),
-    poolSize: reg.gauge('ipam_ippool_size', 'Addresses in the IP pool CIDR.', ['ippool']),
-    blocksPerNode: reg.gauge(
-      'ipam_blocks_per_node',
-      'IPAM blocks by the node they are affine to (prefer ipam_blocks).',
-      ['node'],
-    ),
-    allocationsPerNode: reg.gauge(
-      'ipam_allocations_per_node',
-      'Calico IP allocations by node (prefer ipam_allocations_in_use).',
-      ['node'],
-    ),
-    borrowedPerNode: reg.gauge(
-      'ipam_allocations_borrowed_per_node',
-      'Borrowed Calico IP allocations by node (prefer ipam_allocations_borrowed).',
-      ['node'],
-    ),
-  };
 }
 
 /** The addresses a pod shows: the CNI annotations, else its status. Pure. */

@@ -87,7 +87,7 @@ describe('ensureVxlanTunnelAddress', () => {
       action: 'none',
     });
     expect(listed).toBe(0);
-    expect((await nodeSpec())?.ipv4VXLANTunnelAddr).toBeUndefined();
+    expect(await nodeSpec()).toEqual({ bgp: { ipv4Address: '198.18.0.2/24' } });
     // The cache cannot answer (its watch is down): the datastore's pools decide.
     expect(await ensureVxlanTunnelAddress(counting, ipam, 'node-a', { pools: () => undefined })).toEqual({
       address: '198.19.1.0',

@@ -230,6 +230,7 @@ async function assignAddress(
   }
 }
 
+/** What `ensureTunnelAddress` may read from the caller's caches instead of the datastore. */
 export interface TunnelAddressReads {
   /**
    * The IP pools as a cache holds them (a long-running caller's informer), or undefined when the
