@@ -21,10 +21,17 @@
 
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { IPPool } from '@calico-ts/api';
 import { withFields } from '@calico-ts/api/log';
 import { BirdBridge, BirdSupervisor, nodeAffinitySource, type SecretProvider } from '@calico-ts/bird-bridge';
 import type { PluginService } from '@calico-ts/cni-plugin/service';
-import type { Datastore, KVStore, SyncerOptions } from '@calico-ts/datastore';
+import {
+  type Datastore,
+  type Informer,
+  type KVStore,
+  resourceInformer,
+  type SyncerOptions,
+} from '@calico-ts/datastore';
 import {
   FelixDaemon,
   felixKeySources,
@@ -90,6 +97,8 @@ export class CalicoNode {
   #supervisor6: BirdSupervisor | undefined;
   #bgpTimer: NodeJS.Timeout | undefined;
   #tunnelTimer: NodeJS.Timeout | undefined;
+  /** The IP pools the minute's tunnel address check reads (not a list per check). */
+  #pools: Informer<IPPool> | undefined;
   #birdPid: number | undefined;
   #bird6Pid: number | undefined;
   #cniService: PluginService | undefined;
@@ -164,8 +173,12 @@ export class CalicoNode {
     const ipam = this.#o.ipam;
     if (ipam && env.networkingBackend !== 'none') {
       const log = this.#o.log.child?.({ component: 'tunnel-address' }) ?? this.#o.log;
+      const pools = resourceInformer(this.#o.datastore, 'IPPool', { log }) as Informer<IPPool>;
+      this.#pools = pools;
+      pools.start();
+      const reads = { pools: () => (pools.serving ? pools.list() : undefined) };
       this.#tunnelTimer = setInterval(() => {
-        reconcileTunnelAddresses(this.#o.datastore, ipam, env.nodeName, log).catch((e: unknown) =>
+        reconcileTunnelAddresses(this.#o.datastore, ipam, env.nodeName, log, reads).catch((e: unknown) =>
           log.warn({ err: errorMessage(e) }, 'tunnel address check failed; will retry'),
         );
       }, this.#o.tunnelCheckMs ?? 60_000);
@@ -208,6 +221,7 @@ export class CalicoNode {
     this.#stopped = true;
     if (this.#bgpTimer !== undefined) clearInterval(this.#bgpTimer);
     if (this.#tunnelTimer !== undefined) clearInterval(this.#tunnelTimer);
+    await this.#pools?.stop();
     await this.#cniService
       ?.close()
       .catch((e: unknown) => this.#o.log.warn({ err: errorMessage(e) }, 'CNI plugin service stop failed'));

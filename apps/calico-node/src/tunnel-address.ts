@@ -2,7 +2,8 @@
  * This node's tunnel addresses (upstream `calico-node -allocate-tunnel-addrs`): Felix's
  * `ensureVxlanTunnelAddress` / `ensureIpipTunnelAddress` hold one IPAM address per encapsulation
  * its pools use (`Node.spec.ipv4VXLANTunnelAddr`, `spec.ipv6VXLANTunnelAddr`, `spec.bgp.ipv4IPIPTunnelAddr`) and release it when
- * no pool needs it. calico-node runs them at start-up and then every minute.
+ * no pool needs it. calico-node runs them at start-up and then every minute (the periodic check
+ * reads the IP pools from an informer, `reads.pools`, instead of listing them three times).
  */
 import type { Logger } from '@calico-ts/api/log';
 import type { Datastore } from '@calico-ts/datastore';
@@ -10,10 +11,11 @@ import {
   ensureIpipTunnelAddress,
   ensureVxlanTunnelAddress,
   ensureVxlanV6TunnelAddress,
+  type TunnelAddressReads,
   type TunnelIpam,
 } from '@calico-ts/felix';
 
-export type { TunnelIpam };
+export type { TunnelAddressReads, TunnelIpam };
 
 /** Every tunnel address made right; logs what changed. Resolves to the (IPv4) VXLAN address, if any. */
 export async function reconcileTunnelAddresses(
@@ -21,10 +23,11 @@ export async function reconcileTunnelAddresses(
   ipam: TunnelIpam,
   nodeName: string,
   log: Logger,
+  reads: TunnelAddressReads = {},
 ): Promise<string | undefined> {
-  const vxlan = await ensureVxlanTunnelAddress(ds, ipam, nodeName);
-  const vxlan6 = await ensureVxlanV6TunnelAddress(ds, ipam, nodeName);
-  const ipip = await ensureIpipTunnelAddress(ds, ipam, nodeName);
+  const vxlan = await ensureVxlanTunnelAddress(ds, ipam, nodeName, reads);
+  const vxlan6 = await ensureVxlanV6TunnelAddress(ds, ipam, nodeName, reads);
+  const ipip = await ensureIpipTunnelAddress(ds, ipam, nodeName, reads);
   for (const [kind, r] of [
     ['VXLAN', vxlan],
     ['IPv6 VXLAN', vxlan6],

@@ -39,6 +39,16 @@ export {
 } from './errors.js';
 export { type CreateKVStoreOptions, createDatastore, createKVStore } from './factory.js';
 export {
+  type IndexFunction,
+  Informer,
+  type InformerOptions,
+  InformerStore,
+  type InformerStoreOptions,
+  informerKeyOf,
+  type ReadOptions,
+  resourceInformer,
+} from './informer.js';
+export {
   AFFINITY_STATES,
   type AffinityInput,
   type AffinityState,

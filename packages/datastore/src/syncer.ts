@@ -49,6 +49,8 @@ export interface SyncerOptions {
   readonly sources: readonly SyncSource[];
   readonly onUpdate: (u: SyncerUpdate) => void;
   readonly onInSync: () => void;
+  /** A list or resync of `source` is about to be reported (as deletes, then sets): all there is. */
+  readonly onReplace?: (source: string, items: readonly unknown[]) => void;
   readonly onConnection?: (source: string, connected: boolean, why?: string) => void;
   readonly log?: Logger;
   /** Backoff after a failed list or a broken watch, doubling up to `maxRetryMs`. */
@@ -103,6 +105,7 @@ export class Syncer {
   #replace(source: SyncSource, items: readonly unknown[]): void {
     const known = this.#known.get(source.name)!;
     const next = new Map(items.map((item) => [source.keyOf(item), item]));
+    this.#o.onReplace?.(source.name, items);
     for (const [k, old] of known) {
       if (!next.has(k)) this.#o.onUpdate({ kind: 'delete', source: source.name, item: old });
     }

@@ -136,6 +136,7 @@ export {
   TUNNEL_ADDRESS_ERROR_CODES,
   TunnelAddressError,
   type TunnelAddressErrorCode,
+  type TunnelAddressReads,
   type TunnelAddressResult,
   type TunnelIpam,
   type TunnelKind,

@@ -12,10 +12,11 @@
  *
  * An allocation's node is its `node` attribute; it is borrowed when that differs from the block's
  * affinity. A block or address in no pool is counted under `ippool="no_ippool"`, as upstream does.
+ * `ipamGauges` declares these series (and the GC reclamation counter) in a registry.
  */
 import { cidrContains, parseCidr } from '@calico-ts/api/net';
 import type { AllocationBlock } from '@calico-ts/datastore';
-import type { Labels } from './metrics.js';
+import type { Labels, MetricsRegistry } from './metrics.js';
 
 export const NO_POOL = 'no_ippool';
 
@@ -104,5 +105,49 @@ export function ipamMetrics(
     blocksPerNode: blocksPerNode.rows(),
     allocationsPerNode: perNode.rows(),
     borrowedPerNode: borrowedPerNode.rows(),
+  };
+}
+
+/** The node controller's IPAM gauges and GC counter in `reg` (upstream's names and help). */
+export function ipamGauges(reg: MetricsRegistry) {
+  const pn = ['ippool', 'node'];
+  return {
+    inUse: reg.gauge(
+      'ipam_allocations_in_use',
+      'Calico IP allocations currently in use by a workload or interface.',
+      pn,
+    ),
+    borrowed: reg.gauge(
+      'ipam_allocations_borrowed',
+      'Calico IP allocations in use whose block is affine to another node.',
+      pn,
+    ),
+    gcCandidates: reg.gauge(
+      'ipam_allocations_gc_candidates',
+      'Allocations the garbage collector currently holds as possible leaks; returns to zero under normal operation.',
+      pn,
+    ),
+    gcReclamations: reg.counter(
+      'ipam_allocations_gc_reclamations',
+      'Allocations reclaimed by the garbage collector.',
+      pn,
+    ),
+    blocks: reg.gauge('ipam_blocks', 'IPAM blocks, by pool and the node they are affine to.', pn),
+    poolSize: reg.gauge('ipam_ippool_size', 'Addresses in the IP pool CIDR.', ['ippool']),
+    blocksPerNode: reg.gauge(
+      'ipam_blocks_per_node',
+      'IPAM blocks by the node they are affine to (prefer ipam_blocks).',
+      ['node'],
+    ),
+    allocationsPerNode: reg.gauge(
+      'ipam_allocations_per_node',
+      'Calico IP allocations by node (prefer ipam_allocations_in_use).',
+      ['node'],
+    ),
+    borrowedPerNode: reg.gauge(
+      'ipam_allocations_borrowed_per_node',
+      'Borrowed Calico IP allocations by node (prefer ipam_allocations_borrowed).',
+      ['node'],
+    ),
   };
 }

@@ -3,7 +3,8 @@
  * both datastores; in etcd mode also the Calico Nodes of deleted Kubernetes Nodes and label sync.
  *
  *   Pods, Nodes (Kubernetes, as they are) ─ Syncer ─► who exists now, each Node's labels
- *   Calico Nodes (when labels or HEPs need them) ─┘
+ *   Calico Nodes, HostEndpoints, IPPools ─ informers ─► what the passes read (no list per pass;
+ *                                                       the datastore is read while one is down)
  *
  *   node pass (on any Node event, debounced, and at the start of every scan):
  *     Calico Nodes whose Kubernetes Node is gone (etcd) ─► their endpoints deleted, affinities
@@ -30,9 +31,11 @@ import type { Logger } from '@calico-ts/api/log';
 import {
   type AllocationBlock,
   type Datastore,
+  type Informer,
+  informerKeyOf,
   type KVStore,
   kvSource,
-  resourceSource,
+  resourceInformer,
   Syncer,
   type SyncSource,
 } from '@calico-ts/datastore';
@@ -48,7 +51,7 @@ import {
   planLeakRelease,
   podOwnsAddress,
 } from './ipam-leaks.js';
-import { ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
+import { ipamGauges, ipamMetrics, type PoolRef, poolOf } from './ipam-metrics.js';
 import type { MetricsRegistry } from './metrics.js';
 import type { ReconcileReport } from './mirror-controller.js';
 import { kubernetesNodeName, planHostEndpoints, syncedNodeLabels } from './node-sync.js';
@@ -109,49 +112,6 @@ export interface NodeControllerOptions {
   readonly blocks: () => Promise<readonly AllocationBlock[]>;
 }
 
-function ipamGauges(reg: MetricsRegistry) {
-  const pn = ['ippool', 'node'];
-  return {
-    inUse: reg.gauge(
-      'ipam_allocations_in_use',
-      'Calico IP allocations currently in use by a workload or interface.',
-      pn,
-    ),
-    borrowed: reg.gauge(
-      'ipam_allocations_borrowed',
-      'Calico IP allocations in use whose block is affine to another node.',
-      pn,
-    ),
-    gcCandidates: reg.gauge(
-      'ipam_allocations_gc_candidates',
-      'Allocations the garbage collector currently holds as possible leaks; returns to zero under normal operation.',
-      pn,
-    ),
-    gcReclamations: reg.counter(
-      'ipam_allocations_gc_reclamations',
-      'Allocations reclaimed by the garbage collector.',
-      pn,
-    ),
-    blocks: reg.gauge('ipam_blocks', 'IPAM blocks, by pool and the node they are affine to.', pn),
-    poolSize: reg.gauge('ipam_ippool_size', 'Addresses in the IP pool CIDR.', ['ippool']),
-    blocksPerNode: reg.gauge(
-      'ipam_blocks_per_node',
-      'IPAM blocks by the node they are affine to (prefer ipam_blocks).',
-      ['node'],
-    ),
-    allocationsPerNode: reg.gauge(
-      'ipam_allocations_per_node',
-      'Calico IP allocations by node (prefer ipam_allocations_in_use).',
-      ['node'],
-    ),
-    borrowedPerNode: reg.gauge(
-      'ipam_allocations_borrowed_per_node',
-      'Borrowed Calico IP allocations by node (prefer ipam_allocations_borrowed).',
-      ['node'],
-    ),
-  };
-}
-
 /** The addresses a pod shows: the CNI annotations, else its status. Pure. */
 export function podAddresses(pod: PodView): string[] {
   const a = pod.metadata.annotations ?? {};
@@ -198,6 +158,10 @@ export class NodeController {
   #inSync = false;
   readonly #gauges: ReturnType<typeof ipamGauges> | undefined;
   #syncer: Syncer | undefined;
+  /** What the passes read of the Calico datastore, kept by list+watch instead of a list per pass. */
+  readonly #calicoNodes: Informer<Node>;
+  readonly #heps: Informer<HostEndpoint>;
+  readonly #pools: Informer<IPPool>;
 
   constructor(opts: NodeControllerOptions) {
     this.#o = opts;
@@ -221,6 +185,27 @@ export class NodeController {
       onError: (e) =>
         opts.log.warn({ controller: this.name, err: (e as Error).message }, 'node sync failed; will retry'),
     });
+    const follow = { log: opts.log, ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}) };
+    this.#calicoNodes = resourceInformer(opts.calico, 'Node', {
+      ...follow,
+      // Calico Nodes change too (calico-node writes their addresses): a pass follows them when a
+      // Calico Node's labels or host endpoint depend on them.
+      onChange: () => {
+        if (this.#inSync && (opts.syncLabels || opts.autoHostEndpoints)) this.#nodeLoop.schedule();
+      },
+    }) as Informer<Node>;
+    this.#heps = resourceInformer(opts.calico, 'HostEndpoint', follow) as Informer<HostEndpoint>;
+    this.#pools = resourceInformer(opts.calico, 'IPPool', follow) as Informer<IPPool>;
+  }
+
+  #informers(): Informer<unknown>[] {
+    return [this.#calicoNodes, this.#heps, this.#pools] as Informer<unknown>[];
+  }
+
+  /** What an informer holds; the datastore's list while its watch is down. */
+  async #read<T>(informer: Informer<T>, kind: 'Node' | 'HostEndpoint' | 'IPPool'): Promise<T[]> {
+    if (informer.serving) return informer.list();
+    return (await this.#o.calico.list(kind)).items as T[];
   }
 
   async start(): Promise<void> {
@@ -238,11 +223,6 @@ export class NodeController {
               throw e;
             }
           }) as SyncSource,
-          // Calico Nodes change too (calico-node writes their addresses): follow them when a
-          // Calico Node's labels or host endpoint depend on them.
-          ...(this.#o.syncLabels || this.#o.autoHostEndpoints
-            ? [resourceSource(this.#o.calico, 'Node') as SyncSource]
-            : []),
         ],
         onUpdate: (u) => {
           if (u.source === 'pods') {
@@ -276,6 +256,8 @@ export class NodeController {
       });
       this.#syncer.start();
     });
+    for (const i of this.#informers()) i.start();
+    await Promise.all(this.#informers().map((i) => i.synced()));
     await this.scan();
     this.#loop.start();
   }
@@ -284,6 +266,7 @@ export class NodeController {
     await this.#loop.stop();
     await this.#nodeLoop.stop();
     await this.#syncer?.stop();
+    await Promise.all(this.#informers().map((i) => i.stop()));
   }
 
   /** One pass: the nodes (deleted ones, labels, host endpoints), then leaked addresses. */
@@ -297,9 +280,7 @@ export class NodeController {
     let calicoNodes: Map<string, Node>;
     let blocks: readonly AllocationBlock[];
     try {
-      calicoNodes = new Map(
-        ((await this.#o.calico.list('Node')).items as Node[]).map((n) => [n.metadata.name, n]),
-      );
+      calicoNodes = new Map((await this.#read(this.#calicoNodes, 'Node')).map((n) => [n.metadata.name, n]));
       blocks = await this.#o.blocks();
     } catch (e) {
       this.#o.log.warn(
@@ -348,7 +329,8 @@ export class NodeController {
     }
     if (this.#gauges) {
       try {
-        await this.#publish(this.#gauges, released, pending);
+        // The blocks as judged, unless this scan changed them.
+        await this.#publish(this.#gauges, released, pending, released.length > 0 ? undefined : blocks);
       } catch (e) {
         this.#o.log.warn(
           { controller: this.name, err: (e as Error).message },
@@ -442,7 +424,7 @@ export class NodeController {
     const done = { created: 0, updated: 0, deleted: 0 };
     let nodes: Node[];
     try {
-      nodes = (await this.#o.calico.list('Node')).items as Node[];
+      nodes = await this.#read(this.#calicoNodes, 'Node');
     } catch (e) {
       this.#o.log.warn({ controller: this.name, err: (e as Error).message }, 'cannot list Nodes; will retry');
       return true;
@@ -463,7 +445,8 @@ export class NodeController {
             });
           }
           await this.#o.ipam.releaseHostAffinities(name);
-          await this.#o.calico.delete('Node', name);
+          const gone = await this.#o.calico.delete('Node', name);
+          this.#calicoNodes.removed(name, gone.metadata.resourceVersion);
           done.deleted++;
           this.#o.log.info(
             { controller: this.name, node: name },
@@ -492,6 +475,7 @@ export class NodeController {
         }
         try {
           nodes[i] = (await this.#o.calico.update(next)) as Node;
+          this.#calicoNodes.wrote(nodes[i]!);
           done.updated++;
           this.#o.log.info(
             { controller: this.name, node: node.metadata.name },
@@ -511,7 +495,7 @@ export class NodeController {
       }
     }
     try {
-      const heps = (await this.#o.calico.list('HostEndpoint')).items as HostEndpoint[];
+      const heps = await this.#read(this.#heps, 'HostEndpoint');
       const plan = planHostEndpoints(nodes, heps, this.#o.autoHostEndpoints === true);
       const write = async (what: keyof typeof done, hep: HostEndpoint, f: () => Promise<unknown>) => {
         const node = `Node ${hep.spec.node ?? hep.metadata.name}`;
@@ -537,14 +521,16 @@ export class NodeController {
           );
         }
       };
-      for (const h of plan.creates) await write('created', h, () => this.#o.calico.create(h));
-      for (const h of plan.updates) await write('updated', h, () => this.#o.calico.update(h));
+      const wrote = (h: HostEndpoint) => this.#heps.wrote(h);
+      for (const h of plan.creates) await write('created', h, () => this.#o.calico.create(h).then(wrote));
+      for (const h of plan.updates) await write('updated', h, () => this.#o.calico.update(h).then(wrote));
       for (const h of plan.deletes)
-        await write('deleted', h, () =>
-          this.#o.calico.delete('HostEndpoint', h.metadata.name, {
+        await write('deleted', h, async () => {
+          const gone = await this.#o.calico.delete('HostEndpoint', h.metadata.name, {
             ...(h.metadata.resourceVersion ? { resourceVersion: h.metadata.resourceVersion } : {}),
-          }),
-        );
+          });
+          this.#heps.removed(informerKeyOf(gone), gone.metadata.resourceVersion);
+        });
     } catch (e) {
       failed.push('HostEndpoints');
       this.#o.log.warn(
@@ -560,13 +546,14 @@ export class NodeController {
     g: ReturnType<typeof ipamGauges>,
     released: readonly { ip: string; node: string }[],
     pending: readonly { ip: string; node: string }[],
+    blocks: readonly AllocationBlock[] | undefined,
   ): Promise<void> {
-    const pools: PoolRef[] = ((await this.#o.calico.list('IPPool')).items as IPPool[]).map((p) => ({
+    const pools: PoolRef[] = (await this.#read(this.#pools, 'IPPool')).map((p) => ({
       name: p.metadata.name,
       cidr: p.spec.cidr,
     }));
     for (const r of released) g.gcReclamations.inc({ ippool: poolOf(pools, r.ip), node: r.node });
-    const m = ipamMetrics(await this.#o.blocks(), pools, pending);
+    const m = ipamMetrics(blocks ?? (await this.#o.blocks()), pools, pending);
     g.inUse.replace(m.inUse);
     g.borrowed.replace(m.borrowed);
     g.gcCandidates.replace(m.gcCandidates);

@@ -11,6 +11,7 @@ export {
 } from './etcd-server.js';
 export {
   adminKubeconfig,
+  apiRequestCounts,
   findKubectl,
   type KubeApiServer,
   type KubeApiServerArgsOptions,
@@ -22,6 +23,7 @@ export {
   type MakeKubeCertificatesOptions,
   makeKubeCertificates,
   missingKubePrerequisites,
+  requestCountsBetween,
   type StartKubeApiServerOptions,
   startKubeApiServer,
 } from './kube-apiserver.js';

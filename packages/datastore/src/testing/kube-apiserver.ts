@@ -601,3 +601,59 @@ function freePort(): Promise<number> {
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/**
+ * The API server's own request counters (`apiserver_request_total` on `/metrics`), summed by verb
+ * and resource: `{ 'LIST nodes': 3, 'WATCH hostendpoints': 1, 'PATCH nodes': 10 }` (subresources as
+ * `pods/status`). Two readings apart say what the clients asked for in between; the readings
+ * themselves are GETs of a non-resource URL and count under no resource.
+ */
+export async function apiRequestCounts(
+  api: Pick<KubeApiServer, 'url' | 'caPem' | 'clientCertPem' | 'clientKeyPem'>,
+): Promise<Record<string, number>> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = httpsRequest(
+      `${api.url}/metrics`,
+      { ca: api.caPem, cert: api.clientCertPem, key: api.clientKeyPem, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics: HTTP ${res.statusCode}`)),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('GET /metrics: no answer in 10 s')));
+    req.end();
+  });
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /[{,]verb="([^"]*)"/.exec(line)?.[1];
+    const resource = /[{,]resource="([^"]*)"/.exec(line)?.[1];
+    const sub = /[{,]subresource="([^"]*)"/.exec(line)?.[1];
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!verb || !resource || !Number.isFinite(value)) continue;
+    const k = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
+    out[k] = (out[k] ?? 0) + value;
+  }
+  return out;
+}
+
+/** What changed between two `apiRequestCounts` readings (keys that did not move are left out). */
+export function requestCountsBetween(
+  before: Readonly<Record<string, number>>,
+  after: Readonly<Record<string, number>>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) {
+    const d = v - (before[k] ?? 0);
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}

@@ -69,6 +69,33 @@ describe('ensureVxlanTunnelAddress', () => {
     expect(await kv.revision()).toBe(rev);
   });
 
+  it('reads the pools from the caller’s cache when it answers, and lists them when it does not', async () => {
+    let listed = 0;
+    const counting = new Proxy(ds, {
+      get(target, prop, receiver) {
+        if (prop === 'list')
+          return (...a: Parameters<KVDatastore['list']>) => {
+            if (a[0] === 'IPPool') listed++;
+            return target.list(...a);
+          };
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    // The cache holds no VXLAN pool (yet): no address, and no list of the datastore's pools.
+    expect(await ensureVxlanTunnelAddress(counting, ipam, 'node-a', { pools: () => [] })).toEqual({
+      action: 'none',
+    });
+    expect(listed).toBe(0);
+    expect(await nodeSpec()).toEqual({ bgp: { ipv4Address: '198.18.0.2/24' } });
+    // The cache cannot answer (its watch is down): the datastore's pools decide.
+    expect(await ensureVxlanTunnelAddress(counting, ipam, 'node-a', { pools: () => undefined })).toEqual({
+      address: '198.19.1.0',
+      action: 'assigned',
+    });
+    expect(listed).toBe(1);
+  });
+
   it('replaces an address IPAM no longer holds, and one that now belongs to a pod (leaving the pod’s)', async () => {
     await ensureVxlanTunnelAddress(ds, ipam, 'node-a');
     await ipam.releaseByHandle('vxlan-tunnel-addr-node-a');

@@ -230,16 +230,26 @@ async function assignAddress(
   }
 }
 
+/** What `ensureTunnelAddress` may read from the caller's caches instead of the datastore. */
+export interface TunnelAddressReads {
+  /**
+   * The IP pools as a cache holds them (a long-running caller's informer), or undefined when the
+   * cache cannot answer now: the datastore is listed then.
+   */
+  readonly pools?: () => readonly IPPool[] | undefined;
+}
+
 export async function ensureTunnelAddress(
   ds: Datastore,
   ipam: TunnelIpam,
   nodeName: string,
   kind: TunnelKind,
+  reads: TunnelAddressReads = {},
 ): Promise<TunnelAddressResult> {
   const node = await getNode(ds, nodeName);
-  let pools: IPPool[];
+  let pools: readonly IPPool[];
   try {
-    pools = (await ds.list('IPPool')).items as IPPool[];
+    pools = reads.pools?.() ?? ((await ds.list('IPPool')).items as IPPool[]);
   } catch (e) {
     throw dsError('listing IP pools', e);
   }
@@ -297,8 +307,9 @@ export function ensureVxlanTunnelAddress(
   ds: Datastore,
   ipam: TunnelIpam,
   nodeName: string,
+  reads: TunnelAddressReads = {},
 ): Promise<TunnelAddressResult> {
-  return ensureTunnelAddress(ds, ipam, nodeName, 'vxlan');
+  return ensureTunnelAddress(ds, ipam, nodeName, 'vxlan', reads);
 }
 
 /** The same for the IPv6 VXLAN tunnel address (spec.ipv6VXLANTunnelAddr), from the IPv6 VXLAN pools. */
@@ -306,8 +317,9 @@ export function ensureVxlanV6TunnelAddress(
   ds: Datastore,
   ipam: TunnelIpam,
   nodeName: string,
+  reads: TunnelAddressReads = {},
 ): Promise<TunnelAddressResult> {
-  return ensureTunnelAddress(ds, ipam, nodeName, 'vxlan-v6');
+  return ensureTunnelAddress(ds, ipam, nodeName, 'vxlan-v6', reads);
 }
 
 /** The same for the IPIP tunnel address (spec.bgp.ipv4IPIPTunnelAddr). */
@@ -315,6 +327,7 @@ export function ensureIpipTunnelAddress(
   ds: Datastore,
   ipam: TunnelIpam,
   nodeName: string,
+  reads: TunnelAddressReads = {},
 ): Promise<TunnelAddressResult> {
-  return ensureTunnelAddress(ds, ipam, nodeName, 'ipip');
+  return ensureTunnelAddress(ds, ipam, nodeName, 'ipip', reads);
 }
