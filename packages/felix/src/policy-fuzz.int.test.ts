@@ -5,7 +5,8 @@
  * services, Allow/Deny/Pass/Log, sometimes `http`) into Felix's calculation graph, programs the
  * node with Felix's nftables dataplane, sends a sample of TCP and UDP flows between network
  * namespaces, and compares what got through with the reference evaluator
- * (`testing-internal/policy-evaluator.ts`, written from the API documentation). Any difference
+ * (`@calico-ts/api/policy-eval`, written from the API documentation; `calicoctl policy explain`
+ * answers with it, so this test is also what shows the explainer agrees with the dataplane). Any difference
  * fails the test with the seed, the round, the policies, the flow, both answers and the ruleset.
  *
  * ```
@@ -54,7 +55,7 @@ import {
   type FlowProtocol,
   PolicyEvaluator,
   type Verdict,
-} from './testing-internal/policy-evaluator.js';
+} from '@calico-ts/api/policy-eval';
 
 function missingPrerequisites(): string[] {
   const missing: string[] = [];
