@@ -118,7 +118,8 @@ describe.runIf(etcdAvailable())(`${EXE.name} policy explain against etcd`, () =>
   let etcd: EtcdServer;
   let dir: string;
   let cfg: string;
-  const ctl = (args: string[], stdin?: string) => EXE.run([...args, '-c', cfg], stdin === undefined ? {} : { stdin });
+  const ctl = (args: string[], stdin?: string) =>
+    EXE.run([...args, '-c', cfg], stdin === undefined ? {} : { stdin });
 
   beforeAll(async () => {
     etcd = await startEtcd();
@@ -163,37 +164,72 @@ describe.runIf(etcdAvailable())(`${EXE.name} policy explain against etcd`, () =>
     expect(verdictLines(wrong.stdout)[2]).toBe(
       '  ingress of shop/node1-k8s-db-eth0: deny (end of tier default: no policy allowed or passed (defaultAction Deny))',
     );
-    expect(wrong.stdout).toContain('destination.ports pg ✗ (port 5433; shop/node1-k8s-db-eth0 declares tcp pg=5432)');
+    expect(wrong.stdout).toContain(
+      'destination.ports pg ✗ (port 5433; shop/node1-k8s-db-eth0 declares tcp pg=5432)',
+    );
   });
 
   test('host endpoint and outside address: ssh allowed, anything else ends the security tier', async () => {
-    const ssh = await ctl(['policy', 'explain', '--from-ip', '192.0.2.9', '--to-hep', 'node1-eth0', '--port', '22']);
+    const ssh = await ctl([
+      'policy',
+      'explain',
+      '--from-ip',
+      '192.0.2.9',
+      '--to-hep',
+      'node1-eth0',
+      '--port',
+      '22',
+    ]);
     expect(verdictLines(ssh.stdout)).toEqual([
       'verdict: ALLOWED',
       '  egress: the source is no endpoint, nothing to apply',
       '  ingress of hostendpoint/node1-eth0: allow (tier security: GlobalNetworkPolicy node-ssh ingress[0] Allow)',
     ]);
-    const other = await ctl(['policy', 'explain', '--from-ip', '192.0.2.9', '--to-hep', 'node1-eth0', '--port', '80', '-o', 'json']);
+    const other = await ctl([
+      'policy',
+      'explain',
+      '--from-ip',
+      '192.0.2.9',
+      '--to-hep',
+      'node1-eth0',
+      '--port',
+      '80',
+      '-o',
+      'json',
+    ]);
     const j = JSON.parse(other.stdout);
     expect([j.allowed, j.ingress.decision]).toEqual([false, { kind: 'end-of-tier', tier: 'security' }]);
     // The host's own egress: no policy, its profile projectcalico-default-allow (served by name).
-    const out = await ctl(['policy', 'explain', '--from-hep', 'node1-eth0', '--to-ip', '192.0.2.9', '--port', '443']);
+    const out = await ctl([
+      'policy',
+      'explain',
+      '--from-hep',
+      'node1-eth0',
+      '--to-ip',
+      '192.0.2.9',
+      '--port',
+      '443',
+    ]);
     expect(verdictLines(out.stdout)[1]).toBe(
       '  egress of hostendpoint/node1-eth0: allow (no policy applies; profile projectcalico-default-allow egress[0] Allow)',
     );
   });
 
   test('bad input: an unknown pod, a missing host endpoint', async () => {
-    expect(await ctl(['policy', 'explain', '--from', 'shop/ghost', '--to', 'shop/db', '--port', '1'])).toEqual({
+    expect(
+      await ctl(['policy', 'explain', '--from', 'shop/ghost', '--to', 'shop/db', '--port', '1']),
+    ).toEqual({
       code: 1,
       stdout: '',
       stderr: '--from: pod shop/ghost not found (no WorkloadEndpoint in namespace shop for pod ghost)\n',
     });
-    expect(await ctl(['policy', 'explain', '--from', 'shop/web', '--to-hep', 'nope', '--port', '1'])).toEqual({
-      code: 1,
-      stdout: '',
-      stderr: '--to-hep: HostEndpoint nope not found\n',
-    });
+    expect(await ctl(['policy', 'explain', '--from', 'shop/web', '--to-hep', 'nope', '--port', '1'])).toEqual(
+      {
+        code: 1,
+        stdout: '',
+        stderr: '--to-hep: HostEndpoint nope not found\n',
+      },
+    );
   });
 });
 
@@ -224,7 +260,8 @@ describe.skipIf(kubeMissing.length > 0)(`${EXE.name} policy explain on the Kuber
   let api: KubeApiServer;
   let dir: string;
   let cfg: string;
-  const ctl = (args: string[], stdin?: string) => EXE.run([...args, '-c', cfg], stdin === undefined ? {} : { stdin });
+  const ctl = (args: string[], stdin?: string) =>
+    EXE.run([...args, '-c', cfg], stdin === undefined ? {} : { stdin });
 
   beforeAll(async () => {
     api = await startKubeApiServer();
@@ -259,7 +296,12 @@ describe.skipIf(kubeMissing.length > 0)(`${EXE.name} policy explain on the Kuber
         spec: {
           podSelector: { matchLabels: { app: 'db' } },
           policyTypes: ['Ingress'],
-          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ protocol: 'TCP', port: 5432 }] }],
+          ingress: [
+            {
+              from: [{ podSelector: { matchLabels: { app: 'web' } } }],
+              ports: [{ protocol: 'TCP', port: 5432 }],
+            },
+          ],
         },
       },
     ];
@@ -302,7 +344,9 @@ spec:
       '  with the staged policies committed (StagedKubernetesNetworkPolicy shop/knp.default.db-allow-web (Set)): allow\n',
     );
     // A pod that does not exist, by the name the user gave.
-    expect(await ctl(['policy', 'explain', '--from', 'bank/nope', '--to', 'shop/db', '--port', '5432'])).toEqual({
+    expect(
+      await ctl(['policy', 'explain', '--from', 'bank/nope', '--to', 'shop/db', '--port', '5432']),
+    ).toEqual({
       code: 1,
       stdout: '',
       stderr: '--from: pod bank/nope not found (no WorkloadEndpoint in namespace bank for pod nope)\n',

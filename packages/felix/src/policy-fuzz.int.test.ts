@@ -43,6 +43,7 @@ import {
   validateResource,
   type WorkloadEndpoint,
 } from '@calico-ts/api';
+import { type Flow, type FlowProtocol, PolicyEvaluator, type Verdict } from '@calico-ts/api/policy-eval';
 import { NftContext } from '@calico-ts/nftables';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CalcGraph } from './calc/calc-graph.js';
@@ -50,12 +51,6 @@ import type { CalcResource } from './calc/types.js';
 import { NftablesDataplane } from './dataplane/nftables-dataplane.js';
 import { DEFAULT_RULES_CONFIG, type RulesConfig } from './rules/config.js';
 import { renderRuleset } from './rules/ruleset-renderer.js';
-import {
-  type Flow,
-  type FlowProtocol,
-  PolicyEvaluator,
-  type Verdict,
-} from '@calico-ts/api/policy-eval';
 
 function missingPrerequisites(): string[] {
   const missing: string[] = [];

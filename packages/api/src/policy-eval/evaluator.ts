@@ -262,7 +262,8 @@ export class PolicyEvaluator {
   ): Outcome {
     const byTier = new Map<string, PolicyView[]>();
     for (const p of this.#applying(policies, ep, direction)) {
-      if (!this.#tiers.has(p.tier)) throw new Error(`${policyLabel(p)} is in tier ${p.tier}, which does not exist`);
+      if (!this.#tiers.has(p.tier))
+        throw new Error(`${policyLabel(p)} is in tier ${p.tier}, which does not exist`);
       const list = byTier.get(p.tier);
       if (list) list.push(p);
       else byTier.set(p.tier, [p]);
@@ -272,15 +273,29 @@ export class PolicyEvaluator {
     const traces: TierTrace[] = [];
     const passed: string[] = [];
     for (const tier of tiers) {
-      const t = this.#tier(tier, byTier.get(tier.name)!.sort(byOrderThenName), ep, direction, ctx, stagedAction);
+      const t = this.#tier(
+        tier,
+        byTier.get(tier.name)!.sort(byOrderThenName),
+        ep,
+        direction,
+        ctx,
+        stagedAction,
+      );
       traces.push(t.trace);
       if (t.trace.result === 'Pass') {
         passed.push(t.reason);
         continue;
       }
-      return { allowed: t.trace.result === 'Allow', reason: t.reason, decision: t.decision, tiers: traces, profiles: [] };
+      return {
+        allowed: t.trace.result === 'Allow',
+        reason: t.reason,
+        decision: t.decision,
+        tiers: traces,
+        profiles: [],
+      };
     }
-    const prefix = tiers.length === 0 ? 'no policy applies; ' : `passed (${passed.join('; ')}), so profiles decide; `;
+    const prefix =
+      tiers.length === 0 ? 'no policy applies; ' : `passed (${passed.join('; ')}), so profiles decide; `;
     const profiles: ProfileTrace[] = [];
     for (const name of ep.profiles) {
       const p = this.#profileTrace(name, direction, ctx);
@@ -331,7 +346,11 @@ export class PolicyEvaluator {
     }
     const decision: Decision = { kind: 'end-of-tier', tier: tier.name };
     if (tier.defaultAction === 'Pass') {
-      return { trace: tierTrace('Pass', 'end-of-tier'), reason: `end of tier ${tier.name} (defaultAction Pass)`, decision };
+      return {
+        trace: tierTrace('Pass', 'end-of-tier'),
+        reason: `end of tier ${tier.name} (defaultAction Pass)`,
+        decision,
+      };
     }
     const reason = `end of tier ${tier.name}: no policy allowed or passed (defaultAction Deny)`;
     return { trace: tierTrace('Deny', 'end-of-tier'), reason, decision };

@@ -17,7 +17,11 @@
  * paths, or a key not in the API) never matches if its action is Allow, Pass or Log; a Deny rule
  * applies its other criteria.
  */
-import { ENDPOINT_SLICE_SERVICE_LABEL, type K8sEndpointSlice, type K8sService } from '../convert/k8s-service.js';
+import {
+  ENDPOINT_SLICE_SERVICE_LABEL,
+  type K8sEndpointSlice,
+  type K8sService,
+} from '../convert/k8s-service.js';
 import { cidrContains } from '../net/cidr.js';
 import type { EntityRule, Port, Rule } from '../resources/rule.js';
 import { type Endpoint, isBlank, type LabelSources, protocolName, selectorCheck } from './model.js';
@@ -90,18 +94,46 @@ class Checks {
 const showAddr = (at: Side) => (at.endpoint ? `${at.ip} (${at.endpoint.key})` : `${at.ip} (no endpoint)`);
 
 /** The checks of `rule` on the flow; `namespace` is the policy's, undefined for a global policy or a profile. */
-export function ruleChecks(rule: Rule, ctx: MatchContext, namespace: string | undefined): { matched: boolean; checks: Check[] } {
+export function ruleChecks(
+  rule: Rule,
+  ctx: MatchContext,
+  namespace: string | undefined,
+): { matched: boolean; checks: Check[] } {
   if (rule.notICMP !== undefined) throw new Error('notICMP is not supported by the policy evaluator');
   const c = new Checks();
   const done = () => ({ matched: c.ok, checks: c.list });
   const { flow } = ctx;
   if (rule.action !== 'Deny' && carriesUnenforcedField(rule)) {
-    c.add({ what: 'http match or unknown field', ok: false, on: 'not enforced by the dataplane, so it matches nothing' });
+    c.add({
+      what: 'http match or unknown field',
+      ok: false,
+      on: 'not enforced by the dataplane, so it matches nothing',
+    });
     return done();
   }
-  if (rule.ipVersion !== undefined && !c.add({ what: `ipVersion ${rule.ipVersion}`, ok: rule.ipVersion === 4, on: 'IPv4' })) return done();
-  if (rule.protocol !== undefined && !c.add({ what: `protocol ${rule.protocol}`, ok: protocolName(rule.protocol) === flow.protocol, on: flow.protocol })) return done();
-  if (rule.notProtocol !== undefined && !c.add({ what: `notProtocol ${rule.notProtocol}`, ok: protocolName(rule.notProtocol) !== flow.protocol, on: flow.protocol })) return done();
+  if (
+    rule.ipVersion !== undefined &&
+    !c.add({ what: `ipVersion ${rule.ipVersion}`, ok: rule.ipVersion === 4, on: 'IPv4' })
+  )
+    return done();
+  if (
+    rule.protocol !== undefined &&
+    !c.add({
+      what: `protocol ${rule.protocol}`,
+      ok: protocolName(rule.protocol) === flow.protocol,
+      on: flow.protocol,
+    })
+  )
+    return done();
+  if (
+    rule.notProtocol !== undefined &&
+    !c.add({
+      what: `notProtocol ${rule.notProtocol}`,
+      ok: protocolName(rule.notProtocol) !== flow.protocol,
+      on: flow.protocol,
+    })
+  )
+    return done();
   if (rule.icmp !== undefined && !c.add({ what: 'icmp', ok: false, on: flow.protocol })) return done();
   if (!entityChecks(c, rule.source, 'source', ctx, ctx.src, namespace)) return done();
   entityChecks(c, rule.destination, 'destination', ctx, ctx.dst, namespace);
@@ -119,24 +151,49 @@ function entityChecks(
   if (!er) return true;
   const addr = showAddr(at);
   if (er.nets && er.nets.length > 0) {
-    if (!c.add({ what: `${side}.nets ${er.nets.join(', ')}`, ok: er.nets.some((n) => cidrContains(n, at.ip)), on: addr })) return false;
+    if (
+      !c.add({
+        what: `${side}.nets ${er.nets.join(', ')}`,
+        ok: er.nets.some((n) => cidrContains(n, at.ip)),
+        on: addr,
+      })
+    )
+      return false;
   }
   if (er.notNets && er.notNets.length > 0) {
-    if (!c.add({ what: `${side}.notNets ${er.notNets.join(', ')}`, ok: !er.notNets.some((n) => cidrContains(n, at.ip)), on: addr })) return false;
+    if (
+      !c.add({
+        what: `${side}.notNets ${er.notNets.join(', ')}`,
+        ok: !er.notNets.some((n) => cidrContains(n, at.ip)),
+        on: addr,
+      })
+    )
+      return false;
   }
   if (!endpointCriteria(c, er, side, ctx.sources, at, namespace)) return false;
   if (!isBlank(er.notSelector)) {
     const ok = !at.endpoint || !selectorCheck('', er.notSelector!, at.endpoint).ok;
-    if (!c.add({ what: `${side}.notSelector ${er.notSelector}`, ok, on: at.endpoint ? `labels of ${at.endpoint.key}` : addr })) return false;
+    if (
+      !c.add({
+        what: `${side}.notSelector ${er.notSelector}`,
+        ok,
+        on: at.endpoint ? `labels of ${at.endpoint.key}` : addr,
+      })
+    )
+      return false;
   }
   const proto = ctx.flow.protocol;
   if (er.ports && er.ports.length > 0) {
     const ok = er.ports.some((p) => portMatches(p, proto, at));
-    if (!c.add({ what: `${side}.ports ${er.ports.join(', ')}`, ok, on: portOn(er.ports, proto, at) })) return false;
+    if (!c.add({ what: `${side}.ports ${er.ports.join(', ')}`, ok, on: portOn(er.ports, proto, at) }))
+      return false;
   }
   if (er.notPorts && er.notPorts.length > 0) {
     const ok = !er.notPorts.some((p) => portMatches(p, proto, at));
-    if (!c.add({ what: `${side}.notPorts ${er.notPorts.join(', ')}`, ok, on: portOn(er.notPorts, proto, at) })) return false;
+    if (
+      !c.add({ what: `${side}.notPorts ${er.notPorts.join(', ')}`, ok, on: portOn(er.notPorts, proto, at) })
+    )
+      return false;
   }
   if (er.services) {
     const svc = er.services;
@@ -150,8 +207,12 @@ function entityChecks(
 function portOn(ports: readonly Port[], proto: FlowProtocol, at: Side): string {
   const named = ports.filter((p) => typeof p === 'string' && /^[a-zA-Z]/.test(p));
   if (named.length === 0) return `port ${at.port}`;
-  const declared = (at.endpoint?.ports ?? []).filter((d) => d.protocol === proto).map((d) => `${d.name}=${d.port}`);
-  const owner = at.endpoint ? `${at.endpoint.key} declares ${proto} ${declared.length ? declared.join(', ') : 'no named port'}` : 'no endpoint, so no named port';
+  const declared = (at.endpoint?.ports ?? [])
+    .filter((d) => d.protocol === proto)
+    .map((d) => `${d.name}=${d.port}`);
+  const owner = at.endpoint
+    ? `${at.endpoint.key} declares ${proto} ${declared.length ? declared.join(', ') : 'no named port'}`
+    : 'no endpoint, so no named port';
   return `port ${at.port}; ${owner}`;
 }
 
@@ -169,11 +230,18 @@ function endpointCriteria(
   const usesSelector = !isBlank(er.selector);
   const usesNamespaceSelector = !isBlank(er.namespaceSelector);
   const sameNamespaceOnly =
-    !usesNamespaceSelector && namespace !== undefined && (usesSelector || usesServiceAccounts || !isBlank(er.notSelector));
+    !usesNamespaceSelector &&
+    namespace !== undefined &&
+    (usesSelector || usesServiceAccounts || !isBlank(er.notSelector));
   if (!usesSelector && !usesServiceAccounts && !usesNamespaceSelector && !sameNamespaceOnly) return true;
   const ep = at.endpoint;
   if (!ep) {
-    const what = [usesSelector ? `selector ${er.selector}` : '', usesNamespaceSelector ? `namespaceSelector ${er.namespaceSelector}` : '', usesServiceAccounts ? 'serviceAccounts' : '', sameNamespaceOnly ? `namespace ${namespace}` : '']
+    const what = [
+      usesSelector ? `selector ${er.selector}` : '',
+      usesNamespaceSelector ? `namespaceSelector ${er.namespaceSelector}` : '',
+      usesServiceAccounts ? 'serviceAccounts' : '',
+      sameNamespaceOnly ? `namespace ${namespace}` : '',
+    ]
       .filter((x) => x !== '')
       .join(', ');
     return c.add({ what: `${side} ${what}`, ok: false, on: `${at.ip}, which is no endpoint` });
@@ -183,16 +251,29 @@ function endpointCriteria(
     const names = sa!.names ?? [];
     if (names.length > 0) {
       const ok = ep.serviceAccount !== undefined && names.includes(ep.serviceAccount);
-      const on = ep.serviceAccount ? `service account ${ep.serviceAccount} of ${ep.key}` : `${ep.key}, which has no service account`;
+      const on = ep.serviceAccount
+        ? `service account ${ep.serviceAccount} of ${ep.key}`
+        : `${ep.key}, which has no service account`;
       if (!c.add({ what: `${side}.serviceAccounts.names ${names.join(', ')}`, ok, on })) return false;
     }
     const check = sources.serviceAccountCheck(`${side}.serviceAccounts.selector`, sa!.selector, ep);
     if (check && !c.add(check)) return false;
   }
-  if (usesNamespaceSelector && !c.add(sources.namespaceCheck(`${side}.namespaceSelector`, er.namespaceSelector!, ep))) return false;
+  if (
+    usesNamespaceSelector &&
+    !c.add(sources.namespaceCheck(`${side}.namespaceSelector`, er.namespaceSelector!, ep))
+  )
+    return false;
   if (sameNamespaceOnly) {
     const ok = ep.namespace === namespace;
-    if (!c.add({ what: `${side} in the policy's namespace ${namespace}`, ok, on: ep.namespace ? `namespace ${ep.namespace}` : `${ep.key}, which is in no namespace` })) return false;
+    if (
+      !c.add({
+        what: `${side} in the policy's namespace ${namespace}`,
+        ok,
+        on: ep.namespace ? `namespace ${ep.namespace}` : `${ep.key}, which is in no namespace`,
+      })
+    )
+      return false;
   }
   return true;
 }
@@ -206,7 +287,9 @@ function serviceMatches(
 ): boolean {
   const ns = svc.namespace || namespace;
   if (!svc.name || !ns) return false;
-  const service = ctx.services.find((s) => s.metadata.name === svc.name && (s.metadata.namespace ?? 'default') === ns);
+  const service = ctx.services.find(
+    (s) => s.metadata.name === svc.name && (s.metadata.namespace ?? 'default') === ns,
+  );
   if (!service) return false;
   const slices = ctx.slices.filter(
     (s) =>
@@ -221,11 +304,14 @@ function serviceMatches(
   for (const s of slices) {
     const addrs = (s.endpoints ?? []).flatMap((e) => e.addresses);
     if (!addrs.includes(at.ip)) continue;
-    if ((s.ports ?? []).some((p) => p.port === at.port && protocolName(p.protocol ?? 'TCP') === protocol)) return true;
+    if ((s.ports ?? []).some((p) => p.port === at.port && protocolName(p.protocol ?? 'TCP') === protocol))
+      return true;
   }
   const clusterIPs = service.spec?.clusterIPs ?? (service.spec?.clusterIP ? [service.spec.clusterIP] : []);
   if (!clusterIPs.includes(at.ip)) return false;
-  return (service.spec?.ports ?? []).some((p) => p.port === at.port && protocolName(p.protocol ?? 'TCP') === protocol);
+  return (service.spec?.ports ?? []).some(
+    (p) => p.port === at.port && protocolName(p.protocol ?? 'TCP') === protocol,
+  );
 }
 
 function portMatches(p: Port, protocol: FlowProtocol, at: Side): boolean {
@@ -234,5 +320,7 @@ function portMatches(p: Port, protocol: FlowProtocol, at: Side): boolean {
   const range = /^([0-9]+):([0-9]+)$/.exec(p);
   if (range) return at.port >= Number(range[1]) && at.port <= Number(range[2]);
   // A named port: the port this side's endpoint declares under the name, for this protocol.
-  return (at.endpoint?.ports ?? []).some((d) => d.name === p && d.protocol === protocol && d.port === at.port);
+  return (at.endpoint?.ports ?? []).some(
+    (d) => d.name === p && d.protocol === protocol && d.port === at.port,
+  );
 }

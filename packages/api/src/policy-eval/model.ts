@@ -84,15 +84,26 @@ export function showLabels(labels: Readonly<Record<string, string>>): string {
 }
 
 /** Labels with `prefix`, the prefix taken off; other labels left out. */
-function unprefixed(labels: Readonly<Record<string, string>> | undefined, prefix: string): Record<string, string> {
+function unprefixed(
+  labels: Readonly<Record<string, string>> | undefined,
+  prefix: string,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(labels ?? {})) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
+  for (const [k, v] of Object.entries(labels ?? {}))
+    if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
   return out;
 }
 
 /** `tcp`, `udp`, `sctp`, `icmp`, … or a protocol number for a v3 protocol value. */
 export function protocolName(p: string | number): string {
-  const byNumber: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp', 136: 'udplite' };
+  const byNumber: Record<number, string> = {
+    1: 'icmp',
+    6: 'tcp',
+    17: 'udp',
+    58: 'icmpv6',
+    132: 'sctp',
+    136: 'udplite',
+  };
   if (typeof p === 'number') return byNumber[p] ?? String(p);
   if (/^[0-9]+$/.test(p)) return byNumber[Number(p)] ?? String(Number(p));
   return p.toLowerCase();
@@ -162,7 +173,8 @@ export class LabelSources {
   serviceAccountCheck(what: string, text: string | undefined, ep: Endpoint): Check | undefined {
     if (isBlank(text)) return undefined;
     const sa = this.serviceAccountLabelsOf(ep);
-    if (sa === undefined) return { what: `${what} ${text}`, ok: false, on: `${ep.key}, which has no service account` };
+    if (sa === undefined)
+      return { what: `${what} ${text}`, ok: false, on: `${ep.key}, which has no service account` };
     return {
       what: `${what} ${text}`,
       ok: compile(text).matches(sa),
@@ -273,7 +285,8 @@ export function namespacedPolicy(
         {
           what: `namespace ${namespace}`,
           ok: ep.namespace === namespace,
-          on: ep.namespace === undefined ? `${ep.key}, which is in no namespace` : `namespace ${ep.namespace}`,
+          on:
+            ep.namespace === undefined ? `${ep.key}, which is in no namespace` : `namespace ${ep.namespace}`,
         },
       ];
       if (!checks[0]!.ok) return checks;

@@ -24,7 +24,12 @@ const WEB = '10.0.1.1';
 const DB = '10.0.1.2';
 const HOST = '10.0.9.1';
 
-function pod(name: string, ip: string, labels: Record<string, string>, ports: WorkloadEndpoint['spec']['ports'] = []): WorkloadEndpoint {
+function pod(
+  name: string,
+  ip: string,
+  labels: Record<string, string>,
+  ports: WorkloadEndpoint['spec']['ports'] = [],
+): WorkloadEndpoint {
   return {
     apiVersion: V3,
     kind: 'WorkloadEndpoint',
@@ -61,8 +66,18 @@ const PROFILES: Profile[] = [
   },
 ];
 const TIERS: Tier[] = [
-  { apiVersion: V3, kind: 'Tier', metadata: { name: 'security' }, spec: { order: 10, defaultAction: 'Deny' } },
-  { apiVersion: V3, kind: 'Tier', metadata: { name: 'platform' }, spec: { order: 20, defaultAction: 'Pass' } },
+  {
+    apiVersion: V3,
+    kind: 'Tier',
+    metadata: { name: 'security' },
+    spec: { order: 10, defaultAction: 'Deny' },
+  },
+  {
+    apiVersion: V3,
+    kind: 'Tier',
+    metadata: { name: 'platform' },
+    spec: { order: 20, defaultAction: 'Pass' },
+  },
 ];
 const HEP: HostEndpoint = {
   apiVersion: V3,
@@ -123,7 +138,11 @@ describe('policy evaluator trace', () => {
         }),
       ],
       networkPolicies: [
-        np('db', { selector: "app == 'db'", types: ['Ingress'], ingress: [{ action: 'Allow', protocol: 'TCP' }] }),
+        np('db', {
+          selector: "app == 'db'",
+          types: ['Ingress'],
+          ingress: [{ action: 'Allow', protocol: 'TCP' }],
+        }),
       ],
     });
     const v = e.evaluate(tcp(WEB, DB, 5432));
@@ -134,7 +153,9 @@ describe('policy evaluator trace', () => {
       ['default', 'Allow', 'rule'],
     ]);
     const sec = ing.tiers[0]!.policies[0]!;
-    expect(sec.selection).toEqual([{ what: "selector app == 'db'", ok: true, on: 'labels of shop/node1-k8s-db-eth0' }]);
+    expect(sec.selection).toEqual([
+      { what: "selector app == 'db'", ok: true, on: 'labels of shop/node1-k8s-db-eth0' },
+    ]);
     expect(sec.rules.map((r) => [r.action, r.matched, r.checks.map((c) => `${c.what} ${c.ok}`)])).toEqual([
       ['Deny', false, ['protocol UDP false']],
       ['Pass', true, ["source.selector app == 'web' true"]],
@@ -159,8 +180,9 @@ describe('policy evaluator trace', () => {
     expect(denied.tiers[0]!.by).toBe('end-of-tier');
     expect(denied.profiles).toEqual([]);
 
-    const passing = evaluator({ globalNetworkPolicies: [{ ...sel, spec: { ...sel.spec, tier: 'platform' } }] })
-      .evaluate(tcp(WEB, DB, 5432)).ingress!;
+    const passing = evaluator({
+      globalNetworkPolicies: [{ ...sel, spec: { ...sel.spec, tier: 'platform' } }],
+    }).evaluate(tcp(WEB, DB, 5432)).ingress!;
     expect(passing.allowed).toBe(true);
     expect(passing.tiers.map((t) => [t.name, t.result, t.by])).toEqual([['platform', 'Pass', 'end-of-tier']]);
     expect(passing.decision).toEqual({ kind: 'profile', profile: 'kns.shop', rule: 0 });
@@ -173,7 +195,12 @@ describe('policy evaluator trace', () => {
     const v = evaluator({
       networkPolicies: [np('web-only', { selector: "app == 'web'", types: ['Ingress'], ingress: allowAll })],
       globalNetworkPolicies: [
-        gnp('blue', { selector: 'all()', namespaceSelector: "team == 'blue'", types: ['Ingress'], ingress: allowAll }),
+        gnp('blue', {
+          selector: 'all()',
+          namespaceSelector: "team == 'blue'",
+          types: ['Ingress'],
+          ingress: allowAll,
+        }),
       ],
     }).evaluate(tcp(WEB, DB, 80));
     const failed = v.ingress!.notSelecting.map((p) => [p.name, p.selection.filter((c) => !c.ok)]);
@@ -190,7 +217,11 @@ describe('policy evaluator trace', () => {
         ],
       ],
     ]);
-    expect(v.destination?.labels).toMatchObject({ app: 'db', 'pcns.team': 'red', 'projectcalico.org/namespace': 'shop' });
+    expect(v.destination?.labels).toMatchObject({
+      app: 'db',
+      'pcns.team': 'red',
+      'projectcalico.org/namespace': 'shop',
+    });
   });
 
   it('matches a named port on the port the destination declares, and shows the declaration', () => {
@@ -218,17 +249,27 @@ describe('policy evaluator trace', () => {
   it('fails closed on an http match: the Allow rule matches nothing and says why', () => {
     const v = evaluator({
       networkPolicies: [
-        np('get', { selector: "app == 'web'", types: ['Ingress'], ingress: [{ action: 'Allow', http: { methods: ['GET'] } }] }),
+        np('get', {
+          selector: "app == 'web'",
+          types: ['Ingress'],
+          ingress: [{ action: 'Allow', http: { methods: ['GET'] } }],
+        }),
       ],
     }).evaluate(tcp(DB, WEB, 80)).ingress!;
     expect(v.allowed).toBe(false);
-    expect(v.tiers[0]!.policies[0]!.rules[0]!.checks[0]).toMatchObject({ ok: false, what: 'http match or unknown field' });
+    expect(v.tiers[0]!.policies[0]!.rules[0]!.checks[0]).toMatchObject({
+      ok: false,
+      what: 'http match or unknown field',
+    });
   });
 
   it('profiles: none allowing denies; a missing profile is shown as missing', () => {
     const e = new PolicyEvaluator({
       workloadEndpoints: [
-        { ...pod('web', WEB, {}), spec: { ...pod('web', WEB, {}).spec, profiles: ['ghost', 'ksa.shop.frontend'] } },
+        {
+          ...pod('web', WEB, {}),
+          spec: { ...pod('web', WEB, {}).spec, profiles: ['ghost', 'ksa.shop.frontend'] },
+        },
         pod('db', DB, {}),
       ],
       profiles: PROFILES,
@@ -246,18 +287,26 @@ describe('policy evaluator trace', () => {
   });
 
   it('staged: Set replaces the enforced policy of the same name, Delete removes one, a new one joins its tier', () => {
-    const denyWeb = np('db-in', { selector: "app == 'db'", types: ['Ingress'], ingress: [{ action: 'Deny' }] });
+    const denyWeb = np('db-in', {
+      selector: "app == 'db'",
+      types: ['Ingress'],
+      ingress: [{ action: 'Deny' }],
+    });
     const set: StagedNetworkPolicy = {
       apiVersion: V3,
       kind: 'StagedNetworkPolicy',
       metadata: { name: 'db-in', namespace: 'shop' },
       spec: { selector: "app == 'db'", types: ['Ingress'], ingress: [{ action: 'Allow' }] },
     };
-    const v = evaluator({ networkPolicies: [denyWeb], stagedNetworkPolicies: [set] }).evaluate(tcp(WEB, DB, 80));
+    const v = evaluator({ networkPolicies: [denyWeb], stagedNetworkPolicies: [set] }).evaluate(
+      tcp(WEB, DB, 80),
+    );
     expect(v.allowed).toBe(false);
     expect(v.stagedAllowed).toBe(true);
     const staged = v.ingress!.staged!;
-    expect(staged.policies).toEqual([{ kind: 'StagedNetworkPolicy', name: 'db-in', namespace: 'shop', stagedAction: 'Set' }]);
+    expect(staged.policies).toEqual([
+      { kind: 'StagedNetworkPolicy', name: 'db-in', namespace: 'shop', stagedAction: 'Set' },
+    ]);
     expect(staged.tiers[0]!.policies.map((p) => [p.kind, p.stagedAction, p.result])).toEqual([
       ['StagedNetworkPolicy', 'Set', 'Allow'],
     ]);
@@ -265,7 +314,9 @@ describe('policy evaluator trace', () => {
     expect(v.egress!.staged).toBeUndefined();
 
     const del: StagedNetworkPolicy = { ...set, spec: { ...set.spec, stagedAction: 'Delete' } };
-    const d = evaluator({ networkPolicies: [denyWeb], stagedNetworkPolicies: [del] }).evaluate(tcp(WEB, DB, 80));
+    const d = evaluator({ networkPolicies: [denyWeb], stagedNetworkPolicies: [del] }).evaluate(
+      tcp(WEB, DB, 80),
+    );
     expect(d.stagedAllowed).toBe(true);
     expect(d.ingress!.staged!.decision).toEqual({ kind: 'profile', profile: 'kns.shop', rule: 0 });
 
@@ -279,7 +330,9 @@ describe('policy evaluator trace', () => {
     expect([n.allowed, n.stagedAllowed]).toEqual([true, false]);
     expect(n.egress!.staged!.reason).toBe('tier security: StagedGlobalNetworkPolicy lockdown egress[0] Deny');
     // A staged policy never changes the enforced verdict, and Learn/Ignore stage nothing.
-    const learn = evaluator({ stagedGlobalNetworkPolicies: [{ ...newDeny, spec: { ...newDeny.spec, stagedAction: 'Learn' } }] });
+    const learn = evaluator({
+      stagedGlobalNetworkPolicies: [{ ...newDeny, spec: { ...newDeny.spec, stagedAction: 'Learn' } }],
+    });
     expect(learn.evaluate(tcp(WEB, DB, 80)).egress!.staged).toBeUndefined();
   });
 
@@ -294,7 +347,12 @@ describe('policy evaluator trace', () => {
     expect([v.allowed, v.stagedAllowed]).toEqual([true, false]);
     const s = v.ingress!.staged!;
     expect(s.policies).toEqual([
-      { kind: 'StagedKubernetesNetworkPolicy', name: 'knp.default.db-deny', namespace: 'shop', stagedAction: 'Set' },
+      {
+        kind: 'StagedKubernetesNetworkPolicy',
+        name: 'knp.default.db-deny',
+        namespace: 'shop',
+        stagedAction: 'Set',
+      },
     ]);
     expect(s.decision).toEqual({ kind: 'end-of-tier', tier: 'default' });
   });
@@ -303,9 +361,22 @@ describe('policy evaluator trace', () => {
     const ingressToHost = gnp('host-ssh', {
       selector: "role == 'node'",
       types: ['Ingress'],
-      ingress: [{ action: 'Allow', protocol: 'TCP', source: { namespaceSelector: "team == 'red'" }, destination: { ports: [22] } }],
+      ingress: [
+        {
+          action: 'Allow',
+          protocol: 'TCP',
+          source: { namespaceSelector: "team == 'red'" },
+          destination: { ports: [22] },
+        },
+      ],
     });
-    const preDnat = gnp('pre', { selector: "role == 'node'", preDNAT: true, applyOnForward: true, types: ['Ingress'], ingress: [{ action: 'Deny' }] });
+    const preDnat = gnp('pre', {
+      selector: "role == 'node'",
+      preDNAT: true,
+      applyOnForward: true,
+      types: ['Ingress'],
+      ingress: [{ action: 'Deny' }],
+    });
     const e = evaluator({ globalNetworkPolicies: [ingressToHost, preDnat] });
     const ssh = e.evaluate(tcp(WEB, HOST, 22));
     expect(ssh.allowed).toBe(true);
@@ -319,7 +390,11 @@ describe('policy evaluator trace', () => {
     // A rule's namespaceSelector global() matches the host endpoint, not a pod.
     const fromHost = evaluator({
       networkPolicies: [
-        np('from-hosts', { selector: "app == 'web'", types: ['Ingress'], ingress: [{ action: 'Allow', source: { namespaceSelector: 'global()' } }] }),
+        np('from-hosts', {
+          selector: "app == 'web'",
+          types: ['Ingress'],
+          ingress: [{ action: 'Allow', source: { namespaceSelector: 'global()' } }],
+        }),
       ],
     });
     const r = fromHost.evaluate(tcp(HOST, WEB, 80)).ingress!;

@@ -124,11 +124,24 @@ describe('calicoctl policy explain', () => {
 
   it('-o json: the whole trace for a script, and addresses that are no endpoint', async () => {
     const h = await world();
-    const r = await h.run('policy explain --from-ip 192.0.2.9 --to shop/web --port 80 --protocol UDP --source-port 5353 -o json');
+    const r = await h.run(
+      'policy explain --from-ip 192.0.2.9 --to shop/web --port 80 --protocol UDP --source-port 5353 -o json',
+    );
     expect(r).toMatchObject({ code: 0, stderr: '' });
     const j = JSON.parse(r.stdout);
-    expect(j.flow).toEqual({ srcIP: '192.0.2.9', dstIP: '198.19.0.1', protocol: 'udp', srcPort: 5353, dstPort: 80 });
-    expect([j.from, j.to, j.allowed, j.stagedAllowed]).toEqual(['address 192.0.2.9', 'pod shop/web', true, true]);
+    expect(j.flow).toEqual({
+      srcIP: '192.0.2.9',
+      dstIP: '198.19.0.1',
+      protocol: 'udp',
+      srcPort: 5353,
+      dstPort: 80,
+    });
+    expect([j.from, j.to, j.allowed, j.stagedAllowed]).toEqual([
+      'address 192.0.2.9',
+      'pod shop/web',
+      true,
+      true,
+    ]);
     expect(j.egress).toBeUndefined();
     expect(j.ingress.decision).toEqual({ kind: 'profile', profile: 'kns.shop', rule: 0 });
     const y = await h.run('policy explain --from shop/web --to shop/db --port 5432 -o yaml');
@@ -138,21 +151,46 @@ describe('calicoctl policy explain', () => {
   it('names what was wrong in bad input', async () => {
     const h = await world();
     const cases: [string, string][] = [
-      ['--from shop/nope --to shop/db --port 80', '--from: pod shop/nope not found (no WorkloadEndpoint in namespace shop for pod nope)'],
-      ['--from shop/pending --to shop/db --port 80', '--from: pod shop/pending has no IPv4 address (its WorkloadEndpoint lists none; is the pod running?)'],
-      ['--from shop/web --to shop/db --port 70000', "--port must be a port number from 1 to 65535, not '70000'"],
-      ['--from shop/web --to shop/db --port http', "--port must be a port number from 1 to 65535, not 'http'"],
+      [
+        '--from shop/nope --to shop/db --port 80',
+        '--from: pod shop/nope not found (no WorkloadEndpoint in namespace shop for pod nope)',
+      ],
+      [
+        '--from shop/pending --to shop/db --port 80',
+        '--from: pod shop/pending has no IPv4 address (its WorkloadEndpoint lists none; is the pod running?)',
+      ],
+      [
+        '--from shop/web --to shop/db --port 70000',
+        "--port must be a port number from 1 to 65535, not '70000'",
+      ],
+      [
+        '--from shop/web --to shop/db --port http',
+        "--port must be a port number from 1 to 65535, not 'http'",
+      ],
       ['--from shop/web --to shop/db --port 80 --protocol icmp', "--protocol must be tcp or udp, not 'icmp'"],
       ['--from web --to shop/db --port 80', "--from must be NAMESPACE/POD, not 'web'"],
-      ['--from shop/web --from-ip 10.0.0.1 --to shop/db --port 80', 'give exactly one of --from NAMESPACE/POD, --from-ip IP, --from-hep HOSTENDPOINT'],
-      ['--from shop/web --port 80', 'give exactly one of --to NAMESPACE/POD, --to-ip IP, --to-hep HOSTENDPOINT'],
+      [
+        '--from shop/web --from-ip 10.0.0.1 --to shop/db --port 80',
+        'give exactly one of --from NAMESPACE/POD, --from-ip IP, --from-hep HOSTENDPOINT',
+      ],
+      [
+        '--from shop/web --port 80',
+        'give exactly one of --to NAMESPACE/POD, --to-ip IP, --to-hep HOSTENDPOINT',
+      ],
       ['--from shop/web --to-ip 300.1.1.1 --port 80', "--to-ip must be an IP address, not '300.1.1.1'"],
       ['--from shop/web --to-ip fd00::1 --port 80', '--to-ip fd00::1: only IPv4 flows are explained'],
       ['--from shop/web --to-hep node9 --port 80', '--to-hep: HostEndpoint node9 not found'],
-      ['--from shop/web --to shop/db --port 80 -o wide', "unrecognized output format 'wide': use text, yaml or json"],
+      [
+        '--from shop/web --to shop/db --port 80 -o wide',
+        "unrecognized output format 'wide': use text, yaml or json",
+      ],
     ];
     for (const [args, message] of cases) {
-      expect(await h.run(`policy explain ${args}`), args).toEqual({ code: 1, stdout: '', stderr: `${message}\n` });
+      expect(await h.run(`policy explain ${args}`), args).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `${message}\n`,
+      });
     }
   });
 });

@@ -73,7 +73,8 @@ export async function policyExplainCommand(
     throw new CtlError('usage', `--protocol must be tcp or udp, not '${args.protocol}'`);
   }
   const dstPort = portArg('--port', args.port);
-  const srcPort = args.sourcePort === undefined ? DEFAULT_SOURCE_PORT : portArg('--source-port', args.sourcePort);
+  const srcPort =
+    args.sourcePort === undefined ? DEFAULT_SOURCE_PORT : portArg('--source-port', args.sourcePort);
   const output = outputArg(args.output);
   const from = endSpec('from', args.from, args.fromIp, args.fromHep);
   const to = endSpec('to', args.to, args.toIp, args.toHep);
@@ -89,9 +90,13 @@ export async function policyExplainCommand(
   try {
     verdict = new PolicyEvaluator(world).evaluate(flow);
   } catch (e) {
-    throw new CtlError('failed', `cannot explain ${protocol} ${src.ip} → ${dst.ip}:${dstPort}: ${(e as Error).message}`, {
-      cause: e,
-    });
+    throw new CtlError(
+      'failed',
+      `cannot explain ${protocol} ${src.ip} → ${dst.ip}:${dstPort}: ${(e as Error).message}`,
+      {
+        cause: e,
+      },
+    );
   }
   const result = { flow, from: src.described, to: dst.described, ...verdict };
   if (output === 'json') {

@@ -38,7 +38,8 @@ export function resolveEnd(spec: EndSpec, world: PolicyWorld): ResolvedEnd {
   if (spec.kind === 'ip') {
     const ip = parseIP(spec.ip);
     if (!ip) throw new CtlError('usage', `${flag}-ip must be an IP address, not '${spec.ip}'`);
-    if (ip.family !== 4) throw new CtlError('unsupported', `${flag}-ip ${spec.ip}: only IPv4 flows are explained`);
+    if (ip.family !== 4)
+      throw new CtlError('unsupported', `${flag}-ip ${spec.ip}: only IPv4 flows are explained`);
     return { ip: spec.ip, described: `address ${spec.ip}` };
   }
   if (spec.kind === 'hep') {

@@ -65,7 +65,9 @@ function tierLines(t: TierTrace, direction: string): string[] {
   for (const p of t.policies) lines.push(...policyLines(p, direction, '    '));
   if (t.by === 'rule') {
     const p = t.policies.at(-1)!;
-    lines.push(`    → ${t.result} by ${p.kind} ${p.namespace ? `${p.namespace}/` : ''}${p.name} ${direction}[${p.matchedRule}]`);
+    lines.push(
+      `    → ${t.result} by ${p.kind} ${p.namespace ? `${p.namespace}/` : ''}${p.name} ${direction}[${p.matchedRule}]`,
+    );
   } else {
     lines.push(`    → ${t.result}: end of tier, no policy decided (defaultAction ${t.defaultAction})`);
   }
@@ -115,7 +117,9 @@ function directionLines(d: DirectionTrace, role: string): string[] {
   }
   if (d.staged) {
     const s = d.staged;
-    const names = s.policies.map((p) => `${p.kind} ${p.namespace ? `${p.namespace}/` : ''}${p.name} (${p.stagedAction})`);
+    const names = s.policies.map(
+      (p) => `${p.kind} ${p.namespace ? `${p.namespace}/` : ''}${p.name} (${p.stagedAction})`,
+    );
     lines.push(`  with the staged policies committed (${names.join(', ')}): ${word(s.allowed)}`);
     const reached = s.decision.kind === 'profile' || s.decision.kind === 'no-profile';
     lines.push(...outcomeLines(s, d.direction, reached).map((l) => `  ${l}`));
@@ -141,9 +145,11 @@ export function renderExplanation(x: Explanation): string {
     '',
     `verdict: ${x.allowed ? 'ALLOWED' : 'DENIED'}`,
   ];
-  if (x.egress) lines.push(`  egress of ${x.egress.endpoint}: ${word(x.egress.allowed)} (${x.egress.reason})`);
+  if (x.egress)
+    lines.push(`  egress of ${x.egress.endpoint}: ${word(x.egress.allowed)} (${x.egress.reason})`);
   else lines.push('  egress: the source is no endpoint, nothing to apply');
-  if (x.ingress) lines.push(`  ingress of ${x.ingress.endpoint}: ${word(x.ingress.allowed)} (${x.ingress.reason})`);
+  if (x.ingress)
+    lines.push(`  ingress of ${x.ingress.endpoint}: ${word(x.ingress.allowed)} (${x.ingress.reason})`);
   else lines.push('  ingress: the destination is no endpoint, nothing to apply');
   if (x.egress?.staged || x.ingress?.staged) {
     lines.push(`  with the staged policies committed: ${x.stagedAllowed ? 'ALLOWED' : 'DENIED'}`);
