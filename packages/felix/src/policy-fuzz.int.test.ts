@@ -646,7 +646,11 @@ function stagedPolicy(rng: Rng, round: number, generated: readonly Generated[], 
     apiVersion: V3,
     kind: p.kind === 'NetworkPolicy' ? 'StagedNetworkPolicy' : 'StagedGlobalNetworkPolicy',
     metadata,
-    spec: { ...(stagedAction ? { stagedAction } : {}), ...p.spec },
+    // A staged Delete names the policy and carries no spec of its own.
+    spec:
+      stagedAction === 'Delete'
+        ? { stagedAction, ...(standFor?.spec.tier ? { tier: standFor.spec.tier } : {}) }
+        : { ...(stagedAction ? { stagedAction } : {}), ...p.spec },
   } as AnyStagedPolicy;
   const v = validateResource(staged);
   if (!v.ok) {

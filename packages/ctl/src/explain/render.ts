@@ -162,7 +162,8 @@ export function renderExplanation(x: Explanation): string {
   }
   lines.push(
     'note: from the datastore alone: connection tracking (replies and established flows pass), failsafe',
-    'ports, preDNAT and doNotTrack policies and what Felix has not yet programmed are not taken into account.',
+    'ports, preDNAT and doNotTrack policies, network sets and what Felix has not yet programmed are not',
+    'taken into account.',
   );
   return `${lines.join('\n')}\n`;
 }
