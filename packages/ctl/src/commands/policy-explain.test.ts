@@ -122,6 +122,29 @@ describe('calicoctl policy explain', () => {
     );
   });
 
+  it('lists the policies that do not select an endpoint, with the check that failed, at most ten', async () => {
+    const h = await world();
+    const r = await h.run('policy explain --from shop/db --to shop/web --port 80');
+    expect(r.stdout).toContain(
+      '  not selecting this endpoint:\n' +
+        "    NetworkPolicy shop/db-in: selector app == 'db' ✗ (labels of shop/node1-k8s-web-eth0)\n" +
+        "    GlobalNetworkPolicy pass-shop: selector app == 'db' ✗ (labels of shop/node1-k8s-web-eth0)\n",
+    );
+    const many = Array.from(
+      { length: 12 },
+      (_, i) =>
+        `apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: other-${i}, namespace: shop}\nspec: {selector: app == 'x', types: [Ingress]}\n`,
+    ).join('---\n');
+    h.files['/many.yaml'] = many;
+    expect((await h.run('apply -f /many.yaml')).code).toBe(0);
+    const listed = (await h.run('policy explain --from shop/db --to shop/web --port 80')).stdout;
+    expect(listed).toContain('    … and 4 more (-o json lists them all)\n');
+    const j = JSON.parse(
+      (await h.run('policy explain --from shop/db --to shop/web --port 80 -o json')).stdout,
+    );
+    expect(j.ingress.notSelecting).toHaveLength(14);
+  });
+
   it('-o json: the whole trace for a script, and addresses that are no endpoint', async () => {
     const h = await world();
     const r = await h.run(

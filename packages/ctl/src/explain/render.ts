@@ -24,6 +24,9 @@ export interface Explanation extends Verdict {
   readonly to: string;
 }
 
+/** Policies that do not select the endpoint, listed in the text before the rest is counted. */
+const NOT_SELECTING_SHOWN = 10;
+
 const mark = (ok: boolean) => (ok ? '✓' : '✗');
 const check = (c: Check) => `${c.what} ${mark(c.ok)} (${c.on})`;
 const word = (allowed: boolean) => (allowed ? 'allow' : 'deny');
@@ -110,10 +113,12 @@ function directionLines(d: DirectionTrace, role: string): string[] {
   lines.push(...outcomeLines(d, d.direction, profilesReached));
   if (d.notSelecting.length > 0) {
     lines.push('  not selecting this endpoint:');
-    for (const p of d.notSelecting) {
+    for (const p of d.notSelecting.slice(0, NOT_SELECTING_SHOWN)) {
       const failed = p.selection.filter((c) => !c.ok).map(check);
       lines.push(`    ${p.kind} ${p.namespace ? `${p.namespace}/` : ''}${p.name}: ${failed.join('; ')}`);
     }
+    const more = d.notSelecting.length - NOT_SELECTING_SHOWN;
+    if (more > 0) lines.push(`    … and ${more} more (-o json lists them all)`);
   }
   if (d.staged) {
     const s = d.staged;
