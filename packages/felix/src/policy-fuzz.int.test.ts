@@ -2,10 +2,13 @@
  * Randomised policy on real traffic: "a policy is never wider than what it says". Each round
  * writes 1–3 random, validated NetworkPolicies and GlobalNetworkPolicies (random tiers, orders,
  * selectors, namespace and service-account selectors, nets, ports, named ports, protocols,
- * services, Allow/Deny/Pass/Log, sometimes `http`) into Felix's calculation graph, programs the
- * node with Felix's nftables dataplane, sends a sample of TCP and UDP flows between network
- * namespaces, and compares what got through with the reference evaluator
- * (`testing-internal/policy-evaluator.ts`, written from the API documentation). Any difference
+ * services, Allow/Deny/Pass/Log, sometimes `http`), sometimes with a staged policy beside them,
+ * into Felix's calculation graph, programs the node with Felix's nftables dataplane, sends a
+ * sample of TCP and UDP flows between network namespaces, and compares what got through with the
+ * reference evaluator (`@calico-ts/api/policy-eval`, written from the API documentation), fed the
+ * policies both as written and as the datastore stores them. `calicoctl policy explain` answers
+ * with that evaluator on the stored form, so this test is also what shows the explainer agrees
+ * with the dataplane; staged policies must change nothing that is enforced. Any difference
  * fails the test with the seed, the round, the policies, the flow, both answers and the ruleset.
  *
  * ```
@@ -38,10 +41,13 @@ import {
   type NetworkPolicy,
   type Profile,
   type Rule,
+  type StagedGlobalNetworkPolicy,
+  type StagedNetworkPolicy,
   type Tier,
   validateResource,
   type WorkloadEndpoint,
 } from '@calico-ts/api';
+import { type Flow, type FlowProtocol, PolicyEvaluator, type Verdict } from '@calico-ts/api/policy-eval';
 import { NftContext } from '@calico-ts/nftables';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CalcGraph } from './calc/calc-graph.js';
@@ -49,12 +55,6 @@ import type { CalcResource } from './calc/types.js';
 import { NftablesDataplane } from './dataplane/nftables-dataplane.js';
 import { DEFAULT_RULES_CONFIG, type RulesConfig } from './rules/config.js';
 import { renderRuleset } from './rules/ruleset-renderer.js';
-import {
-  type Flow,
-  type FlowProtocol,
-  PolicyEvaluator,
-  type Verdict,
-} from './testing-internal/policy-evaluator.js';
 
 function missingPrerequisites(): string[] {
   const missing: string[] = [];
@@ -479,6 +479,7 @@ const SERVICE_REFS = [
 ];
 
 type AnyPolicy = NetworkPolicy | GlobalNetworkPolicy;
+type AnyStagedPolicy = StagedNetworkPolicy | StagedGlobalNetworkPolicy;
 
 /** Tallies of what the generated (and kept) policies used. */
 type Features = Record<string, number>;
@@ -619,6 +620,44 @@ function validPolicy(rng: Rng, name: string, discarded: Features): Generated | u
     stored.spec[dir as 'ingress' | 'egress']![i]!.http = written.spec[dir as 'ingress' | 'egress']![i]!.http!;
   }
   return { written, stored, denyWithHttp: denyHttp.length > 0 };
+}
+
+/**
+ * Sometimes a staged policy beside the round's policies: a random policy's spec staged as
+ * Set, Delete or with no stagedAction, usually under the name of one of the round's policies of
+ * its kind (so it stands for that policy in the would-be verdict). Felix never enforces staged
+ * policies, so the enforced verdict must not change; the evaluator's would-be verdict is counted.
+ */
+function stagedPolicy(rng: Rng, round: number, generated: readonly Generated[], discarded: Features) {
+  if (!rng.bool(0.4)) return undefined;
+  const base = validPolicy(rng, `fz${round}-staged`, discarded);
+  if (!base) return undefined;
+  const p = base.written;
+  const sameKind = generated.filter((g) => g.written.kind === p.kind);
+  const standFor = sameKind.length > 0 && rng.bool(0.7) ? rng.pick(sameKind).written : undefined;
+  const stagedAction = rng.pick([undefined, 'Set', 'Set', 'Delete'] as const);
+  const metadata = standFor
+    ? {
+        name: standFor.metadata.name,
+        ...(standFor.metadata.namespace ? { namespace: standFor.metadata.namespace } : {}),
+      }
+    : { ...p.metadata };
+  const staged = {
+    apiVersion: V3,
+    kind: p.kind === 'NetworkPolicy' ? 'StagedNetworkPolicy' : 'StagedGlobalNetworkPolicy',
+    metadata,
+    // A staged Delete names the policy and carries no spec of its own.
+    spec:
+      stagedAction === 'Delete'
+        ? { stagedAction, ...(standFor?.spec.tier ? { tier: standFor.spec.tier } : {}) }
+        : { ...(stagedAction ? { stagedAction } : {}), ...p.spec },
+  } as AnyStagedPolicy;
+  const v = validateResource(staged);
+  if (!v.ok) {
+    count(discarded, `staged: ${v.errors[0]!.path.replace(/\[\d+\]/g, '[]')} ${v.errors[0]!.rule}`);
+    return undefined;
+  }
+  return { written: staged, stored: v.value as AnyStagedPolicy };
 }
 
 function tallyFeatures(p: AnyPolicy, f: Features): void {
@@ -1026,13 +1065,20 @@ function explain(v: Verdict): string {
 
 const RULES_CONFIG: RulesConfig = { ...DEFAULT_RULES_CONFIG, ipv6Support: false };
 
-function evaluatorFor(policies: readonly AnyPolicy[]): PolicyEvaluator {
+function evaluatorFor(
+  policies: readonly AnyPolicy[],
+  staged: readonly AnyStagedPolicy[] = [],
+): PolicyEvaluator {
   return new PolicyEvaluator({
     workloadEndpoints: PODS.map(workloadEndpoint),
     profiles: profiles(),
     tiers: TIERS,
     networkPolicies: policies.filter((p): p is NetworkPolicy => p.kind === 'NetworkPolicy'),
     globalNetworkPolicies: policies.filter((p): p is GlobalNetworkPolicy => p.kind === 'GlobalNetworkPolicy'),
+    stagedNetworkPolicies: staged.filter((p): p is StagedNetworkPolicy => p.kind === 'StagedNetworkPolicy'),
+    stagedGlobalNetworkPolicies: staged.filter(
+      (p): p is StagedGlobalNetworkPolicy => p.kind === 'StagedGlobalNetworkPolicy',
+    ),
     services: SERVICES,
     endpointSlices: SLICES,
   });
@@ -1108,7 +1154,9 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
     let rechecked = 0;
     let observedAllowed = 0;
     let observedDenied = 0;
-    let previous: AnyPolicy[] = [];
+    let previous: (AnyPolicy | AnyStagedPolicy)[] = [];
+    let stagedWritten = 0;
+    let stagedFlips = 0;
 
     for (let round = 1; policies < POLICY_TARGET; round++) {
       const generated: Generated[] = [];
@@ -1123,20 +1171,37 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
           resource: { kind: p.kind, metadata: { name: p.metadata.name, namespace: p.metadata.namespace } },
         });
       }
+      const staged = stagedPolicy(rng, round, generated, discarded);
       for (const g of generated) graph.onUpdate({ kind: 'set', resource: g.stored });
+      if (staged) {
+        graph.onUpdate({ kind: 'set', resource: staged.stored });
+        stagedWritten++;
+      }
       graph.flush();
       const desired = renderRuleset(graph.state(), RULES_CONFIG);
       await lab.dataplane.apply(desired);
-      previous = generated.map((g) => g.stored);
+      previous = [...generated.map((g) => g.stored), ...(staged ? [staged.stored] : [])];
       policies += generated.length;
       for (const g of generated) {
         tallyFeatures(g.written, features);
         if (g.denyWithHttp) denyWithHttp++;
       }
 
-      const evaluator = evaluatorFor(generated.map((g) => g.written));
+      const stagedList = staged ? [staged.written] : [];
+      const evaluator = evaluatorFor(
+        generated.map((g) => g.written),
+        stagedList,
+      );
+      // The policies as the datastore stores them (defaulted), which is what `calicoctl policy
+      // explain` reads: the same evaluator must give the same verdicts on them.
+      const asStored = evaluatorFor(
+        generated.map((g) => g.stored),
+        staged ? [staged.stored] : [],
+      );
       const flows = pickFlows(rng, ports, evaluator, FLOWS_PER_ROUND);
       const verdicts = flows.map((f) => evaluator.evaluate(f));
+      const storedVerdicts = flows.map((f) => asStored.evaluate(f));
+      for (const v of verdicts) if (v.stagedAllowed !== v.allowed) stagedFlips++;
       let results = await probeAll(lab, flows, PROBE_MS);
       // A flow the evaluator allows that got no answer may only have been slow: ask again (with
       // fresh source ports), more patiently. A flow that got through can never be "slow".
@@ -1167,7 +1232,7 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
         const observed = res === 'ok';
         if (observed) observedAllowed++;
         else observedDenied++;
-        if (observed === verdicts[i]!.allowed) {
+        if (observed === verdicts[i]!.allowed && observed === storedVerdicts[i]!.allowed) {
           agreements++;
           return;
         }
@@ -1175,6 +1240,7 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
           [
             `  flow: ${describeFlow(f)}`,
             `  evaluator: ${explain(verdicts[i]!)}`,
+            `  evaluator on the stored policies: ${explain(storedVerdicts[i]!)}`,
             `  traffic: ${observed ? 'answered (allowed)' : `no answer within ${RECHECK_MS.at(-1)} ms (denied)`}`,
           ].join('\n'),
         );
@@ -1194,6 +1260,7 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
               ` replay with POLICY_FUZZ_SEED=${seed})`,
             'policies of this round, as written:',
             ...generated.map((g) => `  ${JSON.stringify(g.written)}`),
+            ...stagedList.map((p) => `  staged: ${JSON.stringify(p)}`),
             ...problems,
             `a fresh calculation graph renders ${sameAsFresh ? 'the same' : 'a DIFFERENT'} ruleset`,
             `node ruleset (nft list table ip calico${ruleset.length > 600 ? ', first 600 lines' : ''}):`,
@@ -1209,7 +1276,8 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
       `policy-fuzz: seed ${seed}: ${policies} policies (${features.NetworkPolicy ?? 0} NP, ` +
         `${features.GlobalNetworkPolicy ?? 0} GNP; ${nDiscarded} invalid discarded; ${denyWithHttp} with http on Deny), ` +
         `${probes} probes (${observedAllowed} passed, ${observedDenied} dropped, ${rechecked} rechecked), ` +
-        `${agreements} agreements, ${elapsed} s`,
+        `${agreements} agreements, ${elapsed} s; ${stagedWritten} staged policies beside them ` +
+        `(${stagedFlips} probes whose would-be verdict differs)`,
     );
     console.log(
       `policy-fuzz: features used: ${Object.entries(features)
@@ -1225,6 +1293,8 @@ describe.skipIf(missing.length > 0)('randomised policy on real traffic', () => {
       );
     }
     expect(agreements).toBe(probes);
+    // Staged policies were in the mix, and the enforced verdicts above held with them.
+    expect(stagedWritten).toBeGreaterThan(0);
     // Both outcomes were seen, so the comparison could have failed either way.
     expect(observedAllowed).toBeGreaterThan(probes / 10);
     expect(observedDenied).toBeGreaterThan(probes / 10);

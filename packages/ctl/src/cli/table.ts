@@ -14,6 +14,7 @@ import { ipam } from './ipam.js';
 import { label } from './label.js';
 import { node } from './node.js';
 import { patch } from './patch.js';
+import { policy } from './policy.js';
 import { replace } from './replace.js';
 import { validate } from './validate.js';
 import { version } from './version.js';
@@ -33,4 +34,5 @@ export const COMMAND_TABLE: readonly CtlCommand[] = [
   ipam,
   node,
   cluster,
+  policy,
 ];

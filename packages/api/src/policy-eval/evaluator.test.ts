@@ -8,6 +8,7 @@
  *
  * an external address 192.0.2.9, and Service shop/front (cluster IP 10.96.0.1 port 8000 → web:80).
  */
+import { describe, expect, it } from 'vitest';
 import type {
   GlobalNetworkPolicy,
   K8sEndpointSlice,
@@ -17,9 +18,8 @@ import type {
   Rule,
   Tier,
   WorkloadEndpoint,
-} from '@calico-ts/api';
-import { describe, expect, it } from 'vitest';
-import { type Flow, PolicyEvaluator, type PolicyWorld } from './policy-evaluator.js';
+} from '../index.js';
+import { type Flow, PolicyEvaluator, type PolicyWorld } from './index.js';
 
 const V3 = 'projectcalico.org/v3' as const;
 const WEB = '10.0.1.1';
