@@ -31,7 +31,7 @@
 //   node bench/kdd/deployment.bench.mjs [--replicas 30] [--rounds 3] [--nodes 3] [--out file.json]
 //                                       [--name NAME --state-dir DIR]   (an existing --kubelet lab)
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
@@ -49,6 +49,7 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     name: { type: 'string' },
     'state-dir': { type: 'string' },
+    inside: { type: 'boolean', default: false },
   },
 });
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -112,10 +113,9 @@ function nodeDirs() {
 
 /** The admin kubeconfig the lab writes for `lab kubectl`. */
 function adminKubeconfig() {
-  const clusterDir = join(stateDir, 'cluster');
-  const f = readdirSync(clusterDir).find((x) => /^admin.*\.kubeconfig$/.test(x));
-  if (!f) throw new Error(`no admin kubeconfig in ${clusterDir}`);
-  return join(clusterDir, f);
+  const f = join(stateDir, 'kubeconfig');
+  if (!existsSync(f)) throw new Error(`no admin kubeconfig at ${f}: is the lab up?`);
+  return f;
 }
 
 /** kube-apiserver's request counters, summed by verb and resource. */
@@ -311,15 +311,46 @@ async function round(kc, apps, side) {
   };
 }
 
+if (!args.inside) {
+  // The API server is reachable only from the lab's etcd namespace: the rounds run in a child
+  // there (`nsenter --net`, as `lab kubectl` does); this process brings the lab up and down.
+  let status = 1;
+  try {
+    if (!reuse) {
+      const t = performance.now();
+      lab('up', '--kubelet', '--nodes', String(NODES));
+      log(`lab up --kubelet (${NODES} nodes, manifest): ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+    const state = JSON.parse(readFileSync(join(stateDir, 'state.json'), 'utf8'));
+    const etcdNetns = state.plan?.etcdNetns;
+    if (!etcdNetns) throw new Error(`${stateDir}/state.json names no etcd namespace`);
+    const child = spawnSync(
+      'nsenter',
+      [
+        `--net=/run/netns/${etcdNetns}`,
+        process.execPath,
+        fileURLToPath(import.meta.url),
+        '--inside',
+        ...['--name', name, '--state-dir', stateDir, '--out', OUT],
+        ...['--replicas', String(REPLICAS), '--rounds', String(ROUNDS), '--nodes', String(NODES)],
+      ],
+      { stdio: 'inherit' },
+    );
+    status = child.status ?? 1;
+  } finally {
+    if (!reuse && existsSync(join(stateDir, 'state.json')))
+      spawnSync(process.execPath, [LAB, '--name', name, '--state-dir', stateDir, 'down'], {
+        stdio: 'ignore',
+      });
+    await rm(dir, { recursive: true, force: true });
+  }
+  process.exit(status);
+}
+
 const results = { replicas: REPLICAS, rounds: ROUNDS, nodes: NODES, machine: { loadStart: loadavg() } };
 let failed;
+const nodes = nodeDirs();
 try {
-  if (!reuse) {
-    const t = performance.now();
-    lab('up', '--kubelet', '--nodes', String(NODES));
-    log(`lab up --kubelet (${NODES} nodes, manifest): ${((performance.now() - t) / 1000).toFixed(1)} s`);
-  }
-  const nodes = nodeDirs();
   for (const n of nodes)
     for (const p of REF_PLUGINS) {
       const target = join(n.binDir, p);
@@ -347,22 +378,11 @@ try {
     current = side;
     results.timed.push(await round(kc, apps, side));
   }
-  await useSide('calico', nodes);
   await core.deleteNamespace({ name: NS });
 } catch (e) {
   failed = e;
 } finally {
-  if (!reuse && existsSync(join(stateDir, 'state.json')))
-    spawnSync(process.execPath, [LAB, '--name', name, '--state-dir', stateDir, 'down'], { stdio: 'ignore' });
-  if (reuse)
-    for (const n of (() => {
-      try {
-        return nodeDirs();
-      } catch {
-        return [];
-      }
-    })())
-      await rm(join(n.netD, REF_CONFLIST), { force: true });
+  for (const n of nodes) await rm(join(n.netD, REF_CONFLIST), { force: true });
   await rm(dir, { recursive: true, force: true });
 }
 if (failed) throw failed;
