@@ -66,6 +66,7 @@ if (Boolean(args.name) !== Boolean(args['state-dir']))
 const IMAGE = 'calico-ts/httpd:v0.1.0';
 const NS = 'deploy-bench';
 const REF_CONFLIST = '05-ref-bridge.conflist';
+const REF_BRIDGE = 'refbr0';
 const REF_PLUGINS = ['bridge', 'host-local', 'loopback'];
 const REF_PLUGIN_DIR = '/usr/lib/cni';
 const refSubnet = (i) => `198.18.${160 + i}.0/24`;
@@ -170,6 +171,9 @@ async function useSide(side, nodes) {
     const path = join(n.netD, REF_CONFLIST);
     if (side === 'calico') {
       await rm(path, { force: true });
+      // The bridge outlives its pods; left there, calico-node's first-found autodetection would
+      // take its address for the node's the next time it starts.
+      spawnSync('ip', ['-n', `${name}-${n.node}`, 'link', 'del', REF_BRIDGE], { stdio: 'ignore' });
       continue;
     }
     const conf = {
@@ -178,7 +182,7 @@ async function useSide(side, nodes) {
       plugins: [
         {
           type: 'bridge',
-          bridge: 'refbr0',
+          bridge: REF_BRIDGE,
           isGateway: true,
           ipMasq: false,
           ipam: {
@@ -382,7 +386,7 @@ try {
 } catch (e) {
   failed = e;
 } finally {
-  for (const n of nodes) await rm(join(n.netD, REF_CONFLIST), { force: true });
+  await useSide('calico', nodes).catch(() => {});
   await rm(dir, { recursive: true, force: true });
 }
 if (failed) throw failed;
