@@ -15,11 +15,11 @@ import type { KVStore } from './kv/kv-store.js';
 import { KVDatastore } from './kv-datastore.js';
 import { resourceSource } from './syncer.js';
 import {
-  apiRequestCounts,
   findKubectl,
   type KubeApiServer,
   missingKubePrerequisites,
-  requestCountsBetween,
+  readApiRequestCounts,
+  requestsBetween,
   startKubeApiServer,
 } from './testing/index.js';
 import { networkSet, uniqueName } from './testing-internal/datastore-contract.js';
@@ -91,25 +91,25 @@ describe.skipIf(missing.length > 0)('informer on a real kube-apiserver', () => {
   });
 
   it('lists in pages once, then answers lookups from memory: 0 requests where gets made 40', async () => {
-    const c0 = await apiRequestCounts(api);
+    const c0 = await readApiRequestCounts(api);
     const inf = resourceInformer(ds, 'NetworkSet', {
       indexes: { net: (s) => s.spec.nets ?? [] },
     });
     informers.push(inf as Informer<unknown>);
     inf.start();
     await inf.synced();
-    const c1 = await apiRequestCounts(api);
+    const c1 = await readApiRequestCounts(api);
     expect(inf.list({ namespace: ns })).toHaveLength(520);
-    expect(requestCountsBetween(c0, c1)['LIST networksets']).toBe(2);
+    expect(requestsBetween(c0, c1)['LIST networksets']).toBe(2);
 
     // The same lookups, by get and from the informer.
     for (let i = 0; i < 40; i++) await ds.get('NetworkSet', `s${i}`, { namespace: ns });
-    const c2 = await apiRequestCounts(api);
+    const c2 = await readApiRequestCounts(api);
     for (let i = 0; i < 40; i++) expect(nets(inf.get(`${ns}/s${i}`) as NetworkSet)).toHaveLength(1);
     expect(inf.byIndex('net', '198.18.0.7/32').map(informerKeyOf)).toEqual([`${ns}/s7`]);
-    const c3 = await apiRequestCounts(api);
-    expect(requestCountsBetween(c1, c2)['GET networksets']).toBe(40);
-    const fromInformer = requestCountsBetween(c2, c3);
+    const c3 = await readApiRequestCounts(api);
+    expect(requestsBetween(c1, c2)['GET networksets']).toBe(40);
+    const fromInformer = requestsBetween(c2, c3);
     expect(fromInformer['GET networksets'] ?? 0).toBe(0);
     expect(fromInformer['LIST networksets'] ?? 0).toBe(0);
   }, 60_000);
@@ -170,11 +170,11 @@ describe.skipIf(missing.length > 0)('informer on a real kube-apiserver', () => {
       },
     });
     informers.push(inf as Informer<unknown>);
-    const c0 = await apiRequestCounts(api);
+    const c0 = await readApiRequestCounts(api);
     inf.start();
     await inf.synced();
     await until('the relist after 410', () => inf.get(`${ns}/s3`, { allowStale: true }) === undefined);
-    const c1 = await apiRequestCounts(api);
+    const c1 = await readApiRequestCounts(api);
     expect(deleted).toContain(`${ns}/s3`);
     expect(inf.get(`${ns}/late`)).toBeDefined();
     expect(nets(inf.get(`${ns}/s4`))).toEqual(['198.19.4.4/32']);
@@ -187,6 +187,6 @@ describe.skipIf(missing.length > 0)('informer on a real kube-apiserver', () => {
     // The list requests are the watch's own after its 410, one paged list of 520 (the informer's
     // first list was the stale one, and it never listed again): a replay of events makes none.
     expect(lists).toBe(1);
-    expect(requestCountsBetween(c0, c1)['LIST networksets']).toBe(2);
+    expect(requestsBetween(c0, c1)['LIST networksets']).toBe(2);
   }, 120_000);
 });

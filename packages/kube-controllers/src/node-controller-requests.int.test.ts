@@ -16,11 +16,11 @@ import { fileURLToPath } from 'node:url';
 import { NOOP_LOGGER } from '@calico-ts/api/log';
 import { createKVStore, KVDatastore, type KVStore } from '@calico-ts/datastore';
 import {
-  apiRequestCounts,
   findKubectl,
   type KubeApiServer,
   missingKubePrerequisites,
-  requestCountsBetween,
+  readApiRequestCounts,
+  requestsBetween,
   startKubeApiServer,
 } from '@calico-ts/datastore/testing';
 import { IpamClient, IpamStore } from '@calico-ts/ipam';
@@ -128,7 +128,7 @@ describe.skipIf(missing.length > 0)('node controller on the Kubernetes datastore
     await controller.start();
     // Settled: the first scan is done and nothing is scheduled.
     await new Promise((r) => setTimeout(r, 1500));
-    const before = await apiRequestCounts(api);
+    const before = await readApiRequestCounts(api);
     readsPerScan.length = 0;
 
     for (let i = 0; i < 10; i++) {
@@ -159,8 +159,8 @@ describe.skipIf(missing.length > 0)('node controller on the Kubernetes datastore
       await until(`the scan after pod ${i} was deleted`, () => passes >= was + 2);
     }
     await new Promise((r) => setTimeout(r, 500));
-    const after = await apiRequestCounts(api);
-    const d = listsAndWatches(requestCountsBetween(before, after));
+    const after = await readApiRequestCounts(api);
+    const d = listsAndWatches(requestsBetween(before, after));
     const scans = readsPerScan.length;
     console.log(
       `node controller, 10 Node label changes + 3 Pod deletions: ${passes} passes, ${scans} scans ` +

@@ -11,7 +11,6 @@ export {
 } from './etcd-server.js';
 export {
   adminKubeconfig,
-  apiRequestCounts,
   findKubectl,
   type KubeApiServer,
   type KubeApiServerArgsOptions,
@@ -23,7 +22,6 @@ export {
   type MakeKubeCertificatesOptions,
   makeKubeCertificates,
   missingKubePrerequisites,
-  requestCountsBetween,
   type StartKubeApiServerOptions,
   startKubeApiServer,
 } from './kube-apiserver.js';
