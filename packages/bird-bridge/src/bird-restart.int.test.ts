@@ -253,7 +253,13 @@ describe.runIf(privilegedTestsCanRun() && etcdAvailable())('BIRD killed and rest
       await ip(['-n', pods[s], 'route', 'add', 'default', 'dev', 'eth0']);
       await ip(['-n', ns[s], 'link', 'set', cali, 'up']);
       await ip(['-n', ns[s], 'route', 'add', `${n.pod}/32`, 'dev', cali]);
-      for (const key of ['net.ipv4.ip_forward=1', `net.ipv4.conf.${cali}.proxy_arp=1`]) {
+      // As the CNI plugin sets them: proxy ARP answered at once (the kernel's default delays each
+      // proxied answer by up to 0.8 s, which a first ping can outlast twice over, once per side).
+      for (const key of [
+        'net.ipv4.ip_forward=1',
+        `net.ipv4.conf.${cali}.proxy_arp=1`,
+        `net.ipv4.neigh.${cali}.proxy_delay=0`,
+      ]) {
         await new Promise<void>((resolve, reject) => {
           const c = spawn('ip', ['netns', 'exec', ns[s], 'sysctl', '-qw', key], { stdio: 'ignore' });
           c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`sysctl ${key}: ${code}`))));
